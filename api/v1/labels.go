@@ -1,0 +1,46 @@
+package v1
+
+import corev1 "k8s.io/api/core/v1"
+
+// Well-known labels, annotations, finalizers and taints. Their values are part
+// of the API: users' selectors, DaemonSets and dashboards key on them.
+const (
+	CapacityTypeSpot     = "spot"
+	CapacityTypeOnDemand = "on-demand"
+	CapacityTypeReserved = "reserved"
+
+	LabelNodePool        = Group + "/nodepool"
+	LabelCapacityType    = Group + "/capacity-type"
+	LabelNodeInitialized = Group + "/initialized"
+	LabelNodeRegistered  = Group + "/registered"
+	LabelDoNotSyncTaints = Group + "/do-not-sync-taints"
+
+	AnnotationDoNotDisrupt                  = Group + "/do-not-disrupt"
+	AnnotationNodePoolHash                  = Group + "/nodepool-hash"
+	AnnotationNodePoolHashVersion           = Group + "/nodepool-hash-version"
+	AnnotationNodeClaimTerminationTimestamp = Group + "/nodeclaim-termination-timestamp"
+
+	TerminationFinalizer = Group + "/termination"
+)
+
+// Taints Joiner manages on nodes.
+var (
+	DisruptedNoScheduleTaint   = corev1.Taint{Key: Group + "/disrupted", Effect: corev1.TaintEffectNoSchedule}
+	UnregisteredNoExecuteTaint = corev1.Taint{Key: Group + "/unregistered", Effect: corev1.TaintEffectNoExecute}
+)
+
+// Condition types of NodeClaims and NodePools.
+const (
+	ConditionTypeReady                   = "Ready"
+	ConditionTypeLaunched                = "Launched"
+	ConditionTypeRegistered              = "Registered"
+	ConditionTypeInitialized             = "Initialized"
+	ConditionTypeConsolidatable          = "Consolidatable"
+	ConditionTypeDrifted                 = "Drifted"
+	ConditionTypeDisruptionReason        = "DisruptionReason"
+	ConditionTypeDrained                 = "Drained"
+	ConditionTypeInstanceTerminating     = "InstanceTerminating"
+	ConditionTypeValidationSucceeded     = "ValidationSucceeded"
+	ConditionTypeNodeClassReady          = "NodeClassReady"
+	ConditionTypeNodeRegistrationHealthy = "NodeRegistrationHealthy"
+)

@@ -1,0 +1,189 @@
+// Command crdgen regenerates deepcopy functions and CRDs for Joiner's APIs with
+// controller-gen, then applies the few schema details that controller-gen
+// markers cannot express:
+//
+//   - taints are core/v1 types, so their key/value patterns and effect enum
+//     must be added after generation;
+//   - NodePool and NodeClaim share the requirement type, but only a NodePool
+//     may not name karpenter.sh/nodepool in its requirements;
+//   - label values in a NodePool template are map values, which have no
+//     marker for pattern and length.
+//
+// With -verify it generates into a temporary folder and fails if the committed
+// files differ, which is how tests catch stale generated code.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// packages maps API package folders to their deepcopy output.
+var packages = []string{"api/v1", "api/aws/v1"}
+
+const crdDir = "config/crd"
+
+func main() {
+	verify := flag.Bool("verify", false, "fail if the committed generated files are stale instead of writing them")
+	root := flag.String("root", ".", "repository root")
+	flag.Parse()
+	if err := run(*root, *verify); err != nil {
+		fmt.Fprintln(os.Stderr, "crdgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(root string, verify bool) error {
+	out, err := os.MkdirTemp("", "crdgen")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(out)
+
+	for _, pkg := range packages {
+		dir := filepath.Join(out, pkg)
+		if err := controllerGen(root, "object:headerFile=hack/boilerplate.go.txt", "paths=./"+pkg, "output:object:dir="+dir); err != nil {
+			return err
+		}
+	}
+	crds := filepath.Join(out, crdDir)
+	if err := controllerGen(root, "crd", "paths=./api/...", "output:crd:dir="+crds); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(crds)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := patchCRD(filepath.Join(crds, e.Name())); err != nil {
+			return fmt.Errorf("%s: %w", e.Name(), err)
+		}
+	}
+
+	var stale []string
+	compare := func(generated, committed string) error {
+		want, err := os.ReadFile(generated)
+		if err != nil {
+			return err
+		}
+		got, _ := os.ReadFile(committed)
+		if bytes.Equal(want, got) {
+			return nil
+		}
+		if verify {
+			stale = append(stale, committed)
+			return nil
+		}
+		return os.WriteFile(committed, want, 0o644)
+	}
+	for _, pkg := range packages {
+		name := "zz_generated.deepcopy.go"
+		if err := compare(filepath.Join(out, pkg, name), filepath.Join(root, pkg, name)); err != nil {
+			return err
+		}
+	}
+	for _, e := range entries {
+		if err := compare(filepath.Join(crds, e.Name()), filepath.Join(root, crdDir, e.Name())); err != nil {
+			return err
+		}
+	}
+	if len(stale) > 0 {
+		return fmt.Errorf("generated files are stale, run `make generate`: %s", strings.Join(stale, ", "))
+	}
+	return nil
+}
+
+func controllerGen(root string, args ...string) error {
+	cmd := exec.Command("go", append([]string{"tool", "controller-gen"}, args...)...)
+	cmd.Dir = root
+	cmd.Stderr = os.Stderr
+	cmd.Stdout = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("controller-gen %s: %w", strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+const (
+	qualifiedNamePattern = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
+	labelValuePattern    = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+)
+
+func patchCRD(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(raw, &crd); err != nil {
+		return err
+	}
+	for i := range crd.Spec.Versions {
+		schema := crd.Spec.Versions[i].Schema.OpenAPIV3Schema
+		spec := schema.Properties["spec"]
+		switch crd.Spec.Names.Kind {
+		case "NodePool":
+			template := spec.Properties["template"]
+			meta := template.Properties["metadata"]
+			labels := meta.Properties["labels"]
+			labels.AdditionalProperties.Schema.MaxLength = ptr(int64(63))
+			labels.AdditionalProperties.Schema.Pattern = labelValuePattern
+			meta.Properties["labels"] = labels
+			template.Properties["metadata"] = meta
+			tspec := template.Properties["spec"]
+			patchNodeSpec(&tspec, true)
+			template.Properties["spec"] = tspec
+			spec.Properties["template"] = template
+		case "NodeClaim":
+			patchNodeSpec(&spec, false)
+		}
+		schema.Properties["spec"] = spec
+	}
+	out, err := yaml.Marshal(&crd)
+	if err != nil {
+		return err
+	}
+	// controller-gen writes an empty status block; keep the file to what it means.
+	out = bytes.Replace(out, []byte("status:\n  acceptedNames:\n    kind: \"\"\n    plural: \"\"\n  conditions: null\n  storedVersions: null\n"), nil, 1)
+	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+}
+
+// patchNodeSpec fixes the taints and requirements of a NodeClaim spec or a
+// NodePool template spec.
+func patchNodeSpec(spec *apiextensionsv1.JSONSchemaProps, nodePool bool) {
+	for _, field := range []string{"taints", "startupTaints"} {
+		taints := spec.Properties[field]
+		item := taints.Items.Schema
+		key := item.Properties["key"]
+		key.MinLength = ptr(int64(1))
+		key.Pattern = qualifiedNamePattern
+		item.Properties["key"] = key
+		value := item.Properties["value"]
+		value.Pattern = qualifiedNamePattern
+		item.Properties["value"] = value
+		effect := item.Properties["effect"]
+		effect.Enum = []apiextensionsv1.JSON{{Raw: []byte(`"NoSchedule"`)}, {Raw: []byte(`"PreferNoSchedule"`)}, {Raw: []byte(`"NoExecute"`)}}
+		item.Properties["effect"] = effect
+		spec.Properties[field] = taints
+	}
+	if !nodePool {
+		return
+	}
+	reqs := spec.Properties["requirements"]
+	key := reqs.Items.Schema.Properties["key"]
+	rule := apiextensionsv1.ValidationRule{Rule: `self != "karpenter.sh/nodepool"`, Message: `label "karpenter.sh/nodepool" is restricted`}
+	// Keep Karpenter's order: the domain rule, then this one.
+	key.XValidations = append(key.XValidations[:1], append(apiextensionsv1.ValidationRules{rule}, key.XValidations[1:]...)...)
+	reqs.Items.Schema.Properties["key"] = key
+	spec.Properties["requirements"] = reqs
+}
+
+func ptr[T any](v T) *T { return &v }
