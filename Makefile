@@ -1,0 +1,31 @@
+# The two commands the README gives are `make demo` and `make test`.
+SHELL := /bin/bash
+
+.PHONY: demo test generate verify-generated setup down fmt
+
+## demo: set everything up and run the demo on a local control plane
+demo:
+	./hack/demo.sh
+
+## test: run every test, unit and integration, building what they need first
+test: setup
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	go vet ./...
+	go test -count=1 ./...
+
+## setup: install etcd and build the control-plane binaries (cached in .cache)
+setup:
+	JOINER_SETUP_VERBOSE=1 ./hack/setup.sh >/dev/null
+
+## generate: regenerate deepcopy functions and CRDs
+generate:
+	go run ./hack/crdgen
+
+## verify-generated: fail if generated files are stale
+verify-generated:
+	go run ./hack/crdgen -verify
+
+## down: stop the demo's control plane
+down:
+	go run ./hack/cluster down

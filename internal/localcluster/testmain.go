@@ -1,0 +1,63 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Main runs a test package against one control plane, shared by all its
+// tests, and returns the exit code for os.Exit. It reuses the cluster named
+// by JOINER_TEST_KUBECONFIG when set (after installing our CRDs there), and
+// otherwise starts a fresh one that is stopped when the tests end. A control
+// plane that cannot start fails the package; it is never skipped.
+func Main(m *testing.M, out **Cluster) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	c, err := forTests(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "local control plane:", err)
+		return 1
+	}
+	*out = c
+	code := m.Run()
+	c.Stop()
+	if code == 0 && c.Dir != "" && os.Getenv("JOINER_KEEP_CLUSTER_DIR") == "" {
+		os.RemoveAll(c.Dir)
+	} else if code != 0 && c.Dir != "" {
+		fmt.Fprintf(os.Stderr, "control plane logs kept in %s\n", filepath.Join(c.Dir, "logs"))
+	}
+	return code
+}
+
+func forTests(ctx context.Context) (*Cluster, error) {
+	root, err := FindRoot()
+	if err != nil {
+		return nil, err
+	}
+	if kc := os.Getenv("JOINER_TEST_KUBECONFIG"); kc != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+		if err != nil {
+			return nil, err
+		}
+		cfg.QPS, cfg.Burst = 500, 1000
+		bins, err := EnsureBinaries(ctx, root)
+		if err != nil {
+			return nil, err
+		}
+		if err := InstallCRDs(ctx, cfg, filepath.Join(root, "config", "crd")); err != nil {
+			return nil, err
+		}
+		return &Cluster{Root: root, Kubeconfig: kc, Config: cfg, Bins: bins}, nil
+	}
+	dir, err := os.MkdirTemp("", "joiner-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	return Start(ctx, Options{Dir: dir, Root: root})
+}
