@@ -1,0 +1,114 @@
+// Package cloudprovider is the seam between Joiner's cloud-agnostic core and a
+// cloud: what instance types exist, what they cost where, and how to create
+// and delete the machines behind NodeClaims.
+package cloudprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// CloudProvider creates and deletes the machines behind NodeClaims.
+type CloudProvider interface {
+	// Create launches a machine for the NodeClaim, choosing the cheapest
+	// available offering among its instance-type options, and returns the
+	// NodeClaim with labels, capacity and provider ID filled in.
+	Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.NodeClaim, error)
+	// Delete terminates the machine; it returns a NodeClaimNotFoundError once
+	// the machine is gone, so callers can tell "done" from "in progress".
+	Delete(ctx context.Context, nodeClaim *v1.NodeClaim) error
+	// Get returns the machine with the given provider ID.
+	Get(ctx context.Context, providerID string) (*v1.NodeClaim, error)
+	// List returns every machine this cluster owns, to find leaks.
+	List(ctx context.Context) ([]*v1.NodeClaim, error)
+	// InstanceTypes returns every instance type the NodePool could use,
+	// including offerings that are currently unavailable.
+	InstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*InstanceType, error)
+	// IsDrifted returns a non-empty reason when the machine no longer matches
+	// its NodeClass.
+	IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (string, error)
+	// Name of the provider, for logs and metrics.
+	Name() string
+}
+
+// InstanceType is a machine shape and where it can be bought.
+type InstanceType struct {
+	Name string
+	// Labels are the well-known labels a node of this type carries, such as
+	// node.kubernetes.io/instance-type, kubernetes.io/arch and the
+	// karpenter.k8s.aws/instance-* labels. Zone and capacity type vary per
+	// offering and are not here.
+	Labels map[string]string
+	// Capacity is the machine's raw capacity; Allocatable is what pods can
+	// request after kubelet and system reservations.
+	Capacity    corev1.ResourceList
+	Allocatable corev1.ResourceList
+	Offerings   []Offering
+}
+
+// Offering is one way to buy an instance type: a zone and a capacity type at a price.
+type Offering struct {
+	Zone         string
+	CapacityType string
+	// Price in $/h.
+	Price     float64
+	Available bool
+}
+
+// CheapestOffering returns the cheapest available offering that the filter
+// accepts, or false when there is none.
+func (it *InstanceType) CheapestOffering(accept func(Offering) bool) (Offering, bool) {
+	var best Offering
+	found := false
+	for _, o := range it.Offerings {
+		if !o.Available || (accept != nil && !accept(o)) {
+			continue
+		}
+		if !found || o.Price < best.Price || (o.Price == best.Price && o.Zone+o.CapacityType < best.Zone+best.CapacityType) {
+			best, found = o, true
+		}
+	}
+	return best, found
+}
+
+// InsufficientCapacityError means no offering of the NodeClaim's options had
+// capacity; the NodeClaim is deleted and its pods are scheduled again.
+type InsufficientCapacityError struct{ Err error }
+
+func (e *InsufficientCapacityError) Error() string { return "insufficient capacity, " + e.Err.Error() }
+func (e *InsufficientCapacityError) Unwrap() error { return e.Err }
+
+// NodeClassNotReadyError means the NodeClass cannot launch yet.
+type NodeClassNotReadyError struct{ Err error }
+
+func (e *NodeClassNotReadyError) Error() string { return "NodeClass not ready, " + e.Err.Error() }
+func (e *NodeClassNotReadyError) Unwrap() error { return e.Err }
+
+// NodeClaimNotFoundError means the machine does not exist (any more).
+type NodeClaimNotFoundError struct{ ProviderID string }
+
+func (e *NodeClaimNotFoundError) Error() string {
+	return fmt.Sprintf("nodeclaim not found, provider ID %q", e.ProviderID)
+}
+
+// IsInsufficientCapacity reports whether err is an InsufficientCapacityError.
+func IsInsufficientCapacity(err error) bool {
+	var e *InsufficientCapacityError
+	return errors.As(err, &e)
+}
+
+// IsNodeClaimNotFound reports whether err is a NodeClaimNotFoundError.
+func IsNodeClaimNotFound(err error) bool {
+	var e *NodeClaimNotFoundError
+	return errors.As(err, &e)
+}
+
+// IsNodeClassNotReady reports whether err is a NodeClassNotReadyError.
+func IsNodeClassNotReady(err error) bool {
+	var e *NodeClassNotReadyError
+	return errors.As(err, &e)
+}

@@ -1,0 +1,637 @@
+package scheduling
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// rejection says why a pod does not fit a node. Monotonic rejections only
+// get worse as nodes fill (resources, taints, labels, anti-affinity), so
+// scans may skip those nodes for later pods of the same group.
+type rejection struct {
+	err        error
+	monotonic  bool
+	exceedsCap bool
+}
+
+func (s *solver) run() {
+	for _, pg := range s.groups {
+		if pg.err != nil {
+			for _, pod := range pg.pods {
+				s.plan.Unschedulable = append(s.plan.Unschedulable, PodError{Pod: pod, Reason: pg.err.Error()})
+			}
+			pg.remaining = 0
+			continue
+		}
+		cursors := make([]int, len(pg.variants))
+		existingCursors := make([]int, len(pg.variants))
+		for pg.remaining > 0 {
+			pod := pg.pods[len(pg.pods)-pg.remaining]
+			if err := s.place(pg, pod, cursors, existingCursors); err != nil {
+				s.plan.Unschedulable = append(s.plan.Unschedulable, PodError{Pod: pod, Reason: err.Error()})
+				pg.remaining--
+			}
+		}
+	}
+}
+
+// place puts one pod somewhere, relaxing its preferences as needed.
+func (s *solver) place(pg *podGroup, pod *corev1.Pod, cursors, existingCursors []int) error {
+	var firstErr error
+	for vi, pc := range pg.variants {
+		if n := s.scan(pg, pc, s.existing, &existingCursors[vi]); n != nil {
+			s.commit(pg, pc, n, pod)
+			return nil
+		}
+		if n := s.scan(pg, pc, s.virtual, &cursors[vi]); n != nil {
+			s.commit(pg, pc, n, pod)
+			return nil
+		}
+		n, err := s.openFor(pg, pc, pod)
+		if err == nil {
+			s.fill(n)
+			return nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+// scan returns the first node in nodes (from *cursor on) that takes the pod.
+func (s *solver) scan(pg *podGroup, pc *podConstraints, nodes []*node, cursor *int) *node {
+	advancing := true
+	for i := *cursor; i < len(nodes); i++ {
+		n := nodes[i]
+		rej := s.check(pg, pc, n)
+		if rej == nil {
+			return n
+		}
+		if advancing && rej.monotonic {
+			*cursor = i + 1
+		} else {
+			advancing = false
+		}
+	}
+	return nil
+}
+
+// check tests a pod against a node without changing anything.
+func (s *solver) check(pg *podGroup, pc *podConstraints, n *node) *rejection {
+	if n.deleting {
+		return &rejection{err: errors.New("node is being deleted"), monotonic: true}
+	}
+	if !pg.requests.Add(n.used).Fits(n.capacity) {
+		return &rejection{err: errors.New("insufficient resources"), monotonic: true, exceedsCap: true}
+	}
+	if t, bad := pg.untolerated(n.taints, pc.toleratePreferNoSchedule); bad {
+		return &rejection{err: fmt.Errorf("did not tolerate taint %s", taintString(t)), monotonic: true}
+	}
+	if err := s.nodeCompatible(n, pc); err != nil {
+		return &rejection{err: err, monotonic: true}
+	}
+	for _, hp := range pg.hostPorts {
+		for _, used := range n.hostPorts {
+			if hp.conflicts(used) {
+				return &rejection{err: fmt.Errorf("host port %d/%s is in use", hp.port, hp.protocol), monotonic: true}
+			}
+		}
+	}
+	if _, err := s.decideDomains(pg, pc, n); err != nil {
+		// Spread and affinity can open up as other pods land; anti-affinity
+		// and per-node spread cannot.
+		mono := true
+		for _, g := range pc.spreads {
+			if g.key != corev1.LabelHostname {
+				mono = false
+			}
+		}
+		if len(pc.affinity) > 0 {
+			mono = false
+		}
+		return &rejection{err: err, monotonic: mono}
+	}
+	return nil
+}
+
+func taintString(t corev1.Taint) string {
+	if t.Value == "" {
+		return fmt.Sprintf("%s:%s", t.Key, t.Effect)
+	}
+	return fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect)
+}
+
+// nodeCompatible checks the pod's node predicates against what the node's
+// labels can be: for an existing node its labels; for a new node its
+// NodePool's requirements and its instance type's labels together.
+func (s *solver) nodeCompatible(n *node, pc *podConstraints) error {
+	if n.existing {
+		return n.requirements.Compatible(pc.nodeReqs)
+	}
+	for k, p := range pc.nodeReqs {
+		r, ok := n.requirements[k]
+		t, tok := n.target.reqs[k]
+		switch {
+		case ok && tok:
+			r = r.Intersect(t)
+		case tok:
+			r, ok = t, true
+		}
+		if !ok || r.Empty() {
+			if _, known := s.knownKeys[k]; !ok && !known && p.absentOK {
+				continue
+			}
+			if p.absentOK {
+				continue
+			}
+			return fmt.Errorf("label %q is not offered (requires %s)", k, p)
+		}
+		if r.Intersect(p).Empty() {
+			return fmt.Errorf("incompatible requirement %s, offered %s", p, r)
+		}
+	}
+	return nil
+}
+
+// decideDomains picks, for every topology key the pod involves, the domain
+// the node will be in, honouring spread, affinity and anti-affinity.
+func (s *solver) decideDomains(pg *podGroup, pc *podConstraints, n *node) (map[string]string, error) {
+	keys := pc.topologyKeys(pg)
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(keys))
+	for _, key := range keys {
+		allowed, err := s.allowedDomains(pc, pg, n, key)
+		if err != nil {
+			return nil, err
+		}
+		if r, ok := pc.nodeReqs[key]; ok {
+			filtered := allowed[:0:0]
+			for _, d := range allowed {
+				if r.Has(d) {
+					filtered = append(filtered, d)
+				}
+			}
+			allowed = filtered
+		}
+		if len(allowed) == 0 {
+			return nil, fmt.Errorf("no %s domain satisfies the pod's constraints", key)
+		}
+		out[key] = s.pickDomain(pg, pc, key, allowed)
+	}
+	return out, nil
+}
+
+// pickDomain balances: the domain where the pod's spread groups (own or
+// matched) have the fewest pods; ties go to the first name.
+func (s *solver) pickDomain(pg *podGroup, pc *podConstraints, key string, allowed []string) string {
+	if len(allowed) == 1 {
+		return allowed[0]
+	}
+	var g *topoGroup
+	for _, c := range append(append([]*topoGroup{}, pc.spreads...), pg.matchedBy...) {
+		if c.key == key && c.kind == topoSpread {
+			g = c
+			break
+		}
+	}
+	if g == nil {
+		return allowed[0]
+	}
+	best := allowed[0]
+	for _, d := range allowed[1:] {
+		if g.counts[d] < g.counts[best] {
+			best = d
+		}
+	}
+	return best
+}
+
+// commit places the pod on the node and records it everywhere.
+func (s *solver) commit(pg *podGroup, pc *podConstraints, n *node, pod *corev1.Pod) {
+	domains, _ := s.decideDomains(pg, pc, n)
+	n.used = n.used.Add(pg.requests)
+	n.pods = append(n.pods, pod)
+	n.hostPorts = append(n.hostPorts, pg.hostPorts...)
+	n.groups[pg]++
+	pg.remaining--
+	if pg.shape != nil {
+		pg.shape.remaining--
+	}
+	if !n.existing {
+		for k, p := range pc.nodeReqs {
+			if r, ok := n.requirements[k]; ok {
+				n.requirements[k] = r.Intersect(p)
+			} else if _, tok := n.target.reqs[k]; !tok && !p.absentOK {
+				n.requirements[k] = p
+			}
+		}
+		for k, d := range domains {
+			if k == corev1.LabelHostname {
+				continue
+			}
+			n.requirements[k] = &Requirement{Key: k, values: map[string]struct{}{d: {}}}
+		}
+	}
+	domainOf := func(key string) (string, bool) {
+		if d, ok := domains[key]; ok {
+			return d, true
+		}
+		vals := n.values(key)
+		if len(vals) == 1 {
+			return vals[0], true
+		}
+		return "", false
+	}
+	for _, g := range pg.matchedBy {
+		if d, ok := domainOf(g.key); ok {
+			g.counts[d]++
+		}
+	}
+	for _, g := range pg.ownedAnti {
+		if d, ok := domainOf(g.key); ok {
+			g.owners[d]++
+		}
+	}
+	if n.existing {
+		s.plan.Existing[pod.Namespace+"/"+pod.Name] = n.name
+	}
+}
+
+// openFor opens a new node for the pod in the first NodePool (by weight)
+// that can run it, choosing the instance type by lookahead.
+func (s *solver) openFor(pg *podGroup, pc *podConstraints, pod *corev1.Pod) (*node, error) {
+	var reasons []string
+	for _, p := range s.pools {
+		n, err := s.openIn(p, pg, pc)
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf("nodepool %q: %v", p.name, err))
+			continue
+		}
+		s.commit(pg, pc, n, pod)
+		return n, nil
+	}
+	if len(reasons) == 0 {
+		return nil, errors.New("no NodePools are ready to launch nodes")
+	}
+	return nil, errors.New("no NodePool can run the pod: " + strings.Join(reasons, "; "))
+}
+
+func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	if t, bad := pg.untolerated(p.taints, pc.toleratePreferNoSchedule); bad {
+		return nil, fmt.Errorf("did not tolerate taint %s", taintString(t))
+	}
+	if err := p.reqs.Compatible(s.podNodeReqs(pc, p)); err != nil {
+		return nil, err
+	}
+	if limit, ok := p.limits["nodes"]; ok && p.nodes+1 > limit.Value() {
+		return nil, fmt.Errorf("nodepool %q limit of %s nodes reached", p.name, limit.String())
+	}
+	need := pg.requests.Add(p.overhead)
+	type candidate struct {
+		t          *itype
+		eff, value float64
+	}
+	var cands []candidate
+	reqMatched, fits, inLimits := 0, 0, 0
+	forced := s.forcedNodes()
+	strict := pc == pg.variants[0]
+	for _, t := range p.types {
+		if strict {
+			if !s.groupTypeCompatible(pg, p, t) {
+				continue
+			}
+		} else if s.typeCompatible(pc.nodeReqs, t.reqs) != nil || !extendedOK(pg.requests, t.alloc) {
+			continue
+		}
+		reqMatched++
+		if !need.Fits(t.alloc) {
+			continue
+		}
+		fits++
+		if !p.withinLimits(t.cap) {
+			continue
+		}
+		inLimits++
+		value, saturated := s.lookahead(p, t, pg, forced)
+		cands = append(cands, candidate{t: t, eff: value / t.price, value: value})
+		if saturated {
+			// Types are in price order: a pricier one cannot absorb more.
+			break
+		}
+	}
+	switch {
+	case reqMatched == 0:
+		return nil, fmt.Errorf("no instance type satisfies the pod's requirements %s", describeReqs(pc.nodeReqs))
+	case fits == 0:
+		return nil, fmt.Errorf("no instance type has room for requests %s plus daemonset overhead %s", pg.requests, p.overhead)
+	case inLimits == 0:
+		return nil, fmt.Errorf("all available instance types exceed limits for nodepool: %q (limits %s, in use %s)", p.name, limitsString(p.limits), p.usage)
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if a.eff > b.eff*(1+1e-9) || a.eff < b.eff*(1-1e-9) {
+			return a.eff > b.eff
+		}
+		return a.value > b.value
+	})
+	var rejected error
+	for _, c := range cands {
+		n := s.newNode(p, c.t)
+		if rej := s.check(pg, pc, n); rej != nil {
+			if rejected == nil {
+				rejected = rej.err
+			}
+			continue
+		}
+		n.name = fmt.Sprintf("%s-%d", p.name, len(s.virtual)+1)
+		s.virtual = append(s.virtual, n)
+		p.usage = p.usage.Add(c.t.cap)
+		p.nodes++
+		return n, nil
+	}
+	return nil, rejected
+}
+
+func (s *solver) newNode(p *pool, t *itype) *node {
+	reqs := p.reqs.Copy()
+	for _, k := range []string{corev1.LabelTopologyZone, v1.LabelCapacityType} {
+		if r, ok := reqs[k]; ok {
+			reqs[k] = r.Intersect(t.reqs[k])
+		}
+	}
+	return &node{name: "candidate", pool: p, requirements: reqs, taints: p.taints, capacity: t.alloc.Sub(p.overhead), target: t, groups: map[*podGroup]int{}}
+}
+
+func (p *pool) withinLimits(capacity Resources) bool {
+	if len(p.limits) == 0 {
+		return true
+	}
+	after := p.usage.Add(capacity).ResourceList()
+	for name, limit := range p.limits {
+		if name == "nodes" {
+			continue
+		}
+		if q, ok := after[name]; ok && q.Cmp(limit) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func limitsString(rl corev1.ResourceList) string {
+	keys := make([]string, 0, len(rl))
+	for k := range rl {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		q := rl[corev1.ResourceName(k)]
+		parts = append(parts, fmt.Sprintf("%s=%s", k, q.String()))
+	}
+	return strings.Join(parts, ",")
+}
+
+// lookahead estimates the work a new node of type t would absorb: the seed
+// pod plus as many pending pods as fit, each valued at its lower-bound price.
+// Dividing by the node's price ranks types by how well their dollars are used.
+// When pods must be kept apart over at least forced nodes, each node expects
+// only its fair share of the rest, so the first nodes are not sized to take
+// everything while the later ones run nearly empty. saturated reports that
+// every share fit, so a pricier type could not do better.
+func (s *solver) lookahead(p *pool, t *itype, seed *podGroup, forced int) (value float64, saturated bool) {
+	free := t.alloc.Sub(p.overhead).Sub(seed.requests)
+	value = seed.value
+	saturated = true
+	for _, sh := range s.shapes {
+		left := int64(sh.remaining)
+		if sh == seed.shape {
+			left--
+		}
+		if left <= 0 {
+			continue
+		}
+		if forced > 1 {
+			left = (left + int64(forced) - 1) / int64(forced)
+		}
+		if sh.perNodeLimit > 0 {
+			cap := sh.perNodeLimit
+			if sh == seed.shape {
+				cap--
+			}
+			if left > cap {
+				left = cap
+			}
+		}
+		if left <= 0 {
+			continue
+		}
+		if c := sh.typeOK[t.id]; c == 2 || (c == 0 && !s.shapeTypeOK(sh, t)) {
+			continue
+		}
+		if sh.poolOK[p.idx] != 1 {
+			continue
+		}
+		k := sh.requests.MaxCopies(free, left)
+		if k < left {
+			saturated = false
+		}
+		if k == 0 {
+			continue
+		}
+		free = free.Sub(sh.requests.Scale(k))
+		value += float64(k) * sh.value
+	}
+	return value, saturated
+}
+
+// shapeTypeOK fills the cache from the shape's representative group.
+func (s *solver) shapeTypeOK(sh *shape, t *itype) bool {
+	return s.groupTypeCompatible(sh.rep, nil, t)
+}
+
+// fill pulls pending pods onto a freshly opened node until nothing else fits.
+func (s *solver) fill(n *node) {
+	for _, g := range s.groups {
+		if g.err != nil {
+			continue
+		}
+		for g.remaining > 0 {
+			if !g.requests.Add(n.used).Fits(n.capacity) {
+				break
+			}
+			pc := g.variants[0]
+			if s.check(g, pc, n) != nil {
+				break
+			}
+			s.commit(g, pc, n, g.pods[len(g.pods)-g.remaining])
+		}
+	}
+}
+
+// finish right-sizes every new node to the cheapest instance type that holds
+// its pods and writes the plan.
+func (s *solver) finish() {
+	for _, n := range s.virtual {
+		nc := s.rightSize(n)
+		s.plan.NewNodeClaims = append(s.plan.NewNodeClaims, nc)
+	}
+}
+
+func (s *solver) rightSize(n *node) *NewNodeClaim {
+	p := n.pool
+	zoneReq, ctReq := n.requirements[corev1.LabelTopologyZone], n.requirements[v1.LabelCapacityType]
+	accept := func(o cloudprovider.Offering) bool {
+		return (zoneReq == nil || zoneReq.Has(o.Zone)) && (ctReq == nil || ctReq.Has(o.CapacityType))
+	}
+	need := n.used.Add(p.overhead)
+	// Only what pods narrowed needs checking: every pool type satisfies the
+	// pool's own requirements, and offerings decide zone and capacity type.
+	narrowed := Requirements{}
+	for k, r := range n.requirements {
+		if k == corev1.LabelTopologyZone || k == v1.LabelCapacityType {
+			continue
+		}
+		if pr, ok := p.reqs[k]; !ok || pr != r {
+			narrowed[k] = r
+		}
+	}
+	_, hasMinValues := minValuesKeys(p)
+	var opts []option
+	bound := math.Inf(1)
+	for _, t := range p.types {
+		// p.types is in order of each type's cheapest offering, a lower
+		// bound of its price on this node.
+		if t.price > bound && !hasMinValues {
+			break
+		}
+		if !need.Fits(t.alloc) || !extendedOK(n.used, t.alloc) {
+			continue
+		}
+		if len(narrowed) > 0 && s.typeCompatible(narrowed, t.reqs) != nil {
+			continue
+		}
+		if t != n.target && !p.withinLimits(t.cap.Sub(n.target.cap)) {
+			continue
+		}
+		if !s.podsCompatibleWithType(n, t) {
+			continue
+		}
+		off, ok := t.it.CheapestOffering(accept)
+		if !ok {
+			continue
+		}
+		opts = append(opts, option{t: t, price: off.Price, off: off})
+		if b := off.Price * s.opts.PriceBand; b < bound {
+			bound = b
+		}
+	}
+	sort.SliceStable(opts, func(i, j int) bool {
+		if opts[i].price != opts[j].price {
+			return opts[i].price < opts[j].price
+		}
+		return opts[i].t.it.Name < opts[j].t.it.Name
+	})
+	if len(opts) == 0 {
+		// The target always fits; this guards against a bug, not input.
+		off, _ := n.target.it.CheapestOffering(accept)
+		opts = []option{{t: n.target, price: off.Price, off: off}}
+	}
+	cheapest := opts[0].price
+	var chosen []option
+	for _, o := range opts {
+		if o.price <= cheapest*s.opts.PriceBand+1e-9 && len(chosen) < s.opts.MaxInstanceTypes {
+			chosen = append(chosen, o)
+		}
+	}
+	chosen = s.satisfyMinValues(n, opts, chosen)
+	p.usage = p.usage.Sub(n.target.cap).Add(chosen[0].t.cap)
+
+	nc := &NewNodeClaim{NodePool: p.name, Pods: n.pods, Requests: need, InstanceType: chosen[0].t.it, Offering: chosen[0].off}
+	reqs := n.requirements.Copy()
+	names := make([]string, 0, len(chosen))
+	zones, cts := map[string]struct{}{}, map[string]struct{}{}
+	for _, o := range chosen {
+		nc.InstanceTypes = append(nc.InstanceTypes, o.t.it)
+		names = append(names, o.t.it.Name)
+		for _, off := range o.t.it.Offerings {
+			if off.Available && accept(off) {
+				zones[off.Zone] = struct{}{}
+				cts[off.CapacityType] = struct{}{}
+			}
+		}
+	}
+	reqs.Add(&Requirement{Key: corev1.LabelInstanceTypeStable, values: setOf(names)})
+	reqs.Add(&Requirement{Key: corev1.LabelTopologyZone, values: zones})
+	reqs.Add(&Requirement{Key: v1.LabelCapacityType, values: cts})
+	nc.Requirements = reqs
+	return nc
+}
+
+// podsCompatibleWithType re-checks the node's pods against another type's
+// labels, since pods may select on instance labels the target satisfied.
+func (s *solver) podsCompatibleWithType(n *node, t *itype) bool {
+	if t == n.target {
+		return true
+	}
+	for g := range n.groups {
+		if !s.groupTypeCompatible(g, n.pool, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// minValuesKeys lists, in order, the pool's requirement keys with minValues.
+func minValuesKeys(p *pool) ([]string, bool) {
+	var keys []string
+	for k, r := range p.reqs {
+		if r.MinValues != nil {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys, len(keys) > 0
+}
+
+// option is one instance type a NodeClaim may launch as, at its best price.
+type option struct {
+	t     *itype
+	price float64
+	off   cloudprovider.Offering
+}
+
+// satisfyMinValues widens the options past the price band until every
+// requirement's minValues is met, as far as the compatible types allow.
+func (s *solver) satisfyMinValues(n *node, all, chosen []option) []option {
+	keys, _ := minValuesKeys(n.pool)
+	for _, k := range keys {
+		r := n.pool.reqs[k]
+		distinct := func(opts []option) int {
+			seen := map[string]struct{}{}
+			for _, o := range opts {
+				if v, ok := o.t.it.Labels[k]; ok {
+					seen[v] = struct{}{}
+				}
+			}
+			return len(seen)
+		}
+		for i := len(chosen); distinct(chosen) < *r.MinValues && i < len(all); i++ {
+			chosen = append(chosen, all[i])
+		}
+	}
+	return chosen
+}

@@ -1,0 +1,320 @@
+package scheduling
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// podGroup is a set of pending pods that schedule identically: same
+// namespace, labels, requests and constraints, typically the replicas of one
+// workload. Analysis, compatibility checks and topology matching run once per
+// group, which is what makes thousands of replicas cheap.
+type podGroup struct {
+	id        int
+	namespace string
+	labels    labels.Set
+	requests  Resources
+	// tolerations decide which taints the pods accept.
+	tolerations []corev1.Toleration
+	hostPorts   []hostPort
+	// variants is the relaxation ladder: the strictest constraints first,
+	// then with required terms and preferences dropped in Karpenter's order.
+	variants []*podConstraints
+	// matchedBy are the topology groups whose selector matches these pods;
+	// placing one increments their counts.
+	matchedBy []*topoGroup
+	// inverseAnti are anti-affinity groups of other pods that these pods
+	// match: they may not join the owners' domains.
+	inverseAnti []*topoGroup
+	// ownedAnti are the required anti-affinity terms these pods carry.
+	ownedAnti []*topoGroup
+	// perNodeLimit caps how many of these pods one node can take because of
+	// hostname anti-affinity or spread; 0 means no cap.
+	perNodeLimit int64
+	// err marks pods that cannot be scheduled at all, with the reason.
+	err  error
+	pods []*corev1.Pod
+	// value is a lower bound of what one pod costs to run ($/h): its share
+	// of the most price-efficient instance type that can hold it. It ranks
+	// how well a node type would be used.
+	value float64
+	// remaining counts pods of the group not yet placed.
+	remaining int
+	shape     *shape
+}
+
+// podConstraints are the constraints a placement attempt enforces.
+type podConstraints struct {
+	// keys caches topologyKeys.
+	keys                     []string
+	nodeReqs                 Requirements
+	spreads                  []*topoGroup
+	affinity                 []*topoGroup
+	antiAffinity             []*topoGroup
+	toleratePreferNoSchedule bool
+	// relaxed says what this variant dropped, for explanations.
+	relaxed string
+}
+
+type hostPort struct {
+	ip       string
+	port     int32
+	protocol corev1.Protocol
+}
+
+func (h hostPort) conflicts(o hostPort) bool {
+	if h.port != o.port || h.protocol != o.protocol {
+		return false
+	}
+	wild := func(ip string) bool { return ip == "" || ip == "0.0.0.0" || ip == "::" }
+	return h.ip == o.ip || wild(h.ip) || wild(o.ip)
+}
+
+// groupKey identifies pods that schedule identically.
+func groupKey(pod *corev1.Pod) string {
+	spec := struct {
+		NS           string
+		Labels       map[string]string
+		NodeSelector map[string]string
+		Affinity     *corev1.Affinity
+		Tolerations  []corev1.Toleration
+		TSC          []corev1.TopologySpreadConstraint
+		Containers   []corev1.Container
+		Init         []corev1.Container
+		Overhead     corev1.ResourceList
+		Resources    *corev1.ResourceRequirements
+	}{pod.Namespace, pod.Labels, pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations, pod.Spec.TopologySpreadConstraints,
+		pod.Spec.Containers, pod.Spec.InitContainers, pod.Spec.Overhead, pod.Spec.Resources}
+	b, _ := json.Marshal(spec)
+	h := fnv.New64a()
+	h.Write(b)
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
+// analyze builds the group of a pod (the first pod of its kind).
+func (s *solver) analyze(pod *corev1.Pod) *podGroup {
+	pg := &podGroup{namespace: pod.Namespace, labels: labels.Set(pod.Labels), requests: PodRequests(pod), tolerations: pod.Spec.Tolerations}
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				proto := p.Protocol
+				if proto == "" {
+					proto = corev1.ProtocolTCP
+				}
+				pg.hostPorts = append(pg.hostPorts, hostPort{ip: p.HostIP, port: p.HostPort, protocol: proto})
+			}
+		}
+	}
+	variants, err := s.constraintLadder(pod, pg)
+	if err != nil {
+		pg.err = err
+		return pg
+	}
+	pg.variants = variants
+	return pg
+}
+
+type relaxation struct {
+	what  string
+	apply func(pc *podConstraints) error
+}
+
+func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstraints, error) {
+	base := Requirements{}
+	for k, v := range pod.Spec.NodeSelector {
+		base.Add(&Requirement{Key: NormalizeKey(k), values: map[string]struct{}{v: {}}})
+	}
+	if r, ok := base[v1.LabelNodePool]; ok && r.Empty() {
+		return nil, errors.New(`pod requires label "karpenter.sh/nodepool" to be absent, so no NodePool may run it`)
+	}
+	aff := pod.Spec.Affinity
+	var terms []Requirements
+	if aff != nil && aff.NodeAffinity != nil && aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			if len(term.MatchFields) > 0 {
+				return nil, errors.New("node affinity with matchFields is not supported; use matchExpressions on node labels")
+			}
+			r, err := nodeSelectorTermRequirements(term)
+			if err != nil {
+				return nil, err
+			}
+			terms = append(terms, base.Merge(r))
+		}
+	}
+	if len(terms) == 0 {
+		terms = []Requirements{base}
+	}
+
+	// Required pod-level topology: always enforced.
+	var spreads, affinity, anti []*topoGroup
+	var prefs []relaxation
+	for _, tsc := range pod.Spec.TopologySpreadConstraints {
+		sel := tsc.LabelSelector
+		if len(tsc.MatchLabelKeys) > 0 && sel != nil {
+			sel = sel.DeepCopy()
+			for _, k := range tsc.MatchLabelKeys {
+				if v, ok := pod.Labels[k]; ok {
+					sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}})
+				}
+			}
+		}
+		minDomains := int32(0)
+		if tsc.MinDomains != nil {
+			minDomains = *tsc.MinDomains
+		}
+		g, err := s.topo.group(topoSpread, tsc.TopologyKey, map[string]struct{}{pod.Namespace: {}}, sel, tsc.MaxSkew, minDomains)
+		if err != nil {
+			return nil, err
+		}
+		if tsc.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			prefs = append(prefs, relaxation{"preferred topology spread on " + tsc.TopologyKey, func(pc *podConstraints) error { pc.spreads = append(pc.spreads, g); return nil }})
+			continue
+		}
+		spreads = append(spreads, g)
+		if g.key == corev1.LabelHostname && g.matches(pod.Namespace, labels.Set(pod.Labels)) {
+			pg.limitPerNode(int64(g.maxSkew))
+			g.ownerGroups = append(g.ownerGroups, pg)
+		}
+	}
+	var prefAffinity, prefAnti []relaxation
+	if aff != nil && aff.PodAffinity != nil {
+		for _, term := range aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			g, err := s.topo.group(topoAffinity, term.TopologyKey, termNamespaces(pod.Namespace, term), term.LabelSelector, 0, 0)
+			if err != nil {
+				return nil, err
+			}
+			affinity = append(affinity, g)
+		}
+		for _, wt := range sortedWeighted(aff.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) {
+			g, err := s.topo.group(topoAffinity, wt.PodAffinityTerm.TopologyKey, termNamespaces(pod.Namespace, wt.PodAffinityTerm), wt.PodAffinityTerm.LabelSelector, 0, 0)
+			if err != nil {
+				return nil, err
+			}
+			prefAffinity = append(prefAffinity, relaxation{"preferred pod affinity on " + g.key, func(pc *podConstraints) error { pc.affinity = append(pc.affinity, g); return nil }})
+		}
+	}
+	if aff != nil && aff.PodAntiAffinity != nil {
+		for _, term := range aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			g, err := s.topo.group(topoAntiAffinity, term.TopologyKey, termNamespaces(pod.Namespace, term), term.LabelSelector, 0, 0)
+			if err != nil {
+				return nil, err
+			}
+			anti = append(anti, g)
+			pg.ownedAnti = append(pg.ownedAnti, g)
+			if g.key == corev1.LabelHostname && g.matches(pod.Namespace, labels.Set(pod.Labels)) {
+				pg.limitPerNode(1)
+				g.ownerGroups = append(g.ownerGroups, pg)
+			}
+		}
+		for _, wt := range sortedWeighted(aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) {
+			g, err := s.topo.group(topoAntiAffinity, wt.PodAffinityTerm.TopologyKey, termNamespaces(pod.Namespace, wt.PodAffinityTerm), wt.PodAffinityTerm.LabelSelector, 0, 0)
+			if err != nil {
+				return nil, err
+			}
+			prefAnti = append(prefAnti, relaxation{"preferred pod anti-affinity on " + g.key, func(pc *podConstraints) error { pc.antiAffinity = append(pc.antiAffinity, g); return nil }})
+		}
+	}
+	// Karpenter relaxes in this order: preferred pod affinity, preferred pod
+	// anti-affinity, preferred node affinity (heaviest first), ScheduleAnyway
+	// spreads, then PreferNoSchedule taints.
+	ordered := append(append([]relaxation{}, prefAffinity...), prefAnti...)
+	if aff != nil && aff.NodeAffinity != nil {
+		pref := append([]corev1.PreferredSchedulingTerm{}, aff.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution...)
+		sort.SliceStable(pref, func(i, j int) bool { return pref[i].Weight > pref[j].Weight })
+		for _, p := range pref {
+			r, err := nodeSelectorTermRequirements(p.Preference)
+			if err != nil {
+				return nil, err
+			}
+			ordered = append(ordered, relaxation{fmt.Sprintf("preferred node affinity (weight %d)", p.Weight), func(pc *podConstraints) error {
+				pc.nodeReqs = pc.nodeReqs.Merge(r)
+				return nil
+			}})
+		}
+	}
+	ordered = append(ordered, prefs...)
+
+	var ladder []*podConstraints
+	build := func(reqs Requirements, keep []relaxation, relaxed string) *podConstraints {
+		pc := &podConstraints{nodeReqs: reqs, spreads: spreads, affinity: affinity, antiAffinity: anti, relaxed: relaxed}
+		pc.spreads = append([]*topoGroup{}, spreads...)
+		pc.affinity = append([]*topoGroup{}, affinity...)
+		pc.antiAffinity = append([]*topoGroup{}, anti...)
+		for _, r := range keep {
+			_ = r.apply(pc)
+		}
+		return pc
+	}
+	for i, t := range terms {
+		relaxed := ""
+		if i > 0 {
+			relaxed = fmt.Sprintf("required node affinity term %d", i+1)
+		}
+		ladder = append(ladder, build(t, ordered, relaxed))
+	}
+	last := terms[len(terms)-1]
+	for k := 1; k <= len(ordered); k++ {
+		ladder = append(ladder, build(last, ordered[k:], "dropped "+ordered[k-1].what))
+	}
+	final := build(last, nil, "all preferences dropped, PreferNoSchedule taints tolerated")
+	final.toleratePreferNoSchedule = true
+	ladder = append(ladder, final)
+	return ladder, nil
+}
+
+func (pg *podGroup) limitPerNode(n int64) {
+	if n < 1 {
+		n = 1
+	}
+	if pg.perNodeLimit == 0 || n < pg.perNodeLimit {
+		pg.perNodeLimit = n
+	}
+}
+
+func sortedWeighted(in []corev1.WeightedPodAffinityTerm) []corev1.WeightedPodAffinityTerm {
+	out := append([]corev1.WeightedPodAffinityTerm{}, in...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Weight > out[j].Weight })
+	return out
+}
+
+func nodeSelectorTermRequirements(term corev1.NodeSelectorTerm) (Requirements, error) {
+	out := Requirements{}
+	for _, e := range term.MatchExpressions {
+		r, err := NewRequirement(NormalizeKey(e.Key), e.Operator, e.Values...)
+		if err != nil {
+			return nil, fmt.Errorf("node affinity: %w", err)
+		}
+		out.Add(r)
+	}
+	return out, nil
+}
+
+// tolerates reports the first taint in taints the group does not tolerate.
+func (pg *podGroup) untolerated(taints []corev1.Taint, preferNoScheduleOK bool) (corev1.Taint, bool) {
+	for i := range taints {
+		t := &taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule && preferNoScheduleOK {
+			continue
+		}
+		tolerated := false
+		for j := range pg.tolerations {
+			if pg.tolerations[j].ToleratesTaint(nopLogger, t, true) {
+				tolerated = true
+				break
+			}
+		}
+		if !tolerated {
+			return *t, true
+		}
+	}
+	return corev1.Taint{}, false
+}

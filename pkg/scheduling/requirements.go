@@ -1,0 +1,417 @@
+package scheduling
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Requirement is the set of values a label may take. One type serves both
+// sides of scheduling: for a node it is the set of values its label can still
+// have (absent means the node will not carry the label); for a pod it is the
+// predicate the node's label must satisfy.
+type Requirement struct {
+	Key string
+	// complement: the set is "every value except values"; otherwise it is
+	// exactly values.
+	complement bool
+	values     map[string]struct{}
+	// greaterThan and lessThan are exclusive integer bounds; a bounded set
+	// holds only integers.
+	greaterThan, lessThan *int
+	// absentOK: a node without the label satisfies this predicate
+	// (NotIn and DoesNotExist, as in Kubernetes' node affinity).
+	absentOK bool
+	// MinValues asks for at least this many distinct values among a
+	// NodeClaim's instance-type options.
+	MinValues *int
+}
+
+// NewRequirement builds a requirement from a node selector operator.
+func NewRequirement(key string, op corev1.NodeSelectorOperator, values ...string) (*Requirement, error) {
+	r := &Requirement{Key: key}
+	switch op {
+	case corev1.NodeSelectorOpIn:
+		r.values = setOf(values)
+	case corev1.NodeSelectorOpNotIn:
+		r.complement, r.values, r.absentOK = true, setOf(values), true
+	case corev1.NodeSelectorOpExists:
+		r.complement = true
+	case corev1.NodeSelectorOpDoesNotExist:
+		r.absentOK = true
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, v1.NodeSelectorOpGte, v1.NodeSelectorOpLte:
+		if len(values) != 1 {
+			return nil, fmt.Errorf("requirement %s %s needs exactly one integer value, got %d", key, op, len(values))
+		}
+		n, err := strconv.Atoi(values[0])
+		if err != nil {
+			return nil, fmt.Errorf("requirement %s %s needs an integer value, got %q", key, op, values[0])
+		}
+		r.complement = true
+		switch op {
+		case corev1.NodeSelectorOpGt:
+			r.greaterThan = &n
+		case v1.NodeSelectorOpGte:
+			n--
+			r.greaterThan = &n
+		case corev1.NodeSelectorOpLt:
+			r.lessThan = &n
+		case v1.NodeSelectorOpLte:
+			n++
+			r.lessThan = &n
+		}
+	default:
+		return nil, fmt.Errorf("requirement %s has unknown operator %q", key, op)
+	}
+	return r, nil
+}
+
+// MustRequirement is NewRequirement for values known to be valid.
+func MustRequirement(key string, op corev1.NodeSelectorOperator, values ...string) *Requirement {
+	r, err := NewRequirement(key, op, values...)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func setOf(values []string) map[string]struct{} {
+	m := make(map[string]struct{}, len(values))
+	for _, v := range values {
+		m[v] = struct{}{}
+	}
+	return m
+}
+
+func (r *Requirement) inBounds(v string) bool {
+	if r.greaterThan == nil && r.lessThan == nil {
+		return true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return false
+	}
+	return (r.greaterThan == nil || n > *r.greaterThan) && (r.lessThan == nil || n < *r.lessThan)
+}
+
+// Has reports whether value is in the set.
+func (r *Requirement) Has(value string) bool {
+	_, listed := r.values[value]
+	if r.complement {
+		return !listed && r.inBounds(value)
+	}
+	return listed && r.inBounds(value)
+}
+
+// Empty reports whether no value satisfies the set (DoesNotExist on a node).
+func (r *Requirement) Empty() bool {
+	if !r.complement {
+		for v := range r.values {
+			if r.inBounds(v) {
+				return false
+			}
+		}
+		return true
+	}
+	if r.greaterThan != nil && r.lessThan != nil {
+		lo, hi := *r.greaterThan+1, *r.lessThan-1
+		if hi < lo {
+			return true
+		}
+		excluded := 0
+		for v := range r.values {
+			if n, err := strconv.Atoi(v); err == nil && n >= lo && n <= hi {
+				excluded++
+			}
+		}
+		return hi-lo+1 <= excluded
+	}
+	return false
+}
+
+// Len is the number of values in the set, MaxInt for an unbounded complement.
+func (r *Requirement) Len() int {
+	if r.complement {
+		return math.MaxInt
+	}
+	n := 0
+	for v := range r.values {
+		if r.inBounds(v) {
+			n++
+		}
+	}
+	return n
+}
+
+// Values returns the set's values in order (nil for a complement).
+func (r *Requirement) Values() []string {
+	if r.complement {
+		return nil
+	}
+	out := make([]string, 0, len(r.values))
+	for v := range r.values {
+		if r.inBounds(v) {
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Any returns some value in the set, preferring the smallest, for labels that
+// a node must carry but no one chose.
+func (r *Requirement) Any() (string, bool) {
+	if !r.complement {
+		vs := r.Values()
+		if len(vs) == 0 {
+			return "", false
+		}
+		return vs[0], true
+	}
+	start := 0
+	if r.greaterThan != nil {
+		start = *r.greaterThan + 1
+	}
+	for n := start; r.lessThan == nil || n < *r.lessThan; n++ {
+		if v := strconv.Itoa(n); r.Has(v) {
+			return v, true
+		}
+		if n-start > 1<<16 {
+			break
+		}
+	}
+	return "", false
+}
+
+// Intersect returns the values in both sets.
+func (r *Requirement) Intersect(o *Requirement) *Requirement {
+	out := &Requirement{Key: r.Key, absentOK: r.absentOK && o.absentOK, MinValues: maxPtr(r.MinValues, o.MinValues)}
+	out.greaterThan = maxPtr(r.greaterThan, o.greaterThan)
+	out.lessThan = minPtr(r.lessThan, o.lessThan)
+	switch {
+	case r.complement && o.complement:
+		out.complement = true
+		out.values = make(map[string]struct{}, len(r.values)+len(o.values))
+		for v := range r.values {
+			out.values[v] = struct{}{}
+		}
+		for v := range o.values {
+			out.values[v] = struct{}{}
+		}
+	case r.complement:
+		out.values = make(map[string]struct{}, len(o.values))
+		for v := range o.values {
+			if r.Has(v) {
+				out.values[v] = struct{}{}
+			}
+		}
+	case o.complement:
+		out.values = make(map[string]struct{}, len(r.values))
+		for v := range r.values {
+			if o.Has(v) {
+				out.values[v] = struct{}{}
+			}
+		}
+	default:
+		small, big := r.values, o.values
+		if len(small) > len(big) {
+			small, big = big, small
+		}
+		out.values = make(map[string]struct{}, len(small))
+		for v := range small {
+			if _, ok := big[v]; ok {
+				out.values[v] = struct{}{}
+			}
+		}
+	}
+	return out
+}
+
+// NodeSelectorRequirement converts back to the API form.
+func (r *Requirement) NodeSelectorRequirement() v1.NodeSelectorRequirementWithMinValues {
+	out := v1.NodeSelectorRequirementWithMinValues{Key: r.Key, MinValues: r.MinValues}
+	switch {
+	case !r.complement && len(r.values) == 0:
+		out.Operator = corev1.NodeSelectorOpDoesNotExist
+	case !r.complement:
+		out.Operator, out.Values = corev1.NodeSelectorOpIn, r.Values()
+	case len(r.values) > 0:
+		out.Operator = corev1.NodeSelectorOpNotIn
+		out.Values = make([]string, 0, len(r.values))
+		for v := range r.values {
+			out.Values = append(out.Values, v)
+		}
+		sort.Strings(out.Values)
+	case r.greaterThan != nil:
+		out.Operator, out.Values = corev1.NodeSelectorOpGt, []string{strconv.Itoa(*r.greaterThan)}
+	case r.lessThan != nil:
+		out.Operator, out.Values = corev1.NodeSelectorOpLt, []string{strconv.Itoa(*r.lessThan)}
+	default:
+		out.Operator = corev1.NodeSelectorOpExists
+	}
+	return out
+}
+
+func (r *Requirement) String() string {
+	nsr := r.NodeSelectorRequirement()
+	if len(nsr.Values) == 0 {
+		return fmt.Sprintf("%s %s", r.Key, nsr.Operator)
+	}
+	return fmt.Sprintf("%s %s [%s]", r.Key, nsr.Operator, strings.Join(nsr.Values, ","))
+}
+
+func maxPtr(a, b *int) *int {
+	switch {
+	case a == nil:
+		return b
+	case b == nil || *a >= *b:
+		return a
+	default:
+		return b
+	}
+}
+
+func minPtr(a, b *int) *int {
+	switch {
+	case a == nil:
+		return b
+	case b == nil || *a <= *b:
+		return a
+	default:
+		return b
+	}
+}
+
+// Requirements are requirements keyed by label.
+type Requirements map[string]*Requirement
+
+// NewRequirements builds requirements, intersecting repeated keys.
+func NewRequirements(rs ...*Requirement) Requirements {
+	out := Requirements{}
+	for _, r := range rs {
+		out.Add(r)
+	}
+	return out
+}
+
+// LabelRequirements turns concrete labels into single-value requirements.
+func LabelRequirements(labels map[string]string) Requirements {
+	out := make(Requirements, len(labels))
+	for k, v := range labels {
+		out[k] = &Requirement{Key: k, values: map[string]struct{}{v: {}}}
+	}
+	return out
+}
+
+// FromNodeSelectorRequirements converts API requirements, normalizing
+// deprecated label keys as the kubelet does.
+func FromNodeSelectorRequirements(in ...v1.NodeSelectorRequirementWithMinValues) (Requirements, error) {
+	out := Requirements{}
+	for _, nsr := range in {
+		r, err := NewRequirement(NormalizeKey(nsr.Key), nsr.Operator, nsr.Values...)
+		if err != nil {
+			return nil, err
+		}
+		r.MinValues = nsr.MinValues
+		out.Add(r)
+	}
+	return out, nil
+}
+
+// Add intersects r into the set.
+func (rs Requirements) Add(r *Requirement) {
+	if existing, ok := rs[r.Key]; ok {
+		rs[r.Key] = existing.Intersect(r)
+		return
+	}
+	rs[r.Key] = r
+}
+
+// Copy returns a shallow copy; Requirement values are never mutated in place.
+func (rs Requirements) Copy() Requirements {
+	out := make(Requirements, len(rs))
+	for k, v := range rs {
+		out[k] = v
+	}
+	return out
+}
+
+// Merge returns rs intersected with others.
+func (rs Requirements) Merge(others Requirements) Requirements {
+	out := rs.Copy()
+	for _, r := range others {
+		out.Add(r)
+	}
+	return out
+}
+
+// Compatible reports why a node whose labels can take the values in rs
+// cannot satisfy the pod predicates in pod, or nil when it can.
+func (rs Requirements) Compatible(pod Requirements) error {
+	for k, p := range pod {
+		if err := rs.compatibleKey(k, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (rs Requirements) compatibleKey(k string, p *Requirement) error {
+	n, ok := rs[k]
+	if !ok || n.Empty() {
+		if p.absentOK {
+			return nil
+		}
+		return fmt.Errorf("label %q is not offered (requires %s)", k, p)
+	}
+	if n.Intersect(p).Empty() {
+		return fmt.Errorf("incompatible requirement %s, offered %s", p, n)
+	}
+	return nil
+}
+
+// Labels picks one value for every key with a value, for node labels.
+func (rs Requirements) Labels() map[string]string {
+	out := map[string]string{}
+	for k, r := range rs {
+		if v, ok := r.Any(); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// NodeSelectorRequirements converts to the API form, sorted by key.
+func (rs Requirements) NodeSelectorRequirements() []v1.NodeSelectorRequirementWithMinValues {
+	keys := make([]string, 0, len(rs))
+	for k := range rs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]v1.NodeSelectorRequirementWithMinValues, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, rs[k].NodeSelectorRequirement())
+	}
+	return out
+}
+
+var normalizedKeys = map[string]string{
+	"failure-domain.beta.kubernetes.io/zone":   corev1.LabelTopologyZone,
+	"failure-domain.beta.kubernetes.io/region": corev1.LabelTopologyRegion,
+	"beta.kubernetes.io/arch":                  corev1.LabelArchStable,
+	"beta.kubernetes.io/os":                    corev1.LabelOSStable,
+	"beta.kubernetes.io/instance-type":         corev1.LabelInstanceTypeStable,
+}
+
+// NormalizeKey maps deprecated well-known label keys to their current names.
+func NormalizeKey(k string) string {
+	if n, ok := normalizedKeys[k]; ok {
+		return n
+	}
+	return k
+}

@@ -1,0 +1,198 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// Resources is a resource vector in integer units: millicores, bytes and
+// counts. The scheduler adds and compares these millions of times per plan,
+// so the common resources are plain fields rather than a ResourceList.
+type Resources struct {
+	CPU, Memory, Pods, Ephemeral int64
+	// Ext holds extended resources such as nvidia.com/gpu; nil when none.
+	Ext map[corev1.ResourceName]int64
+}
+
+// FromResourceList converts a ResourceList.
+func FromResourceList(rl corev1.ResourceList) Resources {
+	var r Resources
+	for name, q := range rl {
+		r.set(name, q)
+	}
+	return r
+}
+
+func (r *Resources) set(name corev1.ResourceName, q resource.Quantity) {
+	switch name {
+	case corev1.ResourceCPU:
+		r.CPU = q.MilliValue()
+	case corev1.ResourceMemory:
+		r.Memory = q.Value()
+	case corev1.ResourcePods:
+		r.Pods = q.Value()
+	case corev1.ResourceEphemeralStorage:
+		r.Ephemeral = q.Value()
+	default:
+		if q.IsZero() {
+			return
+		}
+		if r.Ext == nil {
+			r.Ext = map[corev1.ResourceName]int64{}
+		}
+		r.Ext[name] = q.Value()
+	}
+}
+
+// PodRequests returns what a pod asks of a node, including init and sidecar
+// containers and pod overhead, plus one pod slot.
+func PodRequests(pod *corev1.Pod) Resources {
+	r := FromResourceList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	r.Pods = 1
+	return r
+}
+
+// Add returns r + o.
+func (r Resources) Add(o Resources) Resources {
+	out := Resources{CPU: r.CPU + o.CPU, Memory: r.Memory + o.Memory, Pods: r.Pods + o.Pods, Ephemeral: r.Ephemeral + o.Ephemeral}
+	if r.Ext != nil || o.Ext != nil {
+		out.Ext = make(map[corev1.ResourceName]int64, len(r.Ext)+len(o.Ext))
+		for k, v := range r.Ext {
+			out.Ext[k] += v
+		}
+		for k, v := range o.Ext {
+			out.Ext[k] += v
+		}
+	}
+	return out
+}
+
+// Sub returns r - o.
+func (r Resources) Sub(o Resources) Resources {
+	neg := Resources{CPU: -o.CPU, Memory: -o.Memory, Pods: -o.Pods, Ephemeral: -o.Ephemeral}
+	if o.Ext != nil {
+		neg.Ext = make(map[corev1.ResourceName]int64, len(o.Ext))
+		for k, v := range o.Ext {
+			neg.Ext[k] = -v
+		}
+	}
+	return r.Add(neg)
+}
+
+// Scale returns r × n.
+func (r Resources) Scale(n int64) Resources {
+	out := Resources{CPU: r.CPU * n, Memory: r.Memory * n, Pods: r.Pods * n, Ephemeral: r.Ephemeral * n}
+	if r.Ext != nil {
+		out.Ext = make(map[corev1.ResourceName]int64, len(r.Ext))
+		for k, v := range r.Ext {
+			out.Ext[k] = v * n
+		}
+	}
+	return out
+}
+
+// Fits reports whether r fits in capacity.
+func (r Resources) Fits(capacity Resources) bool {
+	if r.CPU > capacity.CPU || r.Memory > capacity.Memory || r.Pods > capacity.Pods || r.Ephemeral > capacity.Ephemeral {
+		return false
+	}
+	for k, v := range r.Ext {
+		if v > 0 && v > capacity.Ext[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxCopies is how many copies of r fit in capacity (at most limit).
+func (r Resources) MaxCopies(capacity Resources, limit int64) int64 {
+	n := limit
+	div := func(need, have int64) {
+		if need > 0 {
+			if c := have / need; c < n {
+				n = c
+			}
+		}
+	}
+	div(r.CPU, capacity.CPU)
+	div(r.Memory, capacity.Memory)
+	div(r.Pods, capacity.Pods)
+	div(r.Ephemeral, capacity.Ephemeral)
+	for k, v := range r.Ext {
+		div(v, capacity.Ext[k])
+	}
+	if n < 0 {
+		return 0
+	}
+	return n
+}
+
+// Fraction is the largest share of capacity that r uses on any resource:
+// how much of a node r really occupies.
+func (r Resources) Fraction(capacity Resources) float64 {
+	f := 0.0
+	frac := func(need, have int64) {
+		if need <= 0 {
+			return
+		}
+		if have <= 0 {
+			f = 1e18
+			return
+		}
+		if x := float64(need) / float64(have); x > f {
+			f = x
+		}
+	}
+	frac(r.CPU, capacity.CPU)
+	frac(r.Memory, capacity.Memory)
+	frac(r.Pods, capacity.Pods)
+	frac(r.Ephemeral, capacity.Ephemeral)
+	for k, v := range r.Ext {
+		frac(v, capacity.Ext[k])
+	}
+	return f
+}
+
+// ResourceList converts back, leaving out zero values.
+func (r Resources) ResourceList() corev1.ResourceList {
+	rl := corev1.ResourceList{}
+	if r.CPU != 0 {
+		rl[corev1.ResourceCPU] = *resource.NewMilliQuantity(r.CPU, resource.DecimalSI)
+	}
+	if r.Memory != 0 {
+		rl[corev1.ResourceMemory] = *resource.NewQuantity(r.Memory, resource.BinarySI)
+	}
+	if r.Pods != 0 {
+		rl[corev1.ResourcePods] = *resource.NewQuantity(r.Pods, resource.DecimalSI)
+	}
+	if r.Ephemeral != 0 {
+		rl[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(r.Ephemeral, resource.BinarySI)
+	}
+	for k, v := range r.Ext {
+		if v != 0 {
+			rl[k] = *resource.NewQuantity(v, resource.DecimalSI)
+		}
+	}
+	return rl
+}
+
+// String formats like {"cpu":"500m","memory":"512Mi"}, keys sorted.
+func (r Resources) String() string {
+	rl := r.ResourceList()
+	keys := make([]string, 0, len(rl))
+	for k := range rl {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		q := rl[corev1.ResourceName(k)]
+		parts = append(parts, fmt.Sprintf("%q:%q", k, q.String()))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}

@@ -1,0 +1,99 @@
+// Package scheduling is Joiner's one scheduling core. Given a snapshot of
+// pending pods, existing nodes, NodePools with their instance types and
+// DaemonSets, it returns a plan: which pods fit on existing capacity and which
+// new NodeClaims to create for the rest, at the lowest total price it can find.
+//
+// It is pure and deterministic: no API calls, no clock, no randomness, so the
+// provisioner, consolidation and the offline planner all get the same answer
+// for the same snapshot.
+package scheduling
+
+import (
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Snapshot is everything a plan depends on.
+type Snapshot struct {
+	// Pods are the pods to place.
+	Pods []*corev1.Pod
+	// Nodes are existing nodes and in-flight NodeClaims that pods may use.
+	Nodes []*Node
+	// NodePools and the instance types each may launch.
+	NodePools []NodePool
+	// DaemonSets add their pods' requests to every new node they would run on.
+	DaemonSets []*corev1.Pod
+}
+
+// NodePool is a NodePool with the instance types its NodeClass allows.
+type NodePool struct {
+	NodePool      *v1.NodePool
+	InstanceTypes []*cloudprovider.InstanceType
+	// InUse is the capacity of the pool's existing nodes, counted against
+	// its limits; the "nodes" resource counts nodes.
+	InUse corev1.ResourceList
+}
+
+// Node is capacity that already exists or is being launched.
+type Node struct {
+	Name   string
+	Labels map[string]string
+	Taints []corev1.Taint
+	// Allocatable of the node (for an in-flight NodeClaim, its expected allocatable).
+	Allocatable corev1.ResourceList
+	// Pods bound to the node; they use capacity and count for topology.
+	Pods []*corev1.Pod
+	// NodePool that owns the node, if any; used for limits accounting.
+	NodePool string
+	// InFlight marks a NodeClaim that has no Ready node yet, so its
+	// startup and not-ready taints are expected to go away.
+	InFlight bool
+	// MarkedForDeletion nodes take no new pods.
+	MarkedForDeletion bool
+}
+
+// Plan is the outcome of scheduling a snapshot.
+type Plan struct {
+	NewNodeClaims []*NewNodeClaim
+	// Existing maps pods (namespace/name) to the existing node they fit on.
+	Existing map[string]string
+	// Unschedulable pods with the reason, per NodePool where relevant.
+	Unschedulable []PodError
+}
+
+// NewNodeClaim is a node to launch.
+type NewNodeClaim struct {
+	NodePool string
+	// Requirements the NodeClaim carries: the NodePool's requirements
+	// narrowed by its pods, plus the instance-type and capacity-type options.
+	Requirements Requirements
+	// InstanceTypes are the launch options, cheapest first; all fit the pods
+	// and stay close in price to the first.
+	InstanceTypes []*cloudprovider.InstanceType
+	// Offering is the cheapest offering of the cheapest option: what the
+	// plan expects to pay.
+	Offering     cloudprovider.Offering
+	InstanceType *cloudprovider.InstanceType
+	// Requests are the pods' requests plus DaemonSet overhead.
+	Requests Resources
+	Pods     []*corev1.Pod
+}
+
+// PodError says why a pod cannot be placed.
+type PodError struct {
+	Pod    *corev1.Pod
+	Reason string
+}
+
+// Price is the expected price of the NodeClaim, $/h.
+func (n *NewNodeClaim) Price() float64 { return n.Offering.Price }
+
+// TotalPrice sums the price of the new NodeClaims, $/h.
+func (p *Plan) TotalPrice() float64 {
+	total := 0.0
+	for _, n := range p.NewNodeClaims {
+		total += n.Price()
+	}
+	return total
+}

@@ -1,0 +1,519 @@
+package scheduling
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Options tune the solver; the zero value gives the defaults.
+type Options struct {
+	// PriceBand keeps a NodeClaim's instance-type options within this factor
+	// of the cheapest option, so a fallback launch never costs much more.
+	// Default 1.3.
+	PriceBand float64
+	// MaxInstanceTypes caps a NodeClaim's options. Default 60, CreateFleet's limit.
+	MaxInstanceTypes int
+}
+
+func (o Options) withDefaults() Options {
+	if o.PriceBand <= 1 {
+		o.PriceBand = 1.3
+	}
+	if o.MaxInstanceTypes <= 0 {
+		o.MaxInstanceTypes = 60
+	}
+	return o
+}
+
+// Solve plans the snapshot.
+func Solve(snap Snapshot, opts Options) *Plan {
+	s := &solver{opts: opts.withDefaults(), topo: newTopology(), plan: &Plan{Existing: map[string]string{}}}
+	s.knownKeys = knownLabelKeys(snap.NodePools)
+	s.buildPools(snap)
+	s.buildExisting(snap.Nodes)
+	s.buildGroups(snap)
+	s.run()
+	s.finish()
+	return s.plan
+}
+
+type solver struct {
+	opts      Options
+	topo      *topology
+	pools     []*pool
+	existing  []*node
+	virtual   []*node
+	groups    []*podGroup
+	knownKeys map[string]struct{}
+	plan      *Plan
+	// shapes aggregate groups for the lookahead.
+	shapes   []*shape
+	nextType int
+}
+
+type pool struct {
+	idx      int
+	name     string
+	np       *v1.NodePool
+	weight   int32
+	reqs     Requirements
+	taints   []corev1.Taint
+	types    []*itype
+	overhead Resources
+	limits   corev1.ResourceList
+	usage    Resources
+	nodes    int64
+	err      error
+}
+
+type itype struct {
+	id    int
+	it    *cloudprovider.InstanceType
+	reqs  Requirements
+	alloc Resources
+	cap   Resources
+	price float64
+}
+
+type node struct {
+	name     string
+	existing bool
+	deleting bool
+	pool     *pool
+	// requirements of an existing node are its labels; of a new node, the
+	// NodePool's requirements narrowed by its pods.
+	requirements Requirements
+	taints       []corev1.Taint
+	capacity     Resources
+	used         Resources
+	target       *itype
+	pods         []*corev1.Pod
+	hostPorts    []hostPort
+	groups       map[*podGroup]int
+}
+
+// values returns the values node label key can take.
+func (n *node) values(key string) []string {
+	r, ok := n.requirements[key]
+	if n.target != nil {
+		if t, tok := n.target.reqs[key]; tok {
+			if ok {
+				return r.Intersect(t).Values()
+			}
+			return t.Values()
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return r.Values()
+}
+
+func knownLabelKeys(pools []NodePool) map[string]struct{} {
+	keys := map[string]struct{}{
+		corev1.LabelTopologyZone: {}, corev1.LabelTopologyRegion: {}, corev1.LabelInstanceTypeStable: {},
+		corev1.LabelArchStable: {}, corev1.LabelOSStable: {}, v1.LabelCapacityType: {}, corev1.LabelWindowsBuild: {},
+	}
+	for _, p := range pools {
+		for _, it := range p.InstanceTypes {
+			for k := range it.Labels {
+				keys[k] = struct{}{}
+			}
+		}
+	}
+	return keys
+}
+
+func (s *solver) buildPools(snap Snapshot) {
+	for _, in := range snap.NodePools {
+		np := in.NodePool
+		p := &pool{idx: len(s.pools), name: np.Name, np: np, limits: corev1.ResourceList(np.Spec.Limits), taints: np.Spec.Template.Spec.Taints}
+		if np.Spec.Weight != nil {
+			p.weight = *np.Spec.Weight
+		}
+		reqs, err := FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...)
+		if err != nil {
+			p.err = fmt.Errorf("invalid requirements: %w", err)
+			s.pools = append(s.pools, p)
+			continue
+		}
+		for k, v := range np.Spec.Template.Labels {
+			reqs.Add(&Requirement{Key: k, values: map[string]struct{}{v: {}}})
+		}
+		reqs.Add(&Requirement{Key: v1.LabelNodePool, values: map[string]struct{}{np.Name: {}}})
+		p.reqs = reqs
+		usage := FromResourceList(in.InUse)
+		if n, ok := in.InUse["nodes"]; ok {
+			p.nodes = n.Value()
+		}
+		p.usage = usage
+		zones, cts := map[string]struct{}{}, map[string]struct{}{}
+		for _, it := range in.InstanceTypes {
+			t := s.buildType(p, it)
+			if t == nil {
+				continue
+			}
+			p.types = append(p.types, t)
+			for z := range t.reqs[corev1.LabelTopologyZone].values {
+				zones[z] = struct{}{}
+				s.topo.addDomain(corev1.LabelTopologyZone, z)
+			}
+			for c := range t.reqs[v1.LabelCapacityType].values {
+				cts[c] = struct{}{}
+				s.topo.addDomain(v1.LabelCapacityType, c)
+			}
+			for k, v := range it.Labels {
+				s.topo.addDomain(k, v)
+			}
+		}
+		// New nodes always carry a zone and a capacity type; make the pool's
+		// choices explicit so topology can count them.
+		if len(zones) > 0 {
+			p.reqs.Add(&Requirement{Key: corev1.LabelTopologyZone, values: zones})
+			p.reqs.Add(&Requirement{Key: v1.LabelCapacityType, values: cts})
+		}
+		for k, r := range p.reqs {
+			for _, v := range r.Values() {
+				s.topo.addDomain(k, v)
+			}
+		}
+		sort.SliceStable(p.types, func(i, j int) bool {
+			if p.types[i].price != p.types[j].price {
+				return p.types[i].price < p.types[j].price
+			}
+			return p.types[i].it.Name < p.types[j].it.Name
+		})
+		if len(p.types) == 0 {
+			p.err = fmt.Errorf("no instance type satisfies the NodePool's requirements %s", describeReqs(p.reqs))
+		}
+		p.overhead = daemonOverhead(snap.DaemonSets, p)
+		s.pools = append(s.pools, p)
+	}
+	// Higher weight first; equal weights in descending name order, as Karpenter does.
+	sort.SliceStable(s.pools, func(i, j int) bool {
+		if s.pools[i].weight != s.pools[j].weight {
+			return s.pools[i].weight > s.pools[j].weight
+		}
+		return s.pools[i].name > s.pools[j].name
+	})
+	for i, p := range s.pools {
+		p.idx = i
+	}
+}
+
+// buildType returns the instance type as the pool sees it: only offerings
+// the pool's zone and capacity-type requirements allow, priced at the
+// cheapest of them. It returns nil when the pool cannot use the type.
+func (s *solver) buildType(p *pool, it *cloudprovider.InstanceType) *itype {
+	zoneReq, ctReq := p.reqs[corev1.LabelTopologyZone], p.reqs[v1.LabelCapacityType]
+	zones, cts := map[string]struct{}{}, map[string]struct{}{}
+	price := math.Inf(1)
+	for _, o := range it.Offerings {
+		if !o.Available || (zoneReq != nil && !zoneReq.Has(o.Zone)) || (ctReq != nil && !ctReq.Has(o.CapacityType)) {
+			continue
+		}
+		zones[o.Zone] = struct{}{}
+		cts[o.CapacityType] = struct{}{}
+		price = math.Min(price, o.Price)
+	}
+	if len(zones) == 0 {
+		return nil
+	}
+	reqs := LabelRequirements(it.Labels)
+	reqs[corev1.LabelTopologyZone] = &Requirement{Key: corev1.LabelTopologyZone, values: zones}
+	reqs[v1.LabelCapacityType] = &Requirement{Key: v1.LabelCapacityType, values: cts}
+	if err := s.typeCompatible(p.reqs, reqs); err != nil {
+		return nil
+	}
+	s.nextType++
+	return &itype{id: s.nextType, it: it, reqs: reqs, alloc: FromResourceList(it.Allocatable), cap: FromResourceList(it.Capacity), price: price}
+}
+
+// typeCompatible checks predicates against an instance type's labels. Keys
+// the type does not define are fine when they are custom labels (the
+// NodePool sets them) and absent when they are well-known instance labels.
+func (s *solver) typeCompatible(preds, typeReqs Requirements) error {
+	for k, p := range preds {
+		t, ok := typeReqs[k]
+		if !ok {
+			if _, known := s.knownKeys[k]; known && !p.absentOK {
+				return fmt.Errorf("instance type has no label %q (requires %s)", k, p)
+			}
+			continue
+		}
+		if t.Intersect(p).Empty() {
+			return fmt.Errorf("requires %s, instance type has %s", p, t)
+		}
+	}
+	return nil
+}
+
+func daemonOverhead(daemons []*corev1.Pod, p *pool) Resources {
+	var total Resources
+	nodeReqs := p.reqs
+	for _, d := range daemons {
+		pg := &podGroup{tolerations: d.Spec.Tolerations}
+		if _, bad := pg.untolerated(p.taints, false); bad {
+			continue
+		}
+		if _, bad := pg.untolerated(p.np.Spec.Template.Spec.StartupTaints, false); bad {
+			continue
+		}
+		ok := true
+		sel := Requirements{}
+		for k, v := range d.Spec.NodeSelector {
+			sel.Add(&Requirement{Key: NormalizeKey(k), values: map[string]struct{}{v: {}}})
+		}
+		if err := nodeReqs.Compatible(sel); err != nil {
+			ok = false
+		}
+		if ok && d.Spec.Affinity != nil && d.Spec.Affinity.NodeAffinity != nil && d.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			any := false
+			for _, term := range d.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+				r, err := nodeSelectorTermRequirements(term)
+				if err == nil && nodeReqs.Compatible(r) == nil {
+					any = true
+					break
+				}
+			}
+			ok = any
+		}
+		if ok {
+			total = total.Add(PodRequests(d))
+		}
+	}
+	return total
+}
+
+// ephemeralTaints go away on their own once a launching node is ready.
+func ephemeralTaint(t corev1.Taint) bool {
+	switch t.Key {
+	case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, "node.cloudprovider.kubernetes.io/uninitialized", v1.UnregisteredNoExecuteTaint.Key:
+		return true
+	}
+	return strings.HasPrefix(t.Key, "readiness.k8s.io/")
+}
+
+func (s *solver) buildExisting(nodes []*Node) {
+	for _, in := range nodes {
+		n := &node{name: in.Name, existing: true, deleting: in.MarkedForDeletion, requirements: LabelRequirements(in.Labels),
+			capacity: FromResourceList(in.Allocatable), groups: map[*podGroup]int{}}
+		for _, t := range in.Taints {
+			if t.Key == v1.DisruptedNoScheduleTaint.Key {
+				n.deleting = true
+			}
+			if in.InFlight && ephemeralTaint(t) {
+				continue
+			}
+			n.taints = append(n.taints, t)
+		}
+		for _, pod := range in.Pods {
+			n.used = n.used.Add(PodRequests(pod))
+			n.pods = append(n.pods, pod)
+			for _, c := range pod.Spec.Containers {
+				for _, port := range c.Ports {
+					if port.HostPort > 0 {
+						proto := port.Protocol
+						if proto == "" {
+							proto = corev1.ProtocolTCP
+						}
+						n.hostPorts = append(n.hostPorts, hostPort{ip: port.HostIP, port: port.HostPort, protocol: proto})
+					}
+				}
+			}
+		}
+		for k, v := range in.Labels {
+			s.topo.addDomain(k, v)
+		}
+		s.existing = append(s.existing, n)
+	}
+	sort.SliceStable(s.existing, func(i, j int) bool { return s.existing[i].name < s.existing[j].name })
+}
+
+func (s *solver) buildGroups(snap Snapshot) {
+	byKey := map[string]*podGroup{}
+	for _, pod := range snap.Pods {
+		k := groupKey(pod)
+		pg, ok := byKey[k]
+		if !ok {
+			pg = s.analyze(pod)
+			pg.id = len(s.groups)
+			byKey[k] = pg
+			s.groups = append(s.groups, pg)
+		}
+		pg.pods = append(pg.pods, pod)
+	}
+	// Anti-affinity of pods already running constrains new pods too.
+	for _, n := range s.existing {
+		for _, pod := range n.pods {
+			if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+				for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+					g, err := s.topo.group(topoAntiAffinity, term.TopologyKey, termNamespaces(pod.Namespace, term), term.LabelSelector, 0, 0)
+					if err == nil {
+						for _, d := range n.values(g.key) {
+							g.owners[d]++
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, g := range s.topo.ordered {
+		for _, pg := range s.groups {
+			if pg.err == nil && g.matches(pg.namespace, pg.labels) {
+				pg.matchedBy = append(pg.matchedBy, g)
+				if g.kind == topoAntiAffinity {
+					pg.inverseAnti = append(pg.inverseAnti, g)
+				}
+			}
+		}
+		for _, n := range s.existing {
+			vals := n.values(g.key)
+			if len(vals) != 1 {
+				continue
+			}
+			for _, pod := range n.pods {
+				if g.matches(pod.Namespace, labels.Set(pod.Labels)) {
+					g.counts[vals[0]]++
+				}
+			}
+		}
+	}
+	for _, pg := range s.groups {
+		pg.remaining = len(pg.pods)
+	}
+	s.buildShapes()
+	for _, pg := range s.groups {
+		sort.SliceStable(pg.pods, func(i, j int) bool {
+			a, b := pg.pods[i], pg.pods[j]
+			if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+				return a.CreationTimestamp.Before(&b.CreationTimestamp)
+			}
+			return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+		})
+		s.value(pg)
+	}
+	// Pods that need a node of their own go first, so that they lay out the
+	// nodes and everything else fills around them; then largest first.
+	sort.SliceStable(s.groups, func(i, j int) bool {
+		a, b := s.groups[i], s.groups[j]
+		if (a.perNodeLimit > 0) != (b.perNodeLimit > 0) {
+			return a.perNodeLimit > 0
+		}
+		if a.requests.CPU != b.requests.CPU {
+			return a.requests.CPU > b.requests.CPU
+		}
+		if a.requests.Memory != b.requests.Memory {
+			return a.requests.Memory > b.requests.Memory
+		}
+		return a.id < b.id
+	})
+}
+
+// value sets the group's per-pod lower-bound price: the cheapest share of
+// any instance type that could hold it.
+func (s *solver) value(pg *podGroup) {
+	if pg.err != nil || len(pg.variants) == 0 {
+		return
+	}
+	best := math.Inf(1)
+	for _, p := range s.pools {
+		if p.err != nil || !s.groupPoolCompatible(pg, p) {
+			continue
+		}
+		for _, t := range p.types {
+			if !s.groupTypeCompatible(pg, p, t) {
+				continue
+			}
+			free := t.alloc.Sub(p.overhead)
+			if !pg.requests.Fits(free) {
+				continue
+			}
+			if v := t.price * pg.requests.Fraction(free); v < best {
+				best = v
+			}
+		}
+	}
+	if !math.IsInf(best, 1) {
+		pg.value = best
+		pg.shape.value = best
+	}
+}
+
+func (s *solver) groupPoolCompatible(pg *podGroup, p *pool) bool {
+	sh := pg.shape
+	if c := sh.poolOK[p.idx]; c != 0 {
+		return c == 1
+	}
+	pc := pg.variants[0]
+	ok := true
+	if _, bad := pg.untolerated(p.taints, pc.toleratePreferNoSchedule); bad {
+		ok = false
+	} else if p.reqs.Compatible(s.podNodeReqs(pc, p)) != nil {
+		ok = false
+	}
+	sh.poolOK[p.idx] = boolByte(ok)
+	return ok
+}
+
+// podNodeReqs drops predicates on well-known labels the pool leaves open;
+// those are checked against the instance type instead.
+func (s *solver) podNodeReqs(pc *podConstraints, p *pool) Requirements {
+	out := Requirements{}
+	for k, r := range pc.nodeReqs {
+		if _, ok := p.reqs[k]; !ok {
+			if _, known := s.knownKeys[k]; known {
+				continue
+			}
+		}
+		out[k] = r
+	}
+	return out
+}
+
+// groupTypeCompatible reports whether the group's strictest constraints
+// allow the instance type; cached per shape, as shapes share constraints.
+func (s *solver) groupTypeCompatible(pg *podGroup, p *pool, t *itype) bool {
+	sh := pg.shape
+	if c := sh.typeOK[t.id]; c != 0 {
+		return c == 1
+	}
+	ok := s.typeCompatible(pg.variants[0].nodeReqs, t.reqs) == nil && extendedOK(pg.requests, t.alloc)
+	sh.typeOK[t.id] = boolByte(ok)
+	return ok
+}
+
+func boolByte(b bool) int8 {
+	if b {
+		return 1
+	}
+	return 2
+}
+
+func extendedOK(req, alloc Resources) bool {
+	for k, v := range req.Ext {
+		if v > 0 && alloc.Ext[k] <= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func describeReqs(r Requirements) string {
+	parts := []string{}
+	for _, nsr := range r.NodeSelectorRequirements() {
+		if len(nsr.Values) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s [%s]", nsr.Key, nsr.Operator, strings.Join(nsr.Values, ",")))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s %s", nsr.Key, nsr.Operator))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
