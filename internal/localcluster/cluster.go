@@ -87,10 +87,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	c = &Cluster{Dir: opts.Dir, Root: root, Bins: bins, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig")}
+	cluster := &Cluster{Dir: opts.Dir, Root: root, Bins: bins, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig")}
+	c = cluster
 	defer func() {
 		if err != nil {
-			c.Stop()
+			cluster.Stop() // c is nil here: the error return cleared it
 		}
 	}()
 	p, err := writePKI(filepath.Join(opts.Dir, "pki"))
@@ -144,6 +145,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
+		return nil, err
+	}
+	// client-go caches TLS transports by certificate file path; a restarted
+	// cluster reuses the paths with new keys, so pin the contents instead.
+	if err := rest.LoadTLSFiles(c.Config); err != nil {
 		return nil, err
 	}
 	c.Config.QPS, c.Config.Burst = 500, 1000
@@ -237,10 +243,18 @@ func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	return poll(ctx, timeout, "kube-apiserver /readyz", c.exited, func() (bool, error) {
-		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	var last error
+	err = poll(ctx, timeout, "kube-apiserver /readyz", c.exited, func() (bool, error) {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx)
+		last = err
 		return err == nil && string(body) == "ok", nil
 	})
+	if err != nil && last != nil {
+		return fmt.Errorf("%w (last error: %v)", err, last)
+	}
+	return err
 }
 
 // waitControllerManager waits for the default ServiceAccount, which the

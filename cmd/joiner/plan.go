@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/joiner-autoscaler/joiner/pkg/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/manifests"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
+	"github.com/spf13/cobra"
+)
+
+func newPlanCommand() *cobra.Command {
+	var files, zones []string
+	var region, output string
+	cmd := &cobra.Command{
+		Use:   "plan -f FILE...",
+		Short: "Show, offline, the NodeClaims Joiner would create for some manifests",
+		Long: `plan reads NodePools, EC2NodeClasses and workloads (Deployments, StatefulSets,
+ReplicaSets, Jobs, Pods, DaemonSets) and optionally Nodes with their pods as
+existing capacity, and prints the NodeClaims the controller would create,
+priced with the embedded EC2 catalog. Nothing is applied anywhere.`,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(files) == 0 {
+				return fmt.Errorf("no manifests: pass -f FILE (or -f - for standard input)")
+			}
+			if output != "table" && output != "json" {
+				return fmt.Errorf("unknown output %q: use -o table or -o json", output)
+			}
+			objs, err := manifests.LoadFiles(files)
+			if err != nil {
+				return err
+			}
+			its, err := catalog.InstanceTypes(catalog.Options{Region: region, Zones: zones})
+			if err != nil {
+				return err
+			}
+			snap, problems := objs.Snapshot(its)
+			plan := scheduling.Solve(snap, scheduling.Options{})
+			doc := toDocument(plan, problems)
+			if output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(doc)
+			}
+			printTable(cmd.OutOrStdout(), doc, problems)
+			return nil
+		},
+	}
+	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "manifest files (multi-document YAML); - reads standard input")
+	cmd.Flags().StringVar(&region, "region", catalog.DefaultRegion, "catalog region")
+	cmd.Flags().StringSliceVar(&zones, "zones", nil, "catalog zones (default: <region>a,b,c)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+// Document is the JSON form of a plan.
+type Document struct {
+	NodeClaims        []NodeClaimDoc `json:"nodeClaims"`
+	UnschedulablePods []PodDoc       `json:"unschedulablePods"`
+	TotalPricePerHour float64        `json:"totalPricePerHour"`
+}
+
+// NodeClaimDoc is one planned NodeClaim.
+type NodeClaimDoc struct {
+	NodePool     string  `json:"nodePool"`
+	InstanceType string  `json:"instanceType"`
+	CapacityType string  `json:"capacityType"`
+	Zone         string  `json:"zone"`
+	PricePerHour float64 `json:"pricePerHour"`
+	Pods         int     `json:"pods"`
+}
+
+// PodDoc is a pod that cannot be placed.
+type PodDoc struct {
+	Pod    string `json:"pod"`
+	Reason string `json:"reason"`
+}
+
+func toDocument(plan *scheduling.Plan, problems []state.NodePoolProblem) Document {
+	doc := Document{NodeClaims: []NodeClaimDoc{}, UnschedulablePods: []PodDoc{}}
+	for _, nc := range plan.NewNodeClaims {
+		doc.NodeClaims = append(doc.NodeClaims, NodeClaimDoc{NodePool: nc.NodePool, InstanceType: nc.InstanceType.Name,
+			CapacityType: nc.Offering.CapacityType, Zone: nc.Offering.Zone, PricePerHour: round(nc.Price()), Pods: len(nc.Pods)})
+	}
+	var notReady []string
+	for _, p := range problems {
+		notReady = append(notReady, fmt.Sprintf("nodepool %q: %s", p.NodePool, p.Reason))
+	}
+	for _, u := range plan.Unschedulable {
+		reason := u.Reason
+		if len(notReady) > 0 {
+			reason += "; not ready: " + strings.Join(notReady, "; ")
+		}
+		doc.UnschedulablePods = append(doc.UnschedulablePods, PodDoc{Pod: u.Pod.Namespace + "/" + u.Pod.Name, Reason: reason})
+	}
+	sort.Slice(doc.UnschedulablePods, func(i, j int) bool { return doc.UnschedulablePods[i].Pod < doc.UnschedulablePods[j].Pod })
+	doc.TotalPricePerHour = round(plan.TotalPrice())
+	return doc
+}
+
+func round(f float64) float64 { return float64(int64(f*1e5+0.5)) / 1e5 }
+
+func printTable(w io.Writer, doc Document, problems []state.NodePoolProblem) {
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, "NODEPOOL\tTYPE\tCAPACITY\tZONE\tPODS\t$/H")
+	pods := 0
+	for _, nc := range doc.NodeClaims {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\n", nc.NodePool, nc.InstanceType, nc.CapacityType, nc.Zone, nc.Pods, nc.PricePerHour)
+		pods += nc.Pods
+	}
+	fmt.Fprintf(tw, "TOTAL\t%d nodeclaim(s)\t\t\t%d\t%.4f\n", len(doc.NodeClaims), pods, doc.TotalPricePerHour)
+	tw.Flush()
+	for _, p := range problems {
+		fmt.Fprintf(w, "\nnodepool %q launches nothing: %s\n", p.NodePool, p.Reason)
+	}
+	if len(doc.UnschedulablePods) > 0 {
+		fmt.Fprintf(w, "\n%d pod(s) cannot be placed:\n", len(doc.UnschedulablePods))
+		tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+		fmt.Fprintln(tw, "POD\tREASON")
+		for _, u := range doc.UnschedulablePods {
+			fmt.Fprintf(tw, "%s\t%s\n", u.Pod, u.Reason)
+		}
+		tw.Flush()
+	}
+}

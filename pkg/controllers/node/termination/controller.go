@@ -1,0 +1,161 @@
+// Package termination drains a node that is being deleted before its
+// instance goes: taint it, evict its pods through the Eviction API (so PDBs
+// hold), terminate the instance, then release the node.
+package termination
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// NodeNameIndex indexes pods by spec.nodeName.
+const NodeNameIndex = "spec.nodeName"
+
+// Controller drains and releases nodes carrying Joiner's finalizer.
+type Controller struct {
+	Client        client.Client
+	CloudProvider cloudprovider.CloudProvider
+	Recorder      record.EventRecorder
+}
+
+// Register adds the controller to the manager.
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("node.termination").For(&corev1.Node{}).Complete(c)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := c.Client.Get(ctx, req.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	logger := log.FromContext(ctx).WithValues("Node", map[string]string{"name": node.Name})
+	nc, err := c.nodeClaim(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if nc != nil && nc.DeletionTimestamp == nil {
+		if err := c.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if !hasTaint(node, v1.DisruptedNoScheduleTaint) {
+		stored := node.DeepCopy()
+		node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedNoScheduleTaint)
+		if err := c.Client.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+			return reconcile.Result{}, err
+		}
+		logger.Info("tainted node", "taint.Key", v1.DisruptedNoScheduleTaint.Key, "taint.Value", "", "taint.Effect", string(v1.DisruptedNoScheduleTaint.Effect))
+	}
+	remaining, err := c.drain(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if remaining > 0 {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	if nc != nil {
+		if err := c.CloudProvider.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("terminating instance: %w", err)
+		}
+	}
+	stored := node.DeepCopy()
+	controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer)
+	if err := c.Client.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	logger.Info("deleted node")
+	return reconcile.Result{}, nil
+}
+
+func (c *Controller) nodeClaim(ctx context.Context, node *corev1.Node) (*v1.NodeClaim, error) {
+	if node.Spec.ProviderID == "" {
+		return nil, nil
+	}
+	var claims v1.NodeClaimList
+	if err := c.Client.List(ctx, &claims, client.MatchingFields{lifecycle.ProviderIDIndex: node.Spec.ProviderID}); err != nil {
+		return nil, err
+	}
+	if len(claims.Items) == 0 {
+		return nil, nil
+	}
+	return &claims.Items[0], nil
+}
+
+func hasTaint(node *corev1.Node, t corev1.Taint) bool {
+	for i := range node.Spec.Taints {
+		if node.Spec.Taints[i].MatchTaint(&t) {
+			return true
+		}
+	}
+	return false
+}
+
+// drain evicts the pods that must leave and returns how many are left.
+// DaemonSet pods, mirror pods and pods that tolerate the disrupted taint stay;
+// they go with the node.
+func (c *Controller) drain(ctx context.Context, node *corev1.Node) (int, error) {
+	var pods corev1.PodList
+	if err := c.Client.List(ctx, &pods, client.MatchingFields{NodeNameIndex: node.Name}); err != nil {
+		return 0, err
+	}
+	remaining := 0
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if state.IsTerminal(pod) || !mustLeave(pod) {
+			continue
+		}
+		remaining++
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		err := c.Client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}})
+		switch {
+		case err == nil:
+			c.Recorder.Event(pod, corev1.EventTypeNormal, "Evicted", "Evicted pod: node "+node.Name+" is terminating")
+		case apierrors.IsTooManyRequests(err):
+			// A PDB does not allow it now; try again.
+			c.Recorder.Event(node, corev1.EventTypeWarning, "FailedDraining", fmt.Sprintf("Failed to evict pod %s/%s: %v", pod.Namespace, pod.Name, err))
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		default:
+			return remaining, fmt.Errorf("evicting %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	return remaining, nil
+}
+
+func mustLeave(pod *corev1.Pod) bool {
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return false
+		}
+	}
+	for _, t := range pod.Spec.Tolerations {
+		if t.ToleratesTaint(nopLogger, &v1.DisruptedNoScheduleTaint, false) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,75 @@
+// Package garbagecollection terminates instances that no NodeClaim owns, such
+// as those launched just before a controller crash lost the NodeClaim.
+package garbagecollection
+
+import (
+	"context"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Controller periodically compares the cloud's instances with NodeClaims.
+type Controller struct {
+	Client        client.Client
+	CloudProvider cloudprovider.CloudProvider
+	Clock         clock.WithTicker
+	Interval      time.Duration
+	// MinAge spares instances younger than this, whose NodeClaim may not
+	// have its provider ID recorded yet.
+	MinAge time.Duration
+}
+
+// Start implements manager.Runnable.
+func (c *Controller) Start(ctx context.Context) error {
+	t := c.Clock.NewTicker(c.Interval)
+	defer t.Stop()
+	for {
+		if err := c.collect(ctx); err != nil {
+			log.FromContext(ctx).Error(err, "garbage collection failed")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (c *Controller) NeedLeaderElection() bool { return true }
+
+func (c *Controller) collect(ctx context.Context) error {
+	instances, err := c.CloudProvider.List(ctx)
+	if err != nil {
+		return err
+	}
+	var claims v1.NodeClaimList
+	if err := c.Client.List(ctx, &claims); err != nil {
+		return err
+	}
+	owned := map[string]bool{}
+	names := map[string]bool{}
+	for _, nc := range claims.Items {
+		owned[nc.Status.ProviderID] = true
+		names[nc.Name] = true
+	}
+	for _, inst := range instances {
+		if owned[inst.Status.ProviderID] || c.Clock.Since(inst.CreationTimestamp.Time) < c.MinAge {
+			continue
+		}
+		// A NodeClaim whose launch is still being recorded keeps its instance.
+		if names[inst.Name] {
+			continue
+		}
+		if err := c.CloudProvider.Delete(ctx, inst); err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
+			return err
+		}
+		log.FromContext(ctx).Info("garbage collected instance without a nodeclaim", "provider-id", inst.Status.ProviderID)
+	}
+	return nil
+}

@@ -1,0 +1,387 @@
+// Package lifecycle moves a NodeClaim through its life: launch the instance,
+// register its node, wait for it to initialize, and on deletion tear both
+// down in order. Launch and registration time out, so a NodeClaim never
+// waits forever on a machine that will not come.
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// ProviderIDIndex indexes Nodes by spec.providerID and NodeClaims by status.providerID.
+const ProviderIDIndex = "providerID"
+
+// Controller reconciles NodeClaims.
+type Controller struct {
+	Client client.Client
+	// Reader reads around the cache, so a launch is never repeated because
+	// the cache has not yet seen the provider ID of the last one.
+	Reader          client.Reader
+	CloudProvider   cloudprovider.CloudProvider
+	Recorder        record.EventRecorder
+	Clock           clock.Clock
+	LaunchTTL       time.Duration
+	RegistrationTTL time.Duration
+}
+
+// Register adds the controller to the manager.
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.lifecycle").
+		For(&v1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeToClaims)).
+		Complete(c)
+}
+
+func (c *Controller) nodeToClaims(ctx context.Context, o client.Object) []reconcile.Request {
+	node := o.(*corev1.Node)
+	if node.Spec.ProviderID == "" {
+		return nil
+	}
+	var claims v1.NodeClaimList
+	if err := c.Client.List(ctx, &claims, client.MatchingFields{ProviderIDIndex: node.Spec.ProviderID}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, nc := range claims.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
+	}
+	return out
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &v1.NodeClaim{}
+	if err := c.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", map[string]string{"name": nc.Name}))
+	if nc.DeletionTimestamp != nil {
+		return c.finalize(ctx, nc)
+	}
+	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		stored := nc.DeepCopy()
+		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
+		if err := c.Client.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if nc.Status.ProviderID == "" {
+		fresh := &v1.NodeClaim{}
+		if err := c.Reader.Get(ctx, req.NamespacedName, fresh); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		if fresh.Status.ProviderID == "" {
+			return c.launch(ctx, fresh)
+		}
+		nc = fresh
+	}
+	if !isTrue(nc, v1.ConditionTypeRegistered) {
+		return c.register(ctx, nc)
+	}
+	if !isTrue(nc, v1.ConditionTypeInitialized) {
+		return c.initialize(ctx, nc)
+	}
+	return reconcile.Result{}, nil
+}
+
+func isTrue(nc *v1.NodeClaim, t string) bool {
+	return meta.IsStatusConditionTrue(nc.Status.Conditions, t)
+}
+
+func (c *Controller) setCondition(nc *v1.NodeClaim, t string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(c.Clock.Now())})
+	ready := metav1.ConditionTrue
+	for _, dep := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized} {
+		if !isTrue(nc, dep) {
+			ready = metav1.ConditionFalse
+		}
+	}
+	readyReason := "Ready"
+	if ready != metav1.ConditionTrue {
+		readyReason = "NotReady"
+	}
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeReady, Status: ready, Reason: readyReason,
+		ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(c.Clock.Now())})
+}
+
+func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	if age := c.Clock.Since(nc.CreationTimestamp.Time); age > c.LaunchTTL {
+		logger.Info("deleting nodeclaim, launch timed out", "ttl", c.LaunchTTL.String())
+		return reconcile.Result{}, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
+	}
+	created, err := c.CloudProvider.Create(ctx, nc)
+	switch {
+	case cloudprovider.IsInsufficientCapacity(err):
+		c.Recorder.Event(nc, corev1.EventTypeWarning, "InsufficientCapacityError", truncate(err.Error(), 300))
+		logger.Error(err, "failed launching nodeclaim")
+		return reconcile.Result{}, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
+	case cloudprovider.IsNodeClassNotReady(err):
+		c.Recorder.Event(nc, corev1.EventTypeWarning, "NodeClassNotReady", truncate(err.Error(), 300))
+		return reconcile.Result{}, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
+	case err != nil:
+		stored := nc.DeepCopy()
+		c.setCondition(nc, v1.ConditionTypeLaunched, metav1.ConditionUnknown, "LaunchFailed", truncate(err.Error(), 300))
+		_ = c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored))
+		return reconcile.Result{}, fmt.Errorf("launching nodeclaim: %w", err)
+	}
+	stored := nc.DeepCopy()
+	if nc.Labels == nil {
+		nc.Labels = map[string]string{}
+	}
+	for k, v := range created.Labels {
+		nc.Labels[k] = v
+	}
+	if len(created.Annotations) > 0 && nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	for k, v := range created.Annotations {
+		nc.Annotations[k] = v
+	}
+	if err := c.Client.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		return reconcile.Result{}, err
+	}
+	stored = nc.DeepCopy()
+	nc.Status.ProviderID = created.Status.ProviderID
+	nc.Status.ImageID = created.Status.ImageID
+	nc.Status.Capacity = created.Status.Capacity
+	nc.Status.Allocatable = created.Status.Allocatable
+	c.setCondition(nc, v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
+	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionUnknown, "NodeNotFound", "Node not registered with cluster")
+	c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionUnknown, "NodeNotFound", "Node not registered with cluster")
+	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		return reconcile.Result{}, err
+	}
+	logger.Info("launched nodeclaim",
+		"provider-id", nc.Status.ProviderID,
+		"instance-type", nc.Labels[corev1.LabelInstanceTypeStable],
+		"zone", nc.Labels[corev1.LabelTopologyZone],
+		"capacity-type", nc.Labels[v1.LabelCapacityType],
+		"allocatable", nc.Status.Allocatable)
+	return reconcile.Result{RequeueAfter: time.Second}, nil
+}
+
+func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
+	var nodes corev1.NodeList
+	if err := c.Client.List(ctx, &nodes, client.MatchingFields{ProviderIDIndex: nc.Status.ProviderID}); err != nil {
+		return nil, err
+	}
+	switch len(nodes.Items) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &nodes.Items[0], nil
+	default:
+		return nil, fmt.Errorf("%d nodes have provider ID %s", len(nodes.Items), nc.Status.ProviderID)
+	}
+}
+
+func (c *Controller) launchedAt(nc *v1.NodeClaim) time.Time {
+	if cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeLaunched); cond != nil {
+		return cond.LastTransitionTime.Time
+	}
+	return nc.CreationTimestamp.Time
+}
+
+func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	node, err := c.nodeFor(ctx, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if node == nil {
+		if c.Clock.Since(c.launchedAt(nc)) > c.RegistrationTTL {
+			logger.Info("deleting nodeclaim, registration timed out", "ttl", c.RegistrationTTL.String())
+			return reconcile.Result{}, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
+		}
+		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	stored := node.DeepCopy()
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	for k, v := range nc.Labels {
+		node.Labels[k] = v
+	}
+	node.Labels[v1.LabelNodeRegistered] = "true"
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	for k, v := range nc.Annotations {
+		node.Annotations[k] = v
+	}
+	if node.Labels[v1.LabelDoNotSyncTaints] != "true" {
+		for _, t := range append(append([]corev1.Taint{}, nc.Spec.Taints...), nc.Spec.StartupTaints...) {
+			if !hasTaint(node.Spec.Taints, t) {
+				node.Spec.Taints = append(node.Spec.Taints, t)
+			}
+		}
+	}
+	var taints []corev1.Taint
+	for _, t := range node.Spec.Taints {
+		if !t.MatchTaint(&v1.UnregisteredNoExecuteTaint) {
+			taints = append(taints, t)
+		}
+	}
+	node.Spec.Taints = taints
+	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
+	if err := controllerutil.SetOwnerReference(nc, node, c.Client.Scheme()); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := c.Client.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+		return reconcile.Result{}, err
+	}
+	storedNC := nc.DeepCopy()
+	nc.Status.NodeName = node.Name
+	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
+	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(storedNC)); err != nil {
+		return reconcile.Result{}, err
+	}
+	logger.Info("registered nodeclaim", "Node", map[string]string{"name": node.Name})
+	return c.initialize(ctx, nc)
+}
+
+func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
+	for i := range taints {
+		if taints[i].MatchTaint(&t) {
+			return true
+		}
+	}
+	return false
+}
+
+// ephemeralTaints are removed by other components once a node is ready.
+func ephemeral(t corev1.Taint) bool {
+	switch t.Key {
+	case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, "node.cloudprovider.kubernetes.io/uninitialized", v1.UnregisteredNoExecuteTaint.Key:
+		return true
+	}
+	return strings.HasPrefix(t.Key, "readiness.k8s.io/")
+}
+
+func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	node, err := c.nodeFor(ctx, nc)
+	if err != nil || node == nil {
+		return reconcile.Result{RequeueAfter: 5 * time.Second}, err
+	}
+	reason, message := "", ""
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		reason, message = "NodeNotReady", "Node status is NotReady"
+	}
+	for _, t := range node.Spec.Taints {
+		if reason != "" {
+			break
+		}
+		if hasTaint(nc.Spec.StartupTaints, t) {
+			reason, message = "StartupTaintsExist", fmt.Sprintf("StartupTaint %q still exists", t.ToString())
+		} else if ephemeral(t) {
+			reason, message = "KnownEphemeralTaintsExist", fmt.Sprintf("KnownEphemeralTaint %q still exists", t.ToString())
+		}
+	}
+	for name, q := range nc.Spec.Resources.Requests {
+		if reason != "" {
+			break
+		}
+		if !q.IsZero() && strings.Contains(string(name), "/") {
+			if alloc, ok := node.Status.Allocatable[name]; !ok || alloc.IsZero() {
+				reason, message = "ResourceNotRegistered", fmt.Sprintf("Resource %q was requested but not registered", name)
+			}
+		}
+	}
+	if reason != "" {
+		stored := nc.DeepCopy()
+		c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionUnknown, reason, message)
+		if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	storedNode := node.DeepCopy()
+	node.Labels[v1.LabelNodeInitialized] = "true"
+	if err := c.Client.Patch(ctx, node, client.MergeFrom(storedNode)); err != nil {
+		return reconcile.Result{}, err
+	}
+	stored := nc.DeepCopy()
+	c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "")
+	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		return reconcile.Result{}, err
+	}
+	log.FromContext(ctx).Info("initialized nodeclaim", "Node", map[string]string{"name": node.Name}, "allocatable", node.Status.Allocatable)
+	return reconcile.Result{}, nil
+}
+
+// finalize deletes the node (whose own finalizer drains it), then the
+// instance, and only then lets the NodeClaim go, so nothing leaks.
+func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	if nc.Status.ProviderID != "" {
+		node, err := c.nodeFor(ctx, nc)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if node != nil {
+			if node.DeletionTimestamp == nil {
+				if err := c.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
+					return reconcile.Result{}, err
+				}
+			}
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		if err := c.CloudProvider.Delete(ctx, nc); !cloudprovider.IsNodeClaimNotFound(err) {
+			if err != nil {
+				return reconcile.Result{}, fmt.Errorf("terminating instance: %w", err)
+			}
+			if !isTrue(nc, v1.ConditionTypeInstanceTerminating) {
+				stored := nc.DeepCopy()
+				c.setCondition(nc, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "Instance is terminating")
+				_ = c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored))
+			}
+			return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+		}
+	}
+	stored := nc.DeepCopy()
+	controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)
+	if err := c.Client.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	log.FromContext(ctx).Info("deleted nodeclaim", "Node", map[string]string{"name": nc.Status.NodeName}, "provider-id", nc.Status.ProviderID)
+	return reconcile.Result{}, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,215 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Provisioner creates NodeClaims for pending pods, one batch at a time. It
+// runs only on the leader.
+type Provisioner struct {
+	Client   client.Client
+	Cluster  *state.Cluster
+	Batcher  *Batcher
+	Recorder record.EventRecorder
+	Clock    clock.WithTicker
+	// Resync re-runs a batch this often while pods are pending, so pods
+	// whose NodeClaim failed to launch are planned again.
+	Resync time.Duration
+}
+
+// Start implements manager.Runnable.
+func (p *Provisioner) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("provisioner")
+	ctx = log.IntoContext(ctx, logger)
+	if p.Resync > 0 {
+		go func() {
+			t := p.Clock.NewTicker(p.Resync)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C():
+					p.Batcher.Trigger()
+				}
+			}
+		}()
+	}
+	for p.Batcher.Wait(ctx) {
+		if err := p.Reconcile(ctx); err != nil {
+			logger.Error(err, "provisioning failed")
+		}
+	}
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (p *Provisioner) NeedLeaderElection() bool { return true }
+
+// Reconcile plans the pending pods and creates the plan's NodeClaims.
+func (p *Provisioner) Reconcile(ctx context.Context) error {
+	logger := log.FromContext(ctx)
+	start := p.Clock.Now()
+	var pods corev1.PodList
+	if err := p.Client.List(ctx, &pods); err != nil {
+		return err
+	}
+	var pending []*corev1.Pod
+	for i := range pods.Items {
+		if state.IsProvisionable(&pods.Items[i]) {
+			pending = append(pending, &pods.Items[i])
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	snap, problems, err := p.Cluster.Snapshot(ctx, pending)
+	if err != nil {
+		return err
+	}
+	for _, pr := range problems {
+		logger.V(1).Info("ignoring nodepool, not ready", "NodePool", map[string]string{"name": pr.NodePool}, "reason", pr.Reason)
+	}
+	// Pods the last batches already planned onto in-flight NodeClaims are not news.
+	plan := scheduling.Solve(snap, scheduling.Options{})
+	newPods := len(pending) - len(plan.Existing)
+	if newPods > 0 || len(plan.Unschedulable) > 0 {
+		logger.Info("found provisionable pod(s)", "Pods", podList(pending), "duration", p.Clock.Since(start).String())
+	}
+	if len(plan.NewNodeClaims) > 0 {
+		logger.Info("computed new nodeclaim(s) to fit pod(s)", "nodeclaims", len(plan.NewNodeClaims), "pods", newPods-len(plan.Unschedulable))
+	}
+	for _, u := range plan.Unschedulable {
+		reason := u.Reason
+		if len(problems) > 0 {
+			var parts []string
+			for _, pr := range problems {
+				parts = append(parts, fmt.Sprintf("nodepool %q: %s", pr.NodePool, pr.Reason))
+			}
+			reason += "; not ready: " + strings.Join(parts, "; ")
+		}
+		p.Recorder.Event(u.Pod, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod, "+reason)
+	}
+	if len(snap.NodePools) == 0 && len(problems) > 0 {
+		for _, pod := range pending {
+			if _, ok := plan.Existing[pod.Namespace+"/"+pod.Name]; !ok && len(plan.Unschedulable) == 0 {
+				p.Recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod, no NodePool is ready: "+problems[0].Reason)
+			}
+		}
+	}
+	pools := map[string]*v1.NodePool{}
+	for _, np := range snap.NodePools {
+		pools[np.NodePool.Name] = np.NodePool
+	}
+	for _, nc := range plan.NewNodeClaims {
+		created, err := p.create(ctx, pools[nc.NodePool], nc)
+		if err != nil {
+			logger.Error(err, "creating nodeclaim", "NodePool", map[string]string{"name": nc.NodePool})
+			continue
+		}
+		for _, pod := range nc.Pods {
+			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", created.Name)
+		}
+	}
+	return nil
+}
+
+func (p *Provisioner) create(ctx context.Context, np *v1.NodePool, planned *scheduling.NewNodeClaim) (*v1.NodeClaim, error) {
+	t := np.Spec.Template
+	labels := map[string]string{}
+	for k, v := range t.Labels {
+		labels[k] = v
+	}
+	labels[v1.LabelNodePool] = np.Name
+	ref := t.Spec.NodeClassRef
+	labels[ref.Group+"/"+strings.ToLower(ref.Kind)] = ref.Name
+	// Custom labels the pods asked for through requirements become node labels.
+	for k, r := range planned.Requirements {
+		if _, known := labels[k]; known || strings.Contains(k, "kubernetes.io/") || strings.HasPrefix(k, v1.Group) || strings.HasPrefix(k, awsv1.Group) {
+			continue
+		}
+		if v, ok := r.Any(); ok && len(r.Values()) == 1 {
+			labels[k] = v
+		}
+	}
+	annotations := map[string]string{}
+	for k, v := range t.Annotations {
+		annotations[k] = v
+	}
+	annotations[v1.AnnotationNodePoolHash] = np.Hash()
+	annotations[v1.AnnotationNodePoolHashVersion] = v1.NodePoolHashVersion
+	nc := &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: np.Name + "-", Labels: labels, Annotations: annotations},
+		Spec: v1.NodeClaimSpec{
+			Taints: t.Spec.Taints, StartupTaints: t.Spec.StartupTaints,
+			Requirements:           planned.Requirements.NodeSelectorRequirements(),
+			Resources:              v1.ResourceRequirements{Requests: planned.Requests.ResourceList()},
+			NodeClassRef:           ref,
+			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
+			ExpireAfter:            t.Spec.ExpireAfter,
+		},
+	}
+	controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
+	if err := controllerutil.SetOwnerReference(np, nc, p.Client.Scheme(), controllerutil.WithBlockOwnerDeletion(true)); err != nil {
+		return nil, err
+	}
+	if err := p.Client.Create(ctx, nc); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, it := range planned.InstanceTypes {
+		names = append(names, it.Name)
+	}
+	log.FromContext(ctx).Info("created nodeclaim",
+		"NodePool", map[string]string{"name": np.Name},
+		"NodeClaim", map[string]string{"name": nc.Name},
+		"requests", planned.Requests.ResourceList(),
+		"instance-types", firstN(names, 5))
+	return nc, nil
+}
+
+// firstN lists up to n names and counts the rest, as Karpenter logs them.
+func firstN(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d other(s)", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+func podList(pods []*corev1.Pod) string {
+	names := make([]string, 0, len(pods))
+	for _, p := range pods {
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	sort.Strings(names)
+	return firstN(names, 5)
+}
+
+// PodTrigger starts a batch when a pod becomes provisionable.
+type PodTrigger struct {
+	Batcher *Batcher
+}
+
+// Observe is called for every pod event.
+func (t *PodTrigger) Observe(pod *corev1.Pod) {
+	if state.IsProvisionable(pod) {
+		t.Batcher.Trigger()
+	}
+}
+

@@ -1,0 +1,156 @@
+// Package manifests turns the YAML a user would apply (NodePools,
+// EC2NodeClasses, workloads and optionally Nodes) into a scheduling snapshot,
+// so a plan can be computed offline, before anything is applied.
+package manifests
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+// Objects are the manifests' objects by kind.
+type Objects struct {
+	NodePools      []*v1.NodePool
+	EC2NodeClasses []*awsv1.EC2NodeClass
+	// Pods are the workloads' pods: Deployments, StatefulSets, ReplicaSets
+	// and Jobs expanded to their replicas, plus bare Pods. Pods with a
+	// nodeName belong to the Nodes they name.
+	Pods       []*corev1.Pod
+	DaemonSets []*appsv1.DaemonSet
+	Nodes      []*corev1.Node
+}
+
+var (
+	scheme = func() *runtime.Scheme {
+		s := runtime.NewScheme()
+		_ = clientgoscheme.AddToScheme(s)
+		_ = v1.AddToScheme(s)
+		_ = awsv1.AddToScheme(s)
+		return s
+	}()
+	strict = serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+)
+
+// LoadFiles reads every document of every file ("-" is standard input).
+func LoadFiles(paths []string) (*Objects, error) {
+	out := &Objects{}
+	for _, p := range paths {
+		var r io.Reader
+		if p == "-" {
+			r = os.Stdin
+		} else {
+			f, err := os.Open(p)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			r = f
+		}
+		if err := out.load(p, r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (o *Objects) load(name string, r io.Reader) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	for index := 0; ; index++ {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s, document %d: reading YAML: %w", name, index, err)
+		}
+		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+			index--
+			continue
+		}
+		obj, gvk, err := strict.Decode(doc, nil, nil)
+		if err != nil {
+			if runtime.IsNotRegisteredError(err) {
+				return fmt.Errorf("%s, document %d: unknown kind: %v; joiner plan reads NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet and Node", name, index, err)
+			}
+			return fmt.Errorf("%s, document %d: %w", name, index, err)
+		}
+		if err := o.add(obj); err != nil {
+			return fmt.Errorf("%s, document %d (%s): %w", name, index, gvk.Kind, err)
+		}
+	}
+}
+
+func stripComments(doc []byte) []byte {
+	var out [][]byte
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		t := bytes.TrimSpace(line)
+		if len(t) > 0 && t[0] != '#' {
+			out = append(out, line)
+		}
+	}
+	return bytes.Join(out, []byte("\n"))
+}
+
+func (o *Objects) add(obj runtime.Object) error {
+	switch x := obj.(type) {
+	case *v1.NodePool:
+		o.NodePools = append(o.NodePools, x)
+	case *awsv1.EC2NodeClass:
+		o.EC2NodeClasses = append(o.EC2NodeClasses, x)
+	case *corev1.Pod:
+		defaultNamespace(&x.ObjectMeta)
+		o.Pods = append(o.Pods, x)
+	case *appsv1.Deployment:
+		o.expand(x.ObjectMeta, x.Spec.Replicas, x.Spec.Template, func(i int) string { return fmt.Sprintf("%s-%d", x.Name, i) })
+	case *appsv1.StatefulSet:
+		o.expand(x.ObjectMeta, x.Spec.Replicas, x.Spec.Template, func(i int) string { return x.Name + "-" + strconv.Itoa(i) })
+	case *appsv1.ReplicaSet:
+		o.expand(x.ObjectMeta, x.Spec.Replicas, x.Spec.Template, func(i int) string { return fmt.Sprintf("%s-%d", x.Name, i) })
+	case *batchv1.Job:
+		o.expand(x.ObjectMeta, x.Spec.Parallelism, x.Spec.Template, func(i int) string { return fmt.Sprintf("%s-%d", x.Name, i) })
+	case *appsv1.DaemonSet:
+		defaultNamespace(&x.ObjectMeta)
+		o.DaemonSets = append(o.DaemonSets, x)
+	case *corev1.Node:
+		o.Nodes = append(o.Nodes, x)
+	default:
+		return fmt.Errorf("kind %T is not used for planning; remove it or plan with the kinds listed in joiner plan --help", obj)
+	}
+	return nil
+}
+
+func defaultNamespace(m *metav1.ObjectMeta) {
+	if m.Namespace == "" {
+		m.Namespace = corev1.NamespaceDefault
+	}
+}
+
+func (o *Objects) expand(meta metav1.ObjectMeta, replicas *int32, tmpl corev1.PodTemplateSpec, name func(int) string) {
+	defaultNamespace(&meta)
+	n := 1
+	if replicas != nil {
+		n = int(*replicas)
+	}
+	for i := 0; i < n; i++ {
+		p := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+		p.Name, p.Namespace = name(i), meta.Namespace
+		p.CreationTimestamp = meta.CreationTimestamp
+		o.Pods = append(o.Pods, p)
+	}
+}

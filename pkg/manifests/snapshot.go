@@ -1,0 +1,52 @@
+package manifests
+
+import (
+	"fmt"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Snapshot builds the planning input, applying the controller's rules: a
+// NodePool whose EC2NodeClass is missing launches nothing, and the reason is
+// returned so the plan can say it.
+func (o *Objects) Snapshot(instanceTypes []*cloudprovider.InstanceType) (scheduling.Snapshot, []state.NodePoolProblem) {
+	snap := scheduling.Snapshot{}
+	classes := map[string]bool{}
+	for _, nc := range o.EC2NodeClasses {
+		classes[nc.Name] = true
+	}
+	var problems []state.NodePoolProblem
+	for _, np := range o.NodePools {
+		ref := np.Spec.Template.Spec.NodeClassRef
+		switch {
+		case ref == nil:
+			problems = append(problems, state.NodePoolProblem{NodePool: np.Name, Reason: "the NodePool has no nodeClassRef"})
+		case ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass":
+			problems = append(problems, state.NodePoolProblem{NodePool: np.Name, Reason: fmt.Sprintf("nodeClassRef %s/%s is not supported", ref.Group, ref.Kind)})
+		case !classes[ref.Name]:
+			problems = append(problems, state.NodePoolProblem{NodePool: np.Name, Reason: fmt.Sprintf("EC2NodeClass %q not found; add it to the manifests or fix spec.template.spec.nodeClassRef.name", ref.Name)})
+		default:
+			snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: np, InstanceTypes: instanceTypes})
+		}
+	}
+	podsByNode := map[string][]*corev1.Pod{}
+	for _, p := range o.Pods {
+		if p.Spec.NodeName != "" {
+			podsByNode[p.Spec.NodeName] = append(podsByNode[p.Spec.NodeName], p)
+		} else {
+			snap.Pods = append(snap.Pods, p)
+		}
+	}
+	for _, n := range o.Nodes {
+		snap.Nodes = append(snap.Nodes, &scheduling.Node{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints,
+			Allocatable: n.Status.Allocatable, Pods: podsByNode[n.Name], MarkedForDeletion: n.Spec.Unschedulable})
+	}
+	for _, ds := range o.DaemonSets {
+		snap.DaemonSets = append(snap.DaemonSets, state.DaemonSetPod(ds))
+	}
+	return snap, problems
+}

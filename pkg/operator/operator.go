@@ -1,0 +1,186 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/node/termination"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/garbagecollection"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclass"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodepool/status"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Scheme knows core Kubernetes types and Joiner's APIs.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v1.AddToScheme(s)
+	_ = awsv1.AddToScheme(s)
+	return s
+}
+
+// Run starts the controller manager and blocks until ctx ends.
+func Run(ctx context.Context, opts *Options) error {
+	logger, err := NewLogger(opts.LogLevel)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(logger)
+	ctx = log.IntoContext(ctx, logger)
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return fmt.Errorf("finding the cluster: %w (set KUBECONFIG or run in a pod)", err)
+	}
+	cfg.QPS, cfg.Burst = float32(opts.KubeClientQPS), opts.KubeClientBurst
+	cfg.UserAgent = "joiner"
+	ns := opts.LeaderElectionNS
+	if ns == "" {
+		ns = os.Getenv("SYSTEM_NAMESPACE")
+	}
+	if ns == "" {
+		ns = "kube-system"
+	}
+	clk := clock.RealClock{}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        Scheme(),
+		Logger:                        logger,
+		Metrics:                       metricsserver.Options{BindAddress: ":" + strconv.Itoa(opts.MetricsPort)},
+		HealthProbeBindAddress:        ":" + strconv.Itoa(opts.HealthProbePort),
+		LeaderElection:                !opts.DisableLeaderElection,
+		LeaderElectionID:              opts.LeaderElectionName,
+		LeaderElectionNamespace:       ns,
+		LeaderElectionResourceLock:    "leases",
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the controller manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := indexFields(ctx, mgr); err != nil {
+		return err
+	}
+	var provider cloudprovider.CloudProvider
+	switch opts.CloudProvider {
+	case "kwok":
+		// The provider must read its own writes (a retried Create looks for
+		// the Node it made), so it gets an uncached client.
+		direct, derr := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+		if derr != nil {
+			return derr
+		}
+		provider, err = kwok.New(direct, kwok.Options{Region: opts.KwokRegion, Zones: opts.KwokZones, LaunchDelay: opts.KwokLaunchDelay, Clock: clk})
+		if err != nil {
+			return err
+		}
+		if err := (&nodeclass.KwokController{Client: mgr.GetClient(), Clock: clk}).Register(mgr); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("cloud provider %q is not available yet; use --cloud-provider=kwok", opts.CloudProvider)
+	}
+	recorder := mgr.GetEventRecorderFor("karpenter")
+	batcher := provisioning.NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration)
+	prov := &provisioning.Provisioner{Client: mgr.GetClient(), Cluster: &state.Cluster{Client: mgr.GetClient(), CloudProvider: provider},
+		Batcher: batcher, Recorder: recorder, Clock: clk, Resync: 10 * time.Second}
+	if err := mgr.Add(prov); err != nil {
+		return err
+	}
+	if err := podTrigger(mgr, batcher); err != nil {
+		return err
+	}
+	if err := (&lifecycle.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), CloudProvider: provider, Recorder: recorder, Clock: clk,
+		LaunchTTL: opts.LaunchTTL, RegistrationTTL: opts.RegistrationTTL}).Register(mgr); err != nil {
+		return err
+	}
+	if err := (&termination.Controller{Client: mgr.GetClient(), CloudProvider: provider, Recorder: recorder}).Register(mgr); err != nil {
+		return err
+	}
+	if err := (&status.Controller{Client: mgr.GetClient(), Clock: clk}).Register(mgr); err != nil {
+		return err
+	}
+	if err := mgr.Add(&garbagecollection.Controller{Client: mgr.GetClient(), CloudProvider: provider, Clock: clk,
+		Interval: opts.GarbageCollectInterval, MinAge: 30 * time.Second}); err != nil {
+		return err
+	}
+	logger.Info("starting joiner", "cloud-provider", opts.CloudProvider, "batch-idle-duration", opts.BatchIdleDuration.String(), "batch-max-duration", opts.BatchMaxDuration.String())
+	return mgr.Start(ctx)
+}
+
+func indexFields(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &corev1.Node{}, lifecycle.ProviderIDIndex, func(o client.Object) []string {
+		return []string{o.(*corev1.Node).Spec.ProviderID}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1.NodeClaim{}, lifecycle.ProviderIDIndex, func(o client.Object) []string {
+		return []string{o.(*v1.NodeClaim).Status.ProviderID}
+	}); err != nil {
+		return err
+	}
+	return idx.IndexField(ctx, &corev1.Pod{}, termination.NodeNameIndex, func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	})
+}
+
+// podTrigger starts a provisioning batch whenever a pod event shows a
+// provisionable pod.
+func podTrigger(mgr ctrl.Manager, b *provisioning.Batcher) error {
+	trigger := &provisioning.PodTrigger{Batcher: b}
+	return mgr.Add(&podWatch{mgr: mgr, trigger: trigger})
+}
+
+type podWatch struct {
+	mgr     ctrl.Manager
+	trigger *provisioning.PodTrigger
+}
+
+func (w *podWatch) Start(ctx context.Context) error {
+	h := handler.TypedFuncs[*corev1.Pod, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*corev1.Pod], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			w.trigger.Observe(e.Object)
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Pod], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			w.trigger.Observe(e.ObjectNew)
+		},
+	}
+	src := source.Kind(w.mgr.GetCache(), &corev1.Pod{}, h, predicate.TypedFuncs[*corev1.Pod]{})
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	if err := src.Start(ctx, q); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}

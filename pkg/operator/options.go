@@ -1,0 +1,215 @@
+// Package operator holds Joiner's settings and wires the controller manager:
+// clients, leader election, metrics, health probes, logging and controllers.
+package operator
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options are Karpenter's settings, read from flags or the same-named
+// environment variables (flag --batch-idle-duration, env BATCH_IDLE_DURATION),
+// so a Karpenter Helm values file's settings carry over.
+type Options struct {
+	CloudProvider          string
+	ClusterName            string
+	ClusterEndpoint        string
+	BatchIdleDuration      time.Duration
+	BatchMaxDuration       time.Duration
+	LogLevel               string
+	MetricsPort            int
+	HealthProbePort        int
+	KubeClientQPS          int
+	KubeClientBurst        int
+	DisableLeaderElection  bool
+	LeaderElectionName     string
+	LeaderElectionNS       string
+	PreferencePolicy       string
+	MinValuesPolicy        string
+	FeatureGates           FeatureGates
+	InterruptionQueue      string
+	KwokRegion             string
+	KwokZones              []string
+	KwokLaunchDelay        time.Duration
+	RegistrationTTL        time.Duration
+	LaunchTTL              time.Duration
+	GarbageCollectInterval time.Duration
+}
+
+// FeatureGates are Karpenter's feature gates.
+type FeatureGates struct {
+	SpotToSpotConsolidation bool
+	NodeRepair              bool
+	ReservedCapacity        bool
+	StaticCapacity          bool
+	NodeOverlay             bool
+}
+
+type setting struct {
+	flag, env, def, usage string
+	parse             func(o *Options, v string) error
+}
+
+func durationSetting(flagName, env, def, usage string, dst func(*Options) *time.Duration) setting {
+	return setting{flagName, env, def, usage, func(o *Options, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("want a non-negative duration such as 1s or 10m")
+		}
+		*dst(o) = d
+		return nil
+	}}
+}
+
+func intSetting(flagName, env, def, usage string, min, max int, dst func(*Options) *int) setting {
+	return setting{flagName, env, def, usage, func(o *Options, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < min || n > max {
+			return fmt.Errorf("want an integer from %d to %d", min, max)
+		}
+		*dst(o) = n
+		return nil
+	}}
+}
+
+func enumSetting(flagName, env, def, usage string, allowed []string, dst func(*Options) *string) setting {
+	return setting{flagName, env, def, usage, func(o *Options, v string) error {
+		for _, a := range allowed {
+			if strings.EqualFold(v, a) {
+				*dst(o) = a
+				return nil
+			}
+		}
+		return fmt.Errorf("want one of %s", strings.Join(allowed, ", "))
+	}}
+}
+
+func stringSetting(flagName, env, def, usage string, dst func(*Options) *string) setting {
+	return setting{flagName, env, def, usage, func(o *Options, v string) error { *dst(o) = v; return nil }}
+}
+
+func boolSetting(flagName, env, def, usage string, dst func(*Options) *bool) setting {
+	return setting{flagName, env, def, usage, func(o *Options, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		*dst(o) = b
+		return nil
+	}}
+}
+
+var settings = []setting{
+	enumSetting("cloud-provider", "CLOUD_PROVIDER", "kwok", "cloud provider: kwok (fake nodes) or aws", []string{"kwok", "aws"}, func(o *Options) *string { return &o.CloudProvider }),
+	stringSetting("cluster-name", "CLUSTER_NAME", "", "cluster name, used to tag and find cloud resources (required for aws)", func(o *Options) *string { return &o.ClusterName }),
+	stringSetting("cluster-endpoint", "CLUSTER_ENDPOINT", "", "API server endpoint nodes join; discovered when empty", func(o *Options) *string { return &o.ClusterEndpoint }),
+	durationSetting("batch-idle-duration", "BATCH_IDLE_DURATION", "1s", "end a provisioning batch after this long with no new pending pod", func(o *Options) *time.Duration { return &o.BatchIdleDuration }),
+	durationSetting("batch-max-duration", "BATCH_MAX_DURATION", "10s", "end a provisioning batch after this long in any case", func(o *Options) *time.Duration { return &o.BatchMaxDuration }),
+	enumSetting("log-level", "LOG_LEVEL", "info", "log level", []string{"debug", "info", "error"}, func(o *Options) *string { return &o.LogLevel }),
+	intSetting("metrics-port", "METRICS_PORT", "8080", "port of the Prometheus metrics endpoint", 0, 65535, func(o *Options) *int { return &o.MetricsPort }),
+	intSetting("health-probe-port", "HEALTH_PROBE_PORT", "8081", "port of the /healthz and /readyz probes", 0, 65535, func(o *Options) *int { return &o.HealthProbePort }),
+	intSetting("kube-client-qps", "KUBE_CLIENT_QPS", "200", "Kubernetes API requests per second", 1, 100000, func(o *Options) *int { return &o.KubeClientQPS }),
+	intSetting("kube-client-burst", "KUBE_CLIENT_BURST", "300", "Kubernetes API request burst", 1, 100000, func(o *Options) *int { return &o.KubeClientBurst }),
+	boolSetting("disable-leader-election", "DISABLE_LEADER_ELECTION", "false", "run without leader election (one replica only)", func(o *Options) *bool { return &o.DisableLeaderElection }),
+	stringSetting("leader-election-name", "LEADER_ELECTION_NAME", "joiner-leader-election", "name of the leader election Lease", func(o *Options) *string { return &o.LeaderElectionName }),
+	stringSetting("leader-election-namespace", "LEADER_ELECTION_NAMESPACE", "", "namespace of the Lease; the pod's namespace or kube-system when empty", func(o *Options) *string { return &o.LeaderElectionNS }),
+	enumSetting("preference-policy", "PREFERENCE_POLICY", "Respect", "Respect or Ignore preferred scheduling terms", []string{"Respect", "Ignore"}, func(o *Options) *string { return &o.PreferencePolicy }),
+	enumSetting("min-values-policy", "MIN_VALUES_POLICY", "Strict", "Strict or BestEffort handling of minValues", []string{"Strict", "BestEffort"}, func(o *Options) *string { return &o.MinValuesPolicy }),
+	{"feature-gates", "FEATURE_GATES", "", "feature gates, e.g. SpotToSpotConsolidation=true,NodeRepair=false", func(o *Options, v string) error {
+		fg, err := ParseFeatureGates(v)
+		o.FeatureGates = fg
+		return err
+	}},
+	stringSetting("interruption-queue", "INTERRUPTION_QUEUE", "", "SQS queue name for spot interruption and health events (aws)", func(o *Options) *string { return &o.InterruptionQueue }),
+	stringSetting("kwok-region", "KWOK_REGION", "us-east-1", "region of the kwok provider's catalog", func(o *Options) *string { return &o.KwokRegion }),
+	{"kwok-zones", "KWOK_ZONES", "", "comma-separated zones of the kwok provider; <region>a,b,c when empty", func(o *Options, v string) error {
+		o.KwokZones = nil
+		for _, z := range strings.Split(v, ",") {
+			if z = strings.TrimSpace(z); z != "" {
+				o.KwokZones = append(o.KwokZones, z)
+			}
+		}
+		return nil
+	}},
+	durationSetting("kwok-launch-delay", "KWOK_LAUNCH_DELAY", "0s", "how long a kwok instance takes to boot", func(o *Options) *time.Duration { return &o.KwokLaunchDelay }),
+	durationSetting("launch-ttl", "LAUNCH_TTL", "5m", "delete a NodeClaim that has not launched after this long", func(o *Options) *time.Duration { return &o.LaunchTTL }),
+	durationSetting("registration-ttl", "REGISTRATION_TTL", "15m", "delete a NodeClaim whose node has not registered after this long", func(o *Options) *time.Duration { return &o.RegistrationTTL }),
+	durationSetting("garbage-collect-interval", "GARBAGE_COLLECT_INTERVAL", "30s", "how often to look for instances without a NodeClaim", func(o *Options) *time.Duration { return &o.GarbageCollectInterval }),
+}
+
+// Parse reads settings from args (flags win) and the environment. Every
+// error names the setting, its flag and variable, the bad value and the fix.
+func Parse(args []string, getenv func(string) string) (*Options, error) {
+	fs := flag.NewFlagSet("joiner", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	values := map[string]*string{}
+	for _, s := range settings {
+		values[s.flag] = fs.String(s.flag, "", fmt.Sprintf("%s (env %s, default %q)", s.usage, s.env, s.def))
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o := &Options{}
+	var errs []error
+	for _, s := range settings {
+		v, source := s.def, "default"
+		if env := getenv(s.env); env != "" {
+			v, source = env, "env "+s.env
+		}
+		if set[s.flag] {
+			v, source = *values[s.flag], "flag --"+s.flag
+		}
+		if err := s.parse(o, v); err != nil {
+			errs = append(errs, fmt.Errorf("invalid setting %s (--%s, from %s) %q: %w", s.env, s.flag, source, v, err))
+		}
+	}
+	if o.BatchMaxDuration < o.BatchIdleDuration {
+		errs = append(errs, fmt.Errorf("invalid setting BATCH_MAX_DURATION %s: must not be shorter than BATCH_IDLE_DURATION %s", o.BatchMaxDuration, o.BatchIdleDuration))
+	}
+	if o.CloudProvider == "aws" && o.ClusterName == "" {
+		errs = append(errs, errors.New("missing setting CLUSTER_NAME (--cluster-name): the aws provider tags and finds instances by cluster name; set it to your EKS cluster's name"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return o, nil
+}
+
+// ParseFeatureGates parses "Name=bool,..." with Karpenter's gate names.
+func ParseFeatureGates(v string) (FeatureGates, error) {
+	fg := FeatureGates{ReservedCapacity: true}
+	gates := map[string]*bool{
+		"SpotToSpotConsolidation": &fg.SpotToSpotConsolidation, "NodeRepair": &fg.NodeRepair,
+		"ReservedCapacity": &fg.ReservedCapacity, "StaticCapacity": &fg.StaticCapacity, "NodeOverlay": &fg.NodeOverlay,
+	}
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(part, "=")
+		dst, known := gates[strings.TrimSpace(name)]
+		if !known {
+			names := make([]string, 0, len(gates))
+			for n := range gates {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return fg, fmt.Errorf("unknown feature gate %q; known gates are %s", name, strings.Join(names, ", "))
+		}
+		b, err := strconv.ParseBool(strings.TrimSpace(val))
+		if !ok || err != nil {
+			return fg, fmt.Errorf("feature gate %q needs =true or =false", name)
+		}
+		*dst = b
+	}
+	return fg, nil
+}

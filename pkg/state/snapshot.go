@@ -1,0 +1,245 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Cluster reads cluster state for planning.
+type Cluster struct {
+	Client        client.Client
+	CloudProvider cloudprovider.CloudProvider
+}
+
+// NodePoolProblem is a NodePool that cannot launch nodes, and why.
+type NodePoolProblem struct {
+	NodePool string
+	Reason   string
+}
+
+// Snapshot returns the scheduling input for the given pending pods, and the
+// NodePools left out with the reason.
+func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduling.Snapshot, []NodePoolProblem, error) {
+	snap := scheduling.Snapshot{Pods: pending}
+	var pools v1.NodePoolList
+	if err := c.Client.List(ctx, &pools); err != nil {
+		return snap, nil, err
+	}
+	var claims v1.NodeClaimList
+	if err := c.Client.List(ctx, &claims); err != nil {
+		return snap, nil, err
+	}
+	var nodes corev1.NodeList
+	if err := c.Client.List(ctx, &nodes); err != nil {
+		return snap, nil, err
+	}
+	var pods corev1.PodList
+	if err := c.Client.List(ctx, &pods); err != nil {
+		return snap, nil, err
+	}
+	var daemonSets appsv1.DaemonSetList
+	if err := c.Client.List(ctx, &daemonSets); err != nil {
+		return snap, nil, err
+	}
+	for i := range daemonSets.Items {
+		snap.DaemonSets = append(snap.DaemonSets, DaemonSetPod(&daemonSets.Items[i]))
+	}
+
+	var problems []NodePoolProblem
+	typesByPool := map[string][]*cloudprovider.InstanceType{}
+	for i := range pools.Items {
+		np := &pools.Items[i]
+		if np.DeletionTimestamp != nil {
+			problems = append(problems, NodePoolProblem{np.Name, "the NodePool is being deleted"})
+			continue
+		}
+		if reason := c.nodeClassProblem(ctx, np); reason != "" {
+			problems = append(problems, NodePoolProblem{np.Name, reason})
+			continue
+		}
+		its, err := c.CloudProvider.InstanceTypes(ctx, np)
+		if err != nil {
+			return snap, nil, fmt.Errorf("instance types of nodepool %q: %w", np.Name, err)
+		}
+		typesByPool[np.Name] = its
+	}
+
+	podsByNode := map[string][]*corev1.Pod{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName != "" && !IsTerminal(p) {
+			podsByNode[p.Spec.NodeName] = append(podsByNode[p.Spec.NodeName], p)
+		}
+	}
+	claimByProvider := map[string]*v1.NodeClaim{}
+	inUse := map[string]scheduling.Resources{}
+	nodeCount := map[string]int64{}
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		if nc.Status.ProviderID != "" {
+			claimByProvider[nc.Status.ProviderID] = nc
+		}
+		pool := nc.Labels[v1.LabelNodePool]
+		capacity := scheduling.FromResourceList(nc.Status.Capacity)
+		if len(nc.Status.Capacity) == 0 {
+			capacity = scheduling.FromResourceList(nc.Spec.Resources.Requests)
+		}
+		inUse[pool] = inUse[pool].Add(capacity)
+		nodeCount[pool]++
+	}
+	nodeNames := map[string]bool{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		nodeNames[n.Name] = true
+		nc := claimByProvider[n.Spec.ProviderID]
+		ready := nodeReady(n)
+		if nc == nil && !ready {
+			continue // not ours and not usable
+		}
+		sn := &scheduling.Node{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Allocatable: n.Status.Allocatable,
+			Pods: podsByNode[n.Name], MarkedForDeletion: n.DeletionTimestamp != nil || n.Spec.Unschedulable}
+		if nc != nil {
+			sn.NodePool = nc.Labels[v1.LabelNodePool]
+			sn.InFlight = NodeClaimCondition(nc, v1.ConditionTypeInitialized) != "True"
+			sn.MarkedForDeletion = sn.MarkedForDeletion || nc.DeletionTimestamp != nil
+			if len(sn.Allocatable) == 0 {
+				sn.Allocatable = nc.Status.Allocatable
+			}
+		}
+		snap.Nodes = append(snap.Nodes, sn)
+	}
+	// NodeClaims without a node yet are capacity on its way: pods the last
+	// batch planned for them must not get a second NodeClaim.
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		if nc.DeletionTimestamp != nil || (nc.Status.NodeName != "" && nodeNames[nc.Status.NodeName]) {
+			continue
+		}
+		if nc.Status.ProviderID != "" && c.hasNode(nodes.Items, nc.Status.ProviderID) {
+			continue
+		}
+		labels := map[string]string{}
+		for _, r := range nc.Spec.Requirements {
+			if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+				labels[r.Key] = r.Values[0]
+			}
+		}
+		for k, v := range nc.Labels {
+			labels[k] = v
+		}
+		labels[corev1.LabelHostname] = "nodeclaim-" + nc.Name
+		alloc := nc.Status.Allocatable
+		if len(alloc) == 0 {
+			alloc = smallestOption(nc, typesByPool[nc.Labels[v1.LabelNodePool]])
+		}
+		snap.Nodes = append(snap.Nodes, &scheduling.Node{Name: "nodeclaim/" + nc.Name, Labels: labels, Taints: nc.Spec.Taints,
+			Allocatable: alloc, NodePool: nc.Labels[v1.LabelNodePool], InFlight: true})
+	}
+	names := make([]string, 0, len(typesByPool))
+	for name := range typesByPool {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		var np *v1.NodePool
+		for i := range pools.Items {
+			if pools.Items[i].Name == name {
+				np = &pools.Items[i]
+			}
+		}
+		use := inUse[name].ResourceList()
+		use["nodes"] = *resource.NewQuantity(nodeCount[name], resource.DecimalSI)
+		snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: np, InstanceTypes: typesByPool[name], InUse: use})
+	}
+	return snap, problems, nil
+}
+
+func (c *Cluster) hasNode(nodes []corev1.Node, providerID string) bool {
+	for i := range nodes {
+		if nodes[i].Spec.ProviderID == providerID {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeClassProblem says why a NodePool's NodeClass cannot be used, or "".
+func (c *Cluster) nodeClassProblem(ctx context.Context, np *v1.NodePool) string {
+	ref := np.Spec.Template.Spec.NodeClassRef
+	if ref == nil {
+		return "the NodePool has no nodeClassRef"
+	}
+	if ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass" {
+		return fmt.Sprintf("nodeClassRef %s/%s is not supported; use group %s, kind EC2NodeClass", ref.Group, ref.Kind, awsv1.Group)
+	}
+	var nc awsv1.EC2NodeClass
+	if err := c.Client.Get(ctx, types.NamespacedName{Name: ref.Name}, &nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Sprintf("EC2NodeClass %q not found; create it or fix spec.template.spec.nodeClassRef.name", ref.Name)
+		}
+		return err.Error()
+	}
+	if nc.DeletionTimestamp != nil {
+		return fmt.Sprintf("EC2NodeClass %q is being deleted", ref.Name)
+	}
+	if !meta.IsStatusConditionTrue(nc.Status.Conditions, "Ready") {
+		return fmt.Sprintf("EC2NodeClass %q is not ready", ref.Name)
+	}
+	return ""
+}
+
+// smallestOption is the least allocatable among a NodeClaim's instance-type
+// options: what it will offer at least once launched.
+func smallestOption(nc *v1.NodeClaim, its []*cloudprovider.InstanceType) corev1.ResourceList {
+	allowed := map[string]bool{}
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
+			for _, v := range r.Values {
+				allowed[v] = true
+			}
+		}
+	}
+	var out corev1.ResourceList
+	for _, it := range its {
+		if !allowed[it.Name] {
+			continue
+		}
+		if out == nil {
+			out = it.Allocatable.DeepCopy()
+			continue
+		}
+		for k, q := range it.Allocatable {
+			if cur, ok := out[k]; !ok || q.Cmp(cur) < 0 {
+				out[k] = q
+			}
+		}
+		for k := range out {
+			if _, ok := it.Allocatable[k]; !ok {
+				delete(out, k)
+			}
+		}
+	}
+	return out
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
