@@ -53,7 +53,7 @@ type FeatureGates struct {
 
 type setting struct {
 	flag, env, def, usage string
-	parse             func(o *Options, v string) error
+	parse                 func(o *Options, v string) error
 }
 
 func durationSetting(flagName, env, def, usage string, dst func(*Options) *time.Duration) setting {

@@ -485,13 +485,118 @@ func (s *solver) fill(n *node) {
 // finish right-sizes every new node to the cheapest instance type that holds
 // its pods and writes the plan.
 func (s *solver) finish() {
+	s.merge()
 	for _, n := range s.virtual {
-		nc := s.rightSize(n)
+		nc := s.rightSize(n, true)
 		s.plan.NewNodeClaims = append(s.plan.NewNodeClaims, nc)
 	}
 }
 
-func (s *solver) rightSize(n *node) *NewNodeClaim {
+// mergeCandidates bounds the merge pass to the emptiest nodes; full nodes
+// gain nothing from merging and the pass is quadratic.
+const mergeCandidates = 24
+
+// merge joins pairs of new nodes into one when a single instance type costs
+// no more than the two: the tail of a greedy packing often leaves two
+// half-empty nodes, and one node also carries one set of DaemonSet pods.
+// Only nodes whose pods have no topology constraints or host ports move, so
+// no constraint needs re-checking.
+func (s *solver) merge() {
+	free := func(n *node) bool {
+		for g := range n.groups {
+			if len(g.matchedBy) > 0 || len(g.hostPorts) > 0 || len(g.variants[0].topologyKeys(g)) > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	var cands []*node
+	for _, n := range s.virtual {
+		if free(n) {
+			cands = append(cands, n)
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		return cands[i].used.Fraction(cands[i].capacity) < cands[j].used.Fraction(cands[j].capacity)
+	})
+	if len(cands) > mergeCandidates {
+		cands = cands[:mergeCandidates]
+	}
+	merged := map[*node]bool{}
+	for i := 0; i < len(cands); i++ {
+		a := cands[i]
+		if merged[a] {
+			continue
+		}
+		for j := i + 1; j < len(cands); j++ {
+			b := cands[j]
+			if merged[b] || a.pool != b.pool {
+				continue
+			}
+			joined, ok := s.join(a, b)
+			if !ok {
+				continue
+			}
+			together := s.rightSize(joined, false)
+			if together == nil {
+				continue
+			}
+			separate := s.rightSize(a, false).Price() + s.rightSize(b, false).Price()
+			if together.Price() <= separate+1e-9 {
+				*a = *joined
+				merged[b] = true
+			}
+		}
+	}
+	if len(merged) == 0 {
+		return
+	}
+	kept := s.virtual[:0]
+	for _, n := range s.virtual {
+		if !merged[n] {
+			kept = append(kept, n)
+		} else {
+			n.pool.usage = n.pool.usage.Sub(n.target.cap)
+			n.pool.nodes--
+		}
+	}
+	s.virtual = kept
+}
+
+// join returns a node holding both nodes' pods, if some instance type of
+// the pool can hold them under both nodes' requirements.
+func (s *solver) join(a, b *node) (*node, bool) {
+	reqs := a.requirements.Copy()
+	for k, r := range b.requirements {
+		if cur, ok := reqs[k]; ok {
+			r = cur.Intersect(r)
+		}
+		if r.Empty() {
+			return nil, false
+		}
+		reqs[k] = r
+	}
+	used := a.used.Add(b.used)
+	target := a.target
+	if b.target.price > target.price {
+		target = b.target
+	}
+	groups := make(map[*podGroup]int, len(a.groups)+len(b.groups))
+	for g, c := range a.groups {
+		groups[g] += c
+	}
+	for g, c := range b.groups {
+		groups[g] += c
+	}
+	j := &node{name: a.name, pool: a.pool, requirements: reqs, taints: a.taints, used: used, target: target,
+		capacity: target.alloc.Sub(a.pool.overhead), groups: groups,
+		pods: append(append([]*corev1.Pod{}, a.pods...), b.pods...)}
+	return j, true
+}
+
+// rightSize picks the cheapest instance type for the node's pods and the
+// options to launch with. commit records the choice in the pool's usage.
+func (s *solver) rightSize(n *node, commit bool) *NewNodeClaim {
 	p := n.pool
 	zoneReq, ctReq := n.requirements[corev1.LabelTopologyZone], n.requirements[v1.LabelCapacityType]
 	accept := func(o cloudprovider.Offering) bool {
@@ -546,7 +651,10 @@ func (s *solver) rightSize(n *node) *NewNodeClaim {
 		return opts[i].t.it.Name < opts[j].t.it.Name
 	})
 	if len(opts) == 0 {
-		// The target always fits; this guards against a bug, not input.
+		if !commit {
+			return nil // a trial that fits no type
+		}
+		// The target always fits a committed node; this guards against a bug, not input.
 		off, _ := n.target.it.CheapestOffering(accept)
 		opts = []option{{t: n.target, price: off.Price, off: off}}
 	}
@@ -558,7 +666,9 @@ func (s *solver) rightSize(n *node) *NewNodeClaim {
 		}
 	}
 	chosen = s.satisfyMinValues(n, opts, chosen)
-	p.usage = p.usage.Sub(n.target.cap).Add(chosen[0].t.cap)
+	if commit {
+		p.usage = p.usage.Sub(n.target.cap).Add(chosen[0].t.cap)
+	}
 
 	nc := &NewNodeClaim{NodePool: p.name, Pods: n.pods, Requests: need, InstanceType: chosen[0].t.it, Offering: chosen[0].off}
 	reqs := n.requirements.Copy()

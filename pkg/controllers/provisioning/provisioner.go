@@ -212,4 +212,3 @@ func (t *PodTrigger) Observe(pod *corev1.Pod) {
 		t.Batcher.Trigger()
 	}
 }
-
