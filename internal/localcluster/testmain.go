@@ -16,7 +16,10 @@ import (
 // by JOINER_TEST_KUBECONFIG when set (after installing our CRDs there), and
 // otherwise starts a fresh one that is stopped when the tests end. A control
 // plane that cannot start fails the package; it is never skipped.
-func Main(m *testing.M, out **Cluster) int {
+//
+// setup, when given, runs once after the control plane is up, for
+// package-wide fixtures such as building a binary.
+func Main(m *testing.M, out **Cluster, setup ...func(*Cluster) error) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	c, err := forTests(ctx)
@@ -25,6 +28,13 @@ func Main(m *testing.M, out **Cluster) int {
 		return 1
 	}
 	*out = c
+	for _, f := range setup {
+		if err := f(c); err != nil {
+			fmt.Fprintln(os.Stderr, "test setup:", err)
+			c.Stop()
+			return 1
+		}
+	}
 	code := m.Run()
 	c.Stop()
 	if code == 0 && c.Dir != "" && os.Getenv("JOINER_KEEP_CLUSTER_DIR") == "" {

@@ -1,0 +1,123 @@
+package provisioning
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestConstraintsEndToEnd runs each constraint, and its counter-case, through
+// the controller, kube-scheduler and kwok.
+func TestConstraintsEndToEnd(t *testing.T) {
+	startJoiner(t)
+	cases := []struct {
+		name  string
+		setup string
+		// pods is how many app=<name> pods must end Running (0: none may).
+		app   string
+		pods  int
+		check func(t *testing.T)
+	}{
+		{name: "hostname anti-affinity gives each pod a node", app: "anti", pods: 3,
+			setup: deployment("anti", 3, "250m", "256Mi", `      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: anti}}}
+`), check: func(t *testing.T) { wantClaims(t, 3) }},
+		{name: "without anti-affinity the pods share a node", app: "together", pods: 3,
+			setup: deployment("together", 3, "250m", "256Mi", ""), check: func(t *testing.T) { wantClaims(t, 1) }},
+		{name: "zone spread uses every zone", app: "zonal", pods: 3,
+			setup: deployment("zonal", 3, "250m", "256Mi", `      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: zonal}}}
+`), check: func(t *testing.T) {
+				zones := map[string]bool{}
+				for _, nc := range nodeClaims(t) {
+					zones[nc.Labels["topology.kubernetes.io/zone"]] = true
+				}
+				if len(zones) != 3 {
+					t.Fatalf("zones %v", zones)
+				}
+			}},
+		{name: "a DaemonSet's requests are on every new node", app: "with-ds", pods: 2,
+			setup: `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      tolerations: [{operator: Exists}]
+      containers: [{name: c, image: registry.k8s.io/pause:3.9, resources: {requests: {cpu: 700m, memory: 300Mi}}}]
+---
+` + deployment("with-ds", 2, "1", "1Gi", ""), check: func(t *testing.T) {
+				for _, nc := range nodeClaims(t) {
+					if cpu := nc.Spec.Resources.Requests.Cpu().MilliValue(); cpu != 2700 {
+						t.Errorf("nodeclaim %s requests %dm cpu, want 2700m (2 pods and the DaemonSet)", nc.Name, cpu)
+					}
+				}
+				eventually(t, time.Minute, "the DaemonSet pod Running on the new node", func() (bool, string) {
+					n, nodes := running(t, map[string]string{"app": "agent"})
+					return n == len(nodeClaims(t)), fmt.Sprintf("%d on %v", n, nodes)
+				})
+			}},
+		{name: "a pod no NodePool can take gets no NodeClaim and a reason per NodePool", app: "huge", pods: 0,
+			setup: strings.Replace(strings.SplitN(poolAndClass, "---", 2)[1], "name: default}", "name: second}", 1) + "---\n" + deployment("huge", 1, "500", "1Gi", ""),
+			check: func(t *testing.T) {
+				eventually(t, time.Minute, "a FailedScheduling event naming both NodePools", func() (bool, string) {
+					out := kubectl(t, "", "get", "events", "-n", "default", "--field-selector", "reason=FailedScheduling", "-o", "custom-columns=MSG:.message")
+					return strings.Contains(out, `nodepool "default": no instance type has room`) && strings.Contains(out, `nodepool "second": no instance type has room`), tailLines(out, 3)
+				})
+				wantClaims(t, 0)
+			}},
+		{name: "pods that fit an existing node get no NodeClaim", app: "fits", pods: 2,
+			setup: `apiVersion: v1
+kind: Node
+metadata:
+  name: existing-capacity
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {kubernetes.io/hostname: existing-capacity, kubernetes.io/arch: amd64, kubernetes.io/os: linux}
+status:
+  allocatable: {cpu: "8", memory: 16Gi, pods: "110"}
+  capacity: {cpu: "8", memory: 16Gi, pods: "110"}
+---
+` + deployment("fits", 2, "1", "1Gi", ""),
+			check: func(t *testing.T) {
+				_, nodes := running(t, map[string]string{"app": "fits"})
+				if nodes["existing-capacity"] != 2 {
+					t.Fatalf("pods on %v", nodes)
+				}
+				wantClaims(t, 0)
+				kubectl(t, "", "delete", "node", "existing-capacity")
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Cleanup(func() { resetCluster(t) })
+			kubectl(t, poolAndClass, "apply", "-f", "-")
+			kubectl(t, tc.setup, "apply", "-f", "-")
+			if tc.pods > 0 {
+				eventually(t, 2*time.Minute, fmt.Sprintf("%d %s pods Running", tc.pods, tc.app), func() (bool, string) {
+					n, nodes := running(t, map[string]string{"app": tc.app})
+					return n == tc.pods, fmt.Sprintf("%d running on %v", n, nodes)
+				})
+			}
+			tc.check(t)
+		})
+	}
+}
+
+func wantClaims(t *testing.T, n int) {
+	t.Helper()
+	// Give a late batch the chance to add more than it should.
+	time.Sleep(2 * time.Second)
+	claims := nodeClaims(t)
+	if len(claims) != n {
+		var names []string
+		for _, nc := range claims {
+			names = append(names, nc.Name+"/"+nc.Labels["node.kubernetes.io/instance-type"])
+		}
+		t.Fatalf("%d nodeclaims %v, want %d", len(claims), names, n)
+	}
+}
