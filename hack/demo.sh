@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# The README's first command: set everything up and run the demo.
-# For now the demo starts the local control plane, applies Joiner's CRDs and
-# the guides' scale-up manifest, and shows the NodePool and EC2NodeClass as
-# kubectl prints them. Later issues grow it into the full walkthrough.
+# The README's first command: set everything up and run the guides' scale-up
+# walkthrough on a local control plane, with Joiner's kwok provider standing
+# in for EC2.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source hack/versions.sh
@@ -10,23 +9,50 @@ source hack/versions.sh
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 step "Building the control plane (first run only) and starting it on loopback"
-JOINER_SETUP_VERBOSE=1 go run ./hack/cluster up > /tmp/joiner-demo-kubeconfig
-export KUBECONFIG="$(cat /tmp/joiner-demo-kubeconfig)"
+kubeconfig="$(JOINER_SETUP_VERBOSE=1 go run ./hack/cluster up)"
+export KUBECONFIG="$kubeconfig"
 export PATH="$KUBE_BIN_DIR:$PATH"
+state="$(dirname "$kubeconfig")"
+
+step "Starting Joiner (kwok provider: fake nodes priced from the embedded EC2 catalog)"
+go build -o bin/joiner ./cmd/joiner
+if [ -f "$state/joiner.pid" ]; then kill "$(cat "$state/joiner.pid")" 2>/dev/null || true; sleep 1; fi
+METRICS_PORT=18080 HEALTH_PROBE_PORT=18081 DISABLE_LEADER_ELECTION=true \
+  setsid ./bin/joiner > "$state/joiner.log" 2>&1 < /dev/null &
+echo $! > "$state/joiner.pid"
+echo "logs: $state/joiner.log"
 
 step "kubectl apply -f test/testdata/seed-manifests/03-scale-up-down.yaml"
 kubectl apply -f test/testdata/seed-manifests/03-scale-up-down.yaml
 
+step "Waiting for the 5 inflate pods to run"
+for i in $(seq 1 120); do
+  running=$(kubectl get pods -l app=inflate --field-selector=status.phase=Running --no-headers 2>/dev/null | wc -l)
+  [ "$running" -ge 5 ] && break
+  sleep 1
+done
+kubectl wait --for=condition=Ready nodeclaims --all --timeout=60s >/dev/null
+
 step "kubectl get nodepools,ec2nodeclasses"
 kubectl get nodepools,ec2nodeclasses
 
-step "kubectl get nodepools,ec2nodeclasses -o wide"
-kubectl get nodepools,ec2nodeclasses -o wide
+step "kubectl get nodeclaims"
+kubectl get nodeclaims
+
+step "kubectl get pods -o wide"
+kubectl get pods -o wide
+
+step "What Joiner logged"
+grep -E '"message":"(found provisionable pod\(s\)|computed new nodeclaim\(s\) to fit pod\(s\)|created nodeclaim|launched nodeclaim|registered nodeclaim|initialized nodeclaim)"' "$state/joiner.log" \
+  | sed -E 's/.*"message":"([^"]*)".*/  \1/' | uniq
+
+step "The same plan, offline: joiner plan -f test/testdata/seed-manifests/03-scale-up-down.yaml"
+./bin/joiner plan -f test/testdata/seed-manifests/03-scale-up-down.yaml
 
 cat <<MSG
 
-The control plane keeps running. Try it yourself:
+The control plane and Joiner keep running. Try it yourself:
   export KUBECONFIG=$KUBECONFIG PATH=$KUBE_BIN_DIR:\$PATH
-  kubectl get nodepool default -o yaml     # see the defaults filled in
-Stop it with: make down
+  kubectl scale deployment/inflate --replicas 20 && kubectl get nodeclaims -w
+Stop everything with: make down
 MSG
