@@ -21,8 +21,12 @@ type rejection struct {
 	exceedsCap bool
 }
 
-func (s *solver) run() {
+// run places every group that keep selects, in order.
+func (s *solver) run(keep func(*podGroup) bool) {
 	for _, pg := range s.groups {
+		if !keep(pg) {
+			continue
+		}
 		if pg.err != nil {
 			for _, pod := range pg.pods {
 				s.plan.Unschedulable = append(s.plan.Unschedulable, PodError{Pod: pod, Reason: pg.err.Error()})

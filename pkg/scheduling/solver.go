@@ -39,7 +39,12 @@ func Solve(snap Snapshot, opts Options) *Plan {
 	s.buildPools(snap)
 	s.buildExisting(snap.Nodes)
 	s.buildGroups(snap)
-	s.run()
+	// Pods that need nodes of their own go first and lay out those nodes,
+	// pulling in a fair share of the rest; LP rounding then packs the bulk
+	// of what is left, and the greedy pass places the remainder.
+	s.run(func(g *podGroup) bool { return g.perNodeLimit > 0 })
+	s.lpRound()
+	s.run(func(*podGroup) bool { return true })
 	s.finish()
 	return s.plan
 }
