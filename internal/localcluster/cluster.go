@@ -167,6 +167,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		// reports a fake node Ready; without it pods never schedule there.
 		"--controllers=*,nodelifecycle",
 		"--node-monitor-period=2s",
+		// The default 20 QPS takes a minute to create a thousand replicas.
+		"--kube-api-qps=500", "--kube-api-burst=1000",
 		"--v=1",
 	); err != nil {
 		return nil, err
@@ -174,7 +176,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.start("kube-scheduler", bins.Scheduler, opts.Persistent,
 		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(schedPort),
-		"--leader-elect=false", "--v=1",
+		"--leader-elect=false", "--kube-api-qps=500", "--kube-api-burst=1000", "--v=1",
 	); err != nil {
 		return nil, err
 	}

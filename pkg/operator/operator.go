@@ -181,6 +181,20 @@ func (w *podWatch) Start(ctx context.Context) error {
 	if err := src.Start(ctx, q); err != nil {
 		return err
 	}
+	// A new or changed NodePool may take pods that no NodePool could before.
+	poolEvents := handler.TypedFuncs[*v1.NodePool, reconcile.Request]{
+		CreateFunc: func(context.Context, event.TypedCreateEvent[*v1.NodePool], workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			w.trigger.Batcher.Trigger()
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*v1.NodePool], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.ObjectOld.Generation != e.ObjectNew.Generation {
+				w.trigger.Batcher.Trigger()
+			}
+		},
+	}
+	if err := source.Kind(w.mgr.GetCache(), &v1.NodePool{}, poolEvents, predicate.TypedFuncs[*v1.NodePool]{}).Start(ctx, q); err != nil {
+		return err
+	}
 	<-ctx.Done()
 	return nil
 }

@@ -23,7 +23,7 @@ func seed(name string) string {
 	return filepath.Join(cluster.Root, "test", "testdata", "seed-manifests", name)
 }
 
-func readFile(t *testing.T, path string) string {
+func readFile(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -33,7 +33,7 @@ func readFile(t *testing.T, path string) string {
 }
 
 // running counts the Running pods with the label, and where they run.
-func running(t *testing.T, selector map[string]string) (int, map[string]int) {
+func running(t testing.TB, selector map[string]string) (int, map[string]int) {
 	var pods corev1.PodList
 	if err := kube.List(context.Background(), &pods, client.InNamespace("default"), client.MatchingLabels(selector)); err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func running(t *testing.T, selector map[string]string) (int, map[string]int) {
 	return n, nodes
 }
 
-func nodeClaims(t *testing.T) []v1.NodeClaim {
+func nodeClaims(t testing.TB) []v1.NodeClaim {
 	var claims v1.NodeClaimList
 	if err := kube.List(context.Background(), &claims); err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func nodeClaims(t *testing.T) []v1.NodeClaim {
 }
 
 // planFor runs the offline planner on manifests, as `joiner plan` does.
-func planFor(t *testing.T, region string, zones []string, files ...string) *scheduling.Plan {
+func planFor(t testing.TB, region string, zones []string, files ...string) *scheduling.Plan {
 	t.Helper()
 	objs, err := manifests.LoadFiles(files)
 	if err != nil {

@@ -68,7 +68,7 @@ func (j *joiner) Logs() string {
 
 // startJoiner runs the binary with settings as environment variables; it is
 // stopped when the test ends, after the test's own cleanups have run.
-func startJoiner(t *testing.T, env ...string) *joiner {
+func startJoiner(t testing.TB, env ...string) *joiner {
 	t.Helper()
 	j := &joiner{done: make(chan struct{})}
 	j.cmd = exec.Command(binary)
@@ -108,7 +108,7 @@ func tailLines(s string, n int) string {
 }
 
 // kubectl runs kubectl against the test cluster.
-func kubectl(t *testing.T, stdin string, args ...string) string {
+func kubectl(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(cluster.Bins.Kubectl, append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -120,7 +120,7 @@ func kubectl(t *testing.T, stdin string, args ...string) string {
 }
 
 // eventually polls cond until it holds or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	last := ""
@@ -137,7 +137,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 
 // resetCluster deletes what a test created and waits until every NodeClaim
 // and the nodes behind them are gone; the controller must still run.
-func resetCluster(t *testing.T) {
+func resetCluster(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
 	_ = kube.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace("default"))
