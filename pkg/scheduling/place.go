@@ -489,6 +489,7 @@ func (s *solver) fill(n *node) {
 // finish right-sizes every new node to the cheapest instance type that holds
 // its pods and writes the plan.
 func (s *solver) finish() {
+	s.squeeze()
 	s.merge()
 	for _, n := range s.virtual {
 		nc := s.rightSize(n, true)

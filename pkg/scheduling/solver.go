@@ -56,6 +56,7 @@ type solver struct {
 	existing  []*node
 	virtual   []*node
 	groups    []*podGroup
+	groupOf   map[*corev1.Pod]*podGroup
 	knownKeys map[string]struct{}
 	plan      *Plan
 	// shapes aggregate groups for the lookahead.
@@ -344,6 +345,7 @@ func (s *solver) buildExisting(nodes []*Node) {
 
 func (s *solver) buildGroups(snap Snapshot) {
 	byKey := map[string]*podGroup{}
+	s.groupOf = make(map[*corev1.Pod]*podGroup, len(snap.Pods))
 	for _, pod := range snap.Pods {
 		k := groupKey(pod)
 		pg, ok := byKey[k]
@@ -354,6 +356,7 @@ func (s *solver) buildGroups(snap Snapshot) {
 			s.groups = append(s.groups, pg)
 		}
 		pg.pods = append(pg.pods, pod)
+		s.groupOf[pod] = pg
 	}
 	// Anti-affinity of pods already running constrains new pods too.
 	for _, n := range s.existing {
