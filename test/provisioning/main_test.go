@@ -161,5 +161,6 @@ func resetCluster(t testing.TB) {
 		return len(claims.Items) == 0 && len(nodes.Items) == 0, fmt.Sprintf("%d nodeclaims, %d nodes", len(claims.Items), len(nodes.Items))
 	})
 	kubectl(t, "", "delete", "ec2nodeclasses", "--all", "--ignore-not-found")
-	kubectl(t, "", "delete", "events", "--all", "-n", "default", "--ignore-not-found")
+	// One delete-collection call: kubectl deletes events one by one.
+	_ = kube.DeleteAllOf(ctx, &corev1.Event{}, client.InNamespace("default"))
 }

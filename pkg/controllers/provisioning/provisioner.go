@@ -117,14 +117,23 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 	for _, np := range snap.NodePools {
 		pools[np.NodePool.Name] = np.NodePool
 	}
-	for _, nc := range plan.NewNodeClaims {
-		created, err := p.create(ctx, pools[nc.NodePool], nc)
+	// Create every NodeClaim before telling pods about them: launches start
+	// sooner, and a thousand events wait for no NodeClaim.
+	created := make([]*v1.NodeClaim, len(plan.NewNodeClaims))
+	for i, nc := range plan.NewNodeClaims {
+		c, err := p.create(ctx, pools[nc.NodePool], nc)
 		if err != nil {
 			logger.Error(err, "creating nodeclaim", "NodePool", map[string]string{"name": nc.NodePool})
 			continue
 		}
+		created[i] = c
+	}
+	for i, nc := range plan.NewNodeClaims {
+		if created[i] == nil {
+			continue
+		}
 		for _, pod := range nc.Pods {
-			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", created.Name)
+			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", created[i].Name)
 		}
 	}
 	return nil
