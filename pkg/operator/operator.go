@@ -130,7 +130,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if err := mgr.Add(&garbagecollection.Controller{Client: mgr.GetClient(), CloudProvider: provider, Clock: clk,
-		Interval: opts.GarbageCollectInterval, MinAge: 30 * time.Second}); err != nil {
+		Interval: opts.GarbageCollectInterval, MinAge: opts.GarbageCollectMinAge}); err != nil {
 		return err
 	}
 	logger.Info("starting joiner", "cloud-provider", opts.CloudProvider, "batch-idle-duration", opts.BatchIdleDuration.String(), "batch-max-duration", opts.BatchMaxDuration.String())

@@ -40,6 +40,7 @@ type Options struct {
 	RegistrationTTL        time.Duration
 	LaunchTTL              time.Duration
 	GarbageCollectInterval time.Duration
+	GarbageCollectMinAge   time.Duration
 }
 
 // FeatureGates are Karpenter's feature gates.
@@ -140,6 +141,7 @@ var settings = []setting{
 	durationSetting("kwok-launch-delay", "KWOK_LAUNCH_DELAY", "0s", "how long a kwok instance takes to boot", func(o *Options) *time.Duration { return &o.KwokLaunchDelay }),
 	durationSetting("launch-ttl", "LAUNCH_TTL", "5m", "delete a NodeClaim that has not launched after this long", func(o *Options) *time.Duration { return &o.LaunchTTL }),
 	durationSetting("registration-ttl", "REGISTRATION_TTL", "15m", "delete a NodeClaim whose node has not registered after this long", func(o *Options) *time.Duration { return &o.RegistrationTTL }),
+	durationSetting("garbage-collect-min-age", "GARBAGE_COLLECT_MIN_AGE", "30s", "spare instances younger than this, whose NodeClaim may still be recording its launch", func(o *Options) *time.Duration { return &o.GarbageCollectMinAge }),
 	durationSetting("garbage-collect-interval", "GARBAGE_COLLECT_INTERVAL", "30s", "how often to look for instances without a NodeClaim", func(o *Options) *time.Duration { return &o.GarbageCollectInterval }),
 }
 

@@ -15,10 +15,90 @@ func TestConstraintsEndToEnd(t *testing.T) {
 		name  string
 		setup string
 		// pods is how many app=<name> pods must end Running (0: none may).
-		app   string
-		pods  int
-		check func(t *testing.T)
+		app  string
+		pods int
+		// anyPool drops the pool's on-demand, c/m/r and amd64 requirements;
+		// taint adds dedicated=infra:NoSchedule to it.
+		anyPool, taint bool
+		check          func(t *testing.T)
 	}{
+		{name: "nodeSelector picks arm64 types", app: "arm", pods: 1, anyPool: true,
+			setup: deployment("arm", 1, "250m", "256Mi", "      nodeSelector: {kubernetes.io/arch: arm64}\n"),
+			check: func(t *testing.T) {
+				for _, nc := range nodeClaims(t) {
+					if nc.Labels["kubernetes.io/arch"] != "arm64" {
+						t.Fatalf("nodeclaim %s is %s", nc.Name, nc.Labels["kubernetes.io/arch"])
+					}
+				}
+			}},
+		{name: "nodeSelector on a label no NodePool offers", app: "team", pods: 0,
+			setup: deployment("team", 1, "250m", "256Mi", "      nodeSelector: {team: payments}\n"),
+			check: func(t *testing.T) {
+				waitEvent(t, `label "team" is not offered`)
+				wantClaims(t, 0)
+			}},
+		{name: "required node affinity terms are ORed", app: "ored", pods: 1,
+			setup: deployment("ored", 1, "250m", "256Mi", `      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [eu-west-1a]}]
+            - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [us-east-1c]}]
+`), check: func(t *testing.T) {
+				for _, nc := range nodeClaims(t) {
+					if z := nc.Labels["topology.kubernetes.io/zone"]; z != "us-east-1c" {
+						t.Fatalf("zone %s", z)
+					}
+				}
+			}},
+		{name: "a taint the pods do not tolerate", app: "untolerated", pods: 0,
+			setup: deployment("untolerated", 1, "250m", "256Mi", ""),
+			taint: true,
+			check: func(t *testing.T) {
+				waitEvent(t, `did not tolerate taint dedicated=infra:NoSchedule`)
+				wantClaims(t, 0)
+			}},
+		{name: "the same taint tolerated", app: "tolerated", pods: 1, taint: true,
+			setup: deployment("tolerated", 1, "250m", "256Mi", "      tolerations: [{key: dedicated, value: infra, effect: NoSchedule}]\n"),
+			check: func(t *testing.T) { wantClaims(t, 1) }},
+		{name: "host ports keep pods apart", app: "ports", pods: 2,
+			setup: strings.Replace(deployment("ports", 2, "250m", "256Mi", ""), "resources:", "ports: [{containerPort: 8080, hostPort: 8080}], resources:", 1),
+			check: func(t *testing.T) { wantClaims(t, 2) }},
+		{name: "a GPU request gets a GPU node", app: "gpu", pods: 1, anyPool: true,
+			setup: strings.Replace(deployment("gpu", 1, "1", "1Gi", ""), "memory: 1Gi}", "memory: 1Gi, nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 1}", 1),
+			check: func(t *testing.T) {
+				for _, nc := range nodeClaims(t) {
+					if nc.Labels["karpenter.k8s.aws/instance-gpu-count"] == "" {
+						t.Fatalf("nodeclaim %s (%s) has no GPU", nc.Name, nc.Labels["node.kubernetes.io/instance-type"])
+					}
+				}
+			}},
+		{name: "pod affinity follows its target's zone", app: "follower", pods: 1,
+			setup: deployment("leader", 1, "250m", "256Mi", "      nodeSelector: {topology.kubernetes.io/zone: us-east-1b}\n") + "---\n" +
+				deployment("follower", 1, "250m", "256Mi", `      affinity:
+        podAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - {topologyKey: topology.kubernetes.io/zone, labelSelector: {matchLabels: {app: leader}}}
+`), check: func(t *testing.T) {
+				for _, nc := range nodeClaims(t) {
+					if z := nc.Labels["topology.kubernetes.io/zone"]; z != "us-east-1b" {
+						t.Fatalf("zone %s", z)
+					}
+				}
+			}},
+		{name: "capacity-type spread uses spot and on-demand", app: "mixed", pods: 2, anyPool: true,
+			setup: deployment("mixed", 2, "250m", "256Mi", `      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: karpenter.sh/capacity-type, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: mixed}}}
+`), check: func(t *testing.T) {
+				cts := map[string]bool{}
+				for _, nc := range nodeClaims(t) {
+					cts[nc.Labels["karpenter.sh/capacity-type"]] = true
+				}
+				if !cts["spot"] || !cts["on-demand"] {
+					t.Fatalf("capacity types %v", cts)
+				}
+			}},
+
 		{name: "hostname anti-affinity gives each pod a node", app: "anti", pods: 3,
 			setup: deployment("anti", 3, "250m", "256Mi", `      affinity:
         podAntiAffinity:
@@ -95,7 +175,16 @@ status:
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Cleanup(func() { resetCluster(t) })
-			kubectl(t, poolAndClass, "apply", "-f", "-")
+			pool := poolAndClass
+			if tc.anyPool {
+				pool = strings.Replace(strings.Replace(pool, "      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n", "", 1),
+					"      - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}\n", "", 1)
+				pool = strings.Replace(pool, "      - {key: kubernetes.io/arch, operator: In, values: [amd64]}\n", "      - {key: kubernetes.io/os, operator: In, values: [linux]}\n", 1)
+			}
+			if tc.taint {
+				pool = strings.Replace(pool, "      requirements:", "      taints: [{key: dedicated, value: infra, effect: NoSchedule}]\n      requirements:", 1)
+			}
+			kubectl(t, pool, "apply", "-f", "-")
 			kubectl(t, tc.setup, "apply", "-f", "-")
 			if tc.pods > 0 {
 				eventually(t, 2*time.Minute, fmt.Sprintf("%d %s pods Running", tc.pods, tc.app), func() (bool, string) {
@@ -106,6 +195,14 @@ status:
 			tc.check(t)
 		})
 	}
+}
+
+func waitEvent(t *testing.T, text string) {
+	t.Helper()
+	eventually(t, time.Minute, "a FailedScheduling event with "+text, func() (bool, string) {
+		out := kubectl(t, "", "get", "events", "-n", "default", "--field-selector", "reason=FailedScheduling", "-o", "custom-columns=MSG:.message")
+		return strings.Contains(out, text), tailLines(out, 3)
+	})
 }
 
 func wantClaims(t *testing.T, n int) {

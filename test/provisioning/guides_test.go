@@ -112,6 +112,20 @@ func TestGuide03ScaleUp(t *testing.T) {
 		if nc.Labels[v1.LabelCapacityType] != v1.CapacityTypeOnDemand || !strings.HasPrefix(nc.Name, "default-") {
 			t.Errorf("nodeclaim %s: %v", nc.Name, nc.Labels)
 		}
+		// Karpenter's metadata: labels, hash annotations, owner and finalizer.
+		if nc.Labels[v1.LabelNodePool] != "default" || nc.Labels["karpenter.k8s.aws/ec2nodeclass"] != "default" {
+			t.Errorf("nodeclaim %s labels %v", nc.Name, nc.Labels)
+		}
+		if nc.Annotations[v1.AnnotationNodePoolHash] == "" || nc.Annotations[v1.AnnotationNodePoolHashVersion] != v1.NodePoolHashVersion {
+			t.Errorf("nodeclaim %s annotations %v", nc.Name, nc.Annotations)
+		}
+		if len(nc.OwnerReferences) != 1 || nc.OwnerReferences[0].Kind != "NodePool" || nc.OwnerReferences[0].Name != "default" ||
+			nc.OwnerReferences[0].BlockOwnerDeletion == nil || !*nc.OwnerReferences[0].BlockOwnerDeletion {
+			t.Errorf("nodeclaim %s owner references %+v", nc.Name, nc.OwnerReferences)
+		}
+		if len(nc.Finalizers) != 1 || nc.Finalizers[0] != v1.TerminationFinalizer {
+			t.Errorf("nodeclaim %s finalizers %v", nc.Name, nc.Finalizers)
+		}
 		var node corev1.Node
 		if err := kube.Get(context.Background(), client.ObjectKey{Name: nc.Status.NodeName}, &node); err != nil {
 			t.Fatalf("node of %s: %v", nc.Name, err)

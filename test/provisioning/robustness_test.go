@@ -171,3 +171,28 @@ func TestInvalidSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestGarbageCollectsOrphanInstances checks that an instance without a
+// NodeClaim, as a crash between launch and recording it could leave, is
+// terminated.
+func TestGarbageCollectsOrphanInstances(t *testing.T) {
+	startJoiner(t, "GARBAGE_COLLECT_INTERVAL=1s", "GARBAGE_COLLECT_MIN_AGE=2s")
+	t.Cleanup(func() { resetCluster(t) })
+	kubectl(t, `apiVersion: v1
+kind: Node
+metadata:
+  name: orphan
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {joiner.sh/kwok-instance: "true", kubernetes.io/hostname: orphan}
+spec:
+  providerID: kwok://us-east-1/us-east-1a/orphan
+status:
+  allocatable: {cpu: "2", memory: 4Gi, pods: "20"}
+  capacity: {cpu: "2", memory: 4Gi, pods: "20"}
+`, "apply", "-f", "-")
+	eventually(t, time.Minute, "the orphan instance to be terminated", func() (bool, string) {
+		var n corev1.Node
+		err := kube.Get(context.Background(), client.ObjectKey{Name: "orphan"}, &n)
+		return err != nil, fmt.Sprintf("still there: %v", err)
+	})
+}
