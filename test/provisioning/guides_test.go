@@ -3,7 +3,10 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -91,7 +94,8 @@ func planTypes(p *scheduling.Plan) []string {
 }
 
 func TestGuide03ScaleUp(t *testing.T) {
-	j := startJoiner(t)
+	port := freePort(t)
+	j := startJoiner(t, fmt.Sprintf("METRICS_PORT=%d", port))
 	t.Cleanup(func() { resetCluster(t) })
 	kubectl(t, "", "apply", "-f", seed("03-scale-up-down.yaml"))
 	eventually(t, 2*time.Minute, "5 inflate pods Running", func() (bool, string) {
@@ -134,12 +138,32 @@ func TestGuide03ScaleUp(t *testing.T) {
 			t.Errorf("node %s not Ready", node.Name)
 		}
 	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{`karpenter_nodeclaims_created_total{nodepool="default",reason="provisioned"} 1`, `karpenter_nodeclaims_initialized_total{nodepool="default"} 1`, "karpenter_provisioner_scheduling_duration_seconds_count"} {
+		if !strings.Contains(string(body), m) {
+			t.Errorf("metrics lack %s", m)
+		}
+	}
 	logs := j.Logs()
 	for _, msg := range []string{"found provisionable pod(s)", "computed new nodeclaim(s) to fit pod(s)", "created nodeclaim", "launched nodeclaim", "registered nodeclaim", "initialized nodeclaim"} {
 		if !strings.Contains(logs, `"message":"`+msg+`"`) {
 			t.Errorf("logs lack %q", msg)
 		}
 	}
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 func nodeReady(n *corev1.Node) bool {

@@ -9,6 +9,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
@@ -87,7 +88,10 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 		logger.V(1).Info("ignoring nodepool, not ready", "NodePool", map[string]string{"name": pr.NodePool}, "reason", pr.Reason)
 	}
 	// Pods the last batches already planned onto in-flight NodeClaims are not news.
+	solveStart := p.Clock.Now()
 	plan := scheduling.Solve(snap, scheduling.Options{})
+	metrics.SchedulingDuration.Observe(p.Clock.Since(solveStart).Seconds())
+	metrics.UnschedulablePods.Set(float64(len(plan.Unschedulable)))
 	newPods := len(pending) - len(plan.Existing)
 	if newPods > 0 || len(plan.Unschedulable) > 0 {
 		logger.Info("found provisionable pod(s)", "Pods", podList(pending), "duration", p.Clock.Since(start).String())
@@ -181,6 +185,7 @@ func (p *Provisioner) create(ctx context.Context, np *v1.NodePool, planned *sche
 	if err := p.Client.Create(ctx, nc); err != nil {
 		return nil, err
 	}
+	metrics.NodeClaimsCreated.WithLabelValues("provisioned", np.Name).Inc()
 	var names []string
 	for _, it := range planned.InstanceTypes {
 		names = append(names, it.Name)

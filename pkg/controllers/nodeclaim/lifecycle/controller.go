@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -172,6 +173,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
 		return reconcile.Result{}, err
 	}
+	metrics.NodeClaimsLaunched.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	logger.Info("launched nodeclaim",
 		"provider-id", nc.Status.ProviderID,
 		"instance-type", nc.Labels[corev1.LabelInstanceTypeStable],
@@ -257,6 +259,7 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(storedNC)); err != nil {
 		return reconcile.Result{}, err
 	}
+	metrics.NodeClaimsRegistered.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	logger.Info("registered nodeclaim", "Node", map[string]string{"name": node.Name})
 	return c.initialize(ctx, nc)
 }
@@ -332,6 +335,7 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
 		return reconcile.Result{}, err
 	}
+	metrics.NodeClaimsInitialized.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	log.FromContext(ctx).Info("initialized nodeclaim", "Node", map[string]string{"name": node.Name}, "allocatable", node.Status.Allocatable)
 	return reconcile.Result{}, nil
 }
@@ -375,6 +379,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		}
 		return reconcile.Result{}, err
 	}
+	metrics.NodeClaimsTerminated.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	log.FromContext(ctx).Info("deleted nodeclaim", "Node", map[string]string{"name": nc.Status.NodeName}, "provider-id", nc.Status.ProviderID)
 	return reconcile.Result{}, nil
 }
