@@ -1,0 +1,87 @@
+// Package disruption holds the pure parts of voluntary disruption: how many
+// nodes a NodePool may disrupt now, and (later) which nodes to consolidate.
+package disruption
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/robfig/cron/v3"
+)
+
+// Allowed returns how many of a NodePool's nodes may be disrupting at once
+// for reason at now, given how many nodes the pool has: the minimum over the
+// budgets that are active and apply to the reason. No applicable active
+// budget means no limit (math.MaxInt). Percentages round up, as PDBs do, so
+// 10% of 5 nodes allows 1. A budget whose schedule cannot be parsed allows
+// nothing: when the user's intent is unclear, disrupting is the wrong guess.
+func Allowed(np *v1.NodePool, reason v1.DisruptionReason, nodes int, now time.Time) (int, error) {
+	allowed := math.MaxInt
+	for i, b := range np.Spec.Disruption.Budgets {
+		if len(b.Reasons) > 0 && !hasReason(b.Reasons, reason) {
+			continue
+		}
+		active, err := Active(b, now)
+		if err != nil {
+			return 0, fmt.Errorf("spec.disruption.budgets[%d]: %w", i, err)
+		}
+		if !active {
+			continue
+		}
+		n, err := budgetNodes(b.Nodes, nodes)
+		if err != nil {
+			return 0, fmt.Errorf("spec.disruption.budgets[%d].nodes: %w", i, err)
+		}
+		if n < allowed {
+			allowed = n
+		}
+	}
+	return allowed, nil
+}
+
+func hasReason(rs []v1.DisruptionReason, r v1.DisruptionReason) bool {
+	for _, x := range rs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// Active reports whether a budget applies at now: always without a
+// schedule, otherwise when the last schedule hit is at most duration ago.
+// Schedules are in UTC.
+func Active(b v1.Budget, now time.Time) (bool, error) {
+	if b.Schedule == nil && b.Duration == nil {
+		return true, nil
+	}
+	if b.Schedule == nil || b.Duration == nil {
+		return false, fmt.Errorf("schedule and duration must be set together")
+	}
+	sched, err := cron.ParseStandard("TZ=UTC " + *b.Schedule)
+	if err != nil {
+		return false, fmt.Errorf("invalid schedule %q: %w", *b.Schedule, err)
+	}
+	now = now.UTC()
+	next := sched.Next(now.Add(-b.Duration.Duration))
+	return !next.After(now), nil
+}
+
+func budgetNodes(value string, total int) (int, error) {
+	if pct, ok := strings.CutSuffix(value, "%"); ok {
+		p, err := strconv.Atoi(pct)
+		if err != nil || p < 0 || p > 100 {
+			return 0, fmt.Errorf("invalid percentage %q", value)
+		}
+		return int(math.Ceil(float64(total) * float64(p) / 100)), nil
+	}
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("invalid node count %q", value)
+	}
+	return n, nil
+}
