@@ -34,6 +34,11 @@ var (
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "terminated_total",
 		Help: "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool.",
 	}, []string{"nodepool"})
+	// NodeClaimsDisrupted counts NodeClaims disrupted, by reason.
+	NodeClaimsDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "disrupted_total",
+		Help: "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted and the owning nodepool.",
+	}, []string{"reason", "nodepool"})
 	// SchedulingDuration times one provisioning plan.
 	SchedulingDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "karpenter", Subsystem: "provisioner", Name: "scheduling_duration_seconds",
@@ -49,5 +54,5 @@ var (
 
 func init() {
 	crmetrics.Registry.MustRegister(NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
-		NodeClaimsTerminated, SchedulingDuration, UnschedulablePods)
+		NodeClaimsTerminated, NodeClaimsDisrupted, SchedulingDuration, UnschedulablePods)
 }

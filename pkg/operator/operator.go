@@ -12,8 +12,11 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/node/termination"
+	ncdisruption "github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/expiration"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/podevents"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclass"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodepool/status"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/provisioning"
@@ -127,6 +130,15 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if err := (&status.Controller{Client: mgr.GetClient(), Clock: clk}).Register(mgr); err != nil {
+		return err
+	}
+	if err := (&ncdisruption.Controller{Client: mgr.GetClient(), CloudProvider: provider, Clock: clk}).Register(mgr); err != nil {
+		return err
+	}
+	if err := (&expiration.Controller{Client: mgr.GetClient(), Clock: clk}).Register(mgr); err != nil {
+		return err
+	}
+	if err := (&podevents.Controller{Client: mgr.GetClient(), Clock: clk}).Register(mgr); err != nil {
 		return err
 	}
 	if err := mgr.Add(&garbagecollection.Controller{Client: mgr.GetClient(), CloudProvider: provider, Clock: clk,

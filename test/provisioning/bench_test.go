@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joiner-autoscaler/joiner/test/framework"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -22,18 +24,18 @@ import (
 //	go test -run '^$' -bench ProvisionThousandPods -benchtime 1x ./test/provisioning/
 func BenchmarkProvisionThousandPods(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		j := startJoiner(b)
-		parts := strings.SplitN(poolAndClass, "---", 2)
-		kubectl(b, parts[0], "apply", "-f", "-")
+		j := framework.StartJoiner(b)
+		parts := strings.SplitN(framework.PoolAndClass, "---", 2)
+		framework.Kubectl(b, parts[0], "apply", "-f", "-")
 		shapes := [][2]string{{"250m", "512Mi"}, {"500m", "1Gi"}, {"1", "2Gi"}, {"2", "4Gi"}}
 		for k, s := range shapes {
-			kubectl(b, deployment(fmt.Sprintf("load-%d", k), 250, s[0], s[1], ""), "apply", "-f", "-")
+			framework.Kubectl(b, framework.Deployment(fmt.Sprintf("load-%d", k), 250, s[0], s[1], ""), "apply", "-f", "-")
 		}
 		var allPending time.Time
 		deadline := time.Now().Add(5 * time.Minute)
 		for time.Now().Before(deadline) {
 			var pods corev1.PodList
-			if err := kube.List(context.Background(), &pods, client.InNamespace("default")); err != nil {
+			if err := framework.Kube.List(context.Background(), &pods, client.InNamespace("default")); err != nil {
 				b.Fatal(err)
 			}
 			pending, latest := 0, time.Time{}
@@ -58,7 +60,7 @@ func BenchmarkProvisionThousandPods(b *testing.B) {
 			b.Fatal("pods never all became pending")
 		}
 		start := time.Now()
-		kubectl(b, parts[1], "apply", "-f", "-")
+		framework.Kubectl(b, parts[1], "apply", "-f", "-")
 		var batchClosed, lastCreated time.Time
 		created := 0
 		for time.Now().Before(deadline) {
@@ -76,8 +78,8 @@ func BenchmarkProvisionThousandPods(b *testing.B) {
 		b.ReportMetric(lastCreated.Sub(batchClosed).Seconds(), "s-plan-and-create")
 		b.ReportMetric(float64(created), "nodeclaims")
 		b.StopTimer()
-		resetCluster(b)
-		j.stop(syscall.SIGTERM)
+		framework.ResetCluster(b)
+		j.Stop(syscall.SIGTERM)
 		b.StartTimer()
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/test/framework"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/catalog"
@@ -23,7 +24,7 @@ import (
 )
 
 func seed(name string) string {
-	return filepath.Join(cluster.Root, "test", "testdata", "seed-manifests", name)
+	return filepath.Join(framework.Cluster.Root, "test", "testdata", "seed-manifests", name)
 }
 
 func readFile(t testing.TB, path string) string {
@@ -33,30 +34,6 @@ func readFile(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// running counts the Running pods with the label, and where they run.
-func running(t testing.TB, selector map[string]string) (int, map[string]int) {
-	var pods corev1.PodList
-	if err := kube.List(context.Background(), &pods, client.InNamespace("default"), client.MatchingLabels(selector)); err != nil {
-		t.Fatal(err)
-	}
-	n, nodes := 0, map[string]int{}
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodRunning {
-			n++
-			nodes[p.Spec.NodeName]++
-		}
-	}
-	return n, nodes
-}
-
-func nodeClaims(t testing.TB) []v1.NodeClaim {
-	var claims v1.NodeClaimList
-	if err := kube.List(context.Background(), &claims); err != nil {
-		t.Fatal(err)
-	}
-	return claims.Items
 }
 
 // planFor runs the offline planner on manifests, as `joiner plan` does.
@@ -94,15 +71,15 @@ func planTypes(p *scheduling.Plan) []string {
 }
 
 func TestGuide03ScaleUp(t *testing.T) {
-	port := freePort(t)
-	j := startJoiner(t, fmt.Sprintf("METRICS_PORT=%d", port))
-	t.Cleanup(func() { resetCluster(t) })
-	kubectl(t, "", "apply", "-f", seed("03-scale-up-down.yaml"))
-	eventually(t, 2*time.Minute, "5 inflate pods Running", func() (bool, string) {
-		n, nodes := running(t, map[string]string{"app": "inflate"})
+	port := framework.FreePort(t)
+	j := framework.StartJoiner(t, fmt.Sprintf("METRICS_PORT=%d", port))
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	framework.Kubectl(t, "", "apply", "-f", seed("03-scale-up-down.yaml"))
+	framework.Eventually(t, 2*time.Minute, "5 inflate pods Running", func() (bool, string) {
+		n, nodes := framework.Running(t, map[string]string{"app": "inflate"})
 		return n == 5, fmt.Sprintf("%d running on %v", n, nodes)
 	})
-	claims := nodeClaims(t)
+	claims := framework.NodeClaims(t)
 	want := planFor(t, "", nil, seed("03-scale-up-down.yaml"))
 	if got, exp := claimTypes(claims), planTypes(want); strings.Join(got, ",") != strings.Join(exp, ",") {
 		t.Errorf("controller made %v, joiner plan says %v", got, exp)
@@ -131,10 +108,10 @@ func TestGuide03ScaleUp(t *testing.T) {
 			t.Errorf("nodeclaim %s finalizers %v", nc.Name, nc.Finalizers)
 		}
 		var node corev1.Node
-		if err := kube.Get(context.Background(), client.ObjectKey{Name: nc.Status.NodeName}, &node); err != nil {
+		if err := framework.Kube.Get(context.Background(), client.ObjectKey{Name: nc.Status.NodeName}, &node); err != nil {
 			t.Fatalf("node of %s: %v", nc.Name, err)
 		}
-		if !nodeReady(&node) {
+		if !framework.NodeReady(&node) {
 			t.Errorf("node %s not Ready", node.Name)
 		}
 	}
@@ -157,36 +134,18 @@ func TestGuide03ScaleUp(t *testing.T) {
 	}
 }
 
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func TestGuide02SpotTaintedAndLimit(t *testing.T) {
-	startJoiner(t)
-	t.Cleanup(func() { resetCluster(t) })
-	kubectl(t, "", "apply", "-f", seed("02-spot-tainted-nodepool.yaml"))
+	framework.StartJoiner(t)
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	framework.Kubectl(t, "", "apply", "-f", seed("02-spot-tainted-nodepool.yaml"))
 	sel := map[string]string{"app": "spot-workload"}
-	eventually(t, 2*time.Minute, "3 spot-workload pods Running", func() (bool, string) {
-		n, nodes := running(t, sel)
+	framework.Eventually(t, 2*time.Minute, "3 spot-workload pods Running", func() (bool, string) {
+		n, nodes := framework.Running(t, sel)
 		return n == 3, fmt.Sprintf("%d running on %v", n, nodes)
 	})
-	for _, nc := range nodeClaims(t) {
+	for _, nc := range framework.NodeClaims(t) {
 		var node corev1.Node
-		if err := kube.Get(context.Background(), client.ObjectKey{Name: nc.Status.NodeName}, &node); err != nil {
+		if err := framework.Kube.Get(context.Background(), client.ObjectKey{Name: nc.Status.NodeName}, &node); err != nil {
 			t.Fatal(err)
 		}
 		if node.Labels[corev1.LabelInstanceTypeStable] != "t3a.large" || node.Labels[v1.LabelCapacityType] != "spot" || node.Labels["node-group-type"] != "spot" {
@@ -202,28 +161,28 @@ func TestGuide02SpotTaintedAndLimit(t *testing.T) {
 	}
 
 	// limits.cpu 16 allows eight 2-cpu t3a.large nodes, three pods each.
-	kubectl(t, "", "scale", "deployment/spot-workload", "--replicas=40")
-	eventually(t, 3*time.Minute, "24 pods Running on 8 nodes", func() (bool, string) {
-		n, nodes := running(t, sel)
-		return n == 24 && len(nodeClaims(t)) == 8, fmt.Sprintf("%d running on %d nodes, %d nodeclaims", n, len(nodes), len(nodeClaims(t)))
+	framework.Kubectl(t, "", "scale", "deployment/spot-workload", "--replicas=40")
+	framework.Eventually(t, 3*time.Minute, "24 pods Running on 8 nodes", func() (bool, string) {
+		n, nodes := framework.Running(t, sel)
+		return n == 24 && len(framework.NodeClaims(t)) == 8, fmt.Sprintf("%d running on %d nodes, %d nodeclaims", n, len(nodes), len(framework.NodeClaims(t)))
 	})
-	eventually(t, time.Minute, "an event naming the limit", func() (bool, string) {
-		out := kubectl(t, "", "get", "events", "-n", "default", "--field-selector", "reason=FailedScheduling", "-o", "custom-columns=MSG:.message")
-		return strings.Contains(out, `all available instance types exceed limits for nodepool: "spot"`), tailLines(out, 3)
+	framework.Eventually(t, time.Minute, "an event naming the limit", func() (bool, string) {
+		out := framework.Kubectl(t, "", "get", "events", "-n", "default", "--field-selector", "reason=FailedScheduling", "-o", "custom-columns=MSG:.message")
+		return strings.Contains(out, `all available instance types exceed limits for nodepool: "spot"`), framework.TailLines(out, 3)
 	})
 	time.Sleep(3 * time.Second)
-	if n := len(nodeClaims(t)); n != 8 {
+	if n := len(framework.NodeClaims(t)); n != 8 {
 		t.Fatalf("%d nodeclaims, want the limit's 8", n)
 	}
 }
 
 func TestGuide01OtherRegion(t *testing.T) {
-	startJoiner(t, "KWOK_REGION=ap-northeast-2")
-	t.Cleanup(func() { resetCluster(t) })
+	framework.StartJoiner(t, "KWOK_REGION=ap-northeast-2")
+	t.Cleanup(func() { framework.ResetCluster(t) })
 	// The guide's manifest with its typo fixed: limits, not limit.
 	fixed := strings.Replace(readFile(t, seed("01-t4g-spot-nodepool.yaml")), "\n  limit:\n", "\n  limits:\n", 1)
-	kubectl(t, fixed, "apply", "-f", "-")
-	kubectl(t, `apiVersion: apps/v1
+	framework.Kubectl(t, fixed, "apply", "-f", "-")
+	framework.Kubectl(t, `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
 spec:
@@ -234,11 +193,11 @@ spec:
     spec:
       containers: [{name: web, image: registry.k8s.io/pause:3.9, resources: {requests: {cpu: 250m, memory: 256Mi}}}]
 `, "apply", "-f", "-")
-	eventually(t, 2*time.Minute, "2 web pods Running", func() (bool, string) {
-		n, nodes := running(t, map[string]string{"app": "web"})
+	framework.Eventually(t, 2*time.Minute, "2 web pods Running", func() (bool, string) {
+		n, nodes := framework.Running(t, map[string]string{"app": "web"})
 		return n == 2, fmt.Sprintf("%d running on %v", n, nodes)
 	})
-	for _, nc := range nodeClaims(t) {
+	for _, nc := range framework.NodeClaims(t) {
 		l := nc.Labels
 		if !strings.HasPrefix(l[corev1.LabelInstanceTypeStable], "t4g.") || l[corev1.LabelArchStable] != "arm64" ||
 			l[corev1.LabelTopologyZone] != "ap-northeast-2a" || l[corev1.LabelTopologyRegion] != "ap-northeast-2" {

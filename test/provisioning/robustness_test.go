@@ -11,76 +11,41 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joiner-autoscaler/joiner/test/framework"
+
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-const poolAndClass = `
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: KarpenterNodeRole-demo
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-      - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
-      - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-`
-
-func deployment(name string, replicas int, cpu, mem string, extraSpec string) string {
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: %[1]s}
-spec:
-  replicas: %[2]d
-  selector: {matchLabels: {app: %[1]s}}
-  template:
-    metadata: {labels: {app: %[1]s}}
-    spec:
-      containers: [{name: c, image: registry.k8s.io/pause:3.9, resources: {requests: {cpu: %[3]s, memory: %[4]s}}}]
-%[5]s`, name, replicas, cpu, mem, extraSpec)
-}
-
 // TestRestartDuringLaunch kills the controller while NodeClaims launch and
 // checks the restarted one finishes the job without duplicates or orphans.
 func TestRestartDuringLaunch(t *testing.T) {
-	first := startJoiner(t, "KWOK_LAUNCH_DELAY=6s", "DISABLE_LEADER_ELECTION=false", "LEADER_ELECTION_NAMESPACE=default")
-	kubectl(t, poolAndClass, "apply", "-f", "-")
+	first := framework.StartJoiner(t, "KWOK_LAUNCH_DELAY=6s", "DISABLE_LEADER_ELECTION=false", "LEADER_ELECTION_NAMESPACE=default")
+	framework.Kubectl(t, framework.PoolAndClass, "apply", "-f", "-")
 	// Anti-affinity forces one node per pod, so the plan has several NodeClaims.
-	kubectl(t, deployment("spread", 4, "500m", "512Mi", `      affinity:
+	framework.Kubectl(t, framework.Deployment("spread", 4, "500m", "512Mi", `      affinity:
         podAntiAffinity:
           requiredDuringSchedulingIgnoredDuringExecution:
           - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: spread}}}
 `), "apply", "-f", "-")
-	eventually(t, time.Minute, "NodeClaims to be created", func() (bool, string) {
-		n := len(nodeClaims(t))
+	framework.Eventually(t, time.Minute, "NodeClaims to be created", func() (bool, string) {
+		n := len(framework.NodeClaims(t))
 		return n == 4, fmt.Sprintf("%d nodeclaims", n)
 	})
-	first.stop(syscall.SIGKILL)
+	first.Stop(syscall.SIGKILL)
 	created := map[string]bool{}
-	for _, nc := range nodeClaims(t) {
+	for _, nc := range framework.NodeClaims(t) {
 		created[nc.Name] = true
 	}
-	second := startJoiner(t, "KWOK_LAUNCH_DELAY=6s", "DISABLE_LEADER_ELECTION=false", "LEADER_ELECTION_NAMESPACE=default")
-	t.Cleanup(func() { resetCluster(t) })
-	eventually(t, 3*time.Minute, "4 pods Running", func() (bool, string) {
-		n, nodes := running(t, map[string]string{"app": "spread"})
+	second := framework.StartJoiner(t, "KWOK_LAUNCH_DELAY=6s", "DISABLE_LEADER_ELECTION=false", "LEADER_ELECTION_NAMESPACE=default")
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	framework.Eventually(t, 3*time.Minute, "4 pods Running", func() (bool, string) {
+		n, nodes := framework.Running(t, map[string]string{"app": "spread"})
 		return n == 4, fmt.Sprintf("%d running on %v", n, nodes)
 	})
-	claims := nodeClaims(t)
+	claims := framework.NodeClaims(t)
 	if len(claims) != 4 {
 		t.Errorf("%d nodeclaims after restart, want 4 (no duplicates)", len(claims))
 	}
@@ -90,7 +55,7 @@ func TestRestartDuringLaunch(t *testing.T) {
 		}
 	}
 	var nodes corev1.NodeList
-	if err := kube.List(context.Background(), &nodes, client.MatchingLabels{"joiner.sh/kwok-instance": "true"}); err != nil {
+	if err := framework.Kube.List(context.Background(), &nodes, client.MatchingLabels{"joiner.sh/kwok-instance": "true"}); err != nil {
 		t.Fatal(err)
 	}
 	owned := map[string]bool{}
@@ -111,23 +76,23 @@ func TestRestartDuringLaunch(t *testing.T) {
 }
 
 func TestMissingNodeClass(t *testing.T) {
-	startJoiner(t)
-	t.Cleanup(func() { resetCluster(t) })
-	kubectl(t, strings.Replace(strings.SplitN(poolAndClass, "---", 2)[1], "name: default}\n      requirements", "name: missing}\n      requirements", 1), "apply", "-f", "-")
-	kubectl(t, deployment("orphan", 1, "500m", "512Mi", ""), "apply", "-f", "-")
-	eventually(t, time.Minute, "NodeClassReady=False on the NodePool", func() (bool, string) {
+	framework.StartJoiner(t)
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	framework.Kubectl(t, strings.Replace(strings.SplitN(framework.PoolAndClass, "---", 2)[1], "name: default}\n      requirements", "name: missing}\n      requirements", 1), "apply", "-f", "-")
+	framework.Kubectl(t, framework.Deployment("orphan", 1, "500m", "512Mi", ""), "apply", "-f", "-")
+	framework.Eventually(t, time.Minute, "NodeClassReady=False on the NodePool", func() (bool, string) {
 		var np v1.NodePool
-		if err := kube.Get(context.Background(), client.ObjectKey{Name: "default"}, &np); err != nil {
+		if err := framework.Kube.Get(context.Background(), client.ObjectKey{Name: "default"}, &np); err != nil {
 			return false, err.Error()
 		}
 		c := meta.FindStatusCondition(np.Status.Conditions, v1.ConditionTypeNodeClassReady)
 		return c != nil && c.Status == "False" && c.Reason == "NodeClassNotFound" && meta.IsStatusConditionFalse(np.Status.Conditions, "Ready"), fmt.Sprintf("%+v", np.Status.Conditions)
 	})
-	eventually(t, time.Minute, "a FailedScheduling event naming the missing EC2NodeClass", func() (bool, string) {
-		out := kubectl(t, "", "get", "events", "-n", "default", "--field-selector", "reason=FailedScheduling", "-o", "custom-columns=MSG:.message")
-		return strings.Contains(out, `EC2NodeClass "missing" not found`), tailLines(out, 3)
+	framework.Eventually(t, time.Minute, "a FailedScheduling event naming the missing EC2NodeClass", func() (bool, string) {
+		out := framework.Kubectl(t, "", "get", "events", "-n", "default", "--field-selector", "reason=FailedScheduling", "-o", "custom-columns=MSG:.message")
+		return strings.Contains(out, `EC2NodeClass "missing" not found`), framework.TailLines(out, 3)
 	})
-	if n := len(nodeClaims(t)); n != 0 {
+	if n := len(framework.NodeClaims(t)); n != 0 {
 		t.Fatalf("%d nodeclaims for a NodePool without its EC2NodeClass", n)
 	}
 }
@@ -147,8 +112,8 @@ func TestInvalidSettings(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {
-			cmd := exec.Command(binary, tc.args...)
-			cmd.Env = append(append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig), tc.env...)
+			cmd := exec.Command(framework.Binary, tc.args...)
+			cmd.Env = append(append(os.Environ(), "KUBECONFIG="+framework.Cluster.Kubeconfig), tc.env...)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			done := make(chan error, 1)
@@ -176,9 +141,9 @@ func TestInvalidSettings(t *testing.T) {
 // NodeClaim, as a crash between launch and recording it could leave, is
 // terminated.
 func TestGarbageCollectsOrphanInstances(t *testing.T) {
-	startJoiner(t, "GARBAGE_COLLECT_INTERVAL=1s", "GARBAGE_COLLECT_MIN_AGE=2s")
-	t.Cleanup(func() { resetCluster(t) })
-	kubectl(t, `apiVersion: v1
+	framework.StartJoiner(t, "GARBAGE_COLLECT_INTERVAL=1s", "GARBAGE_COLLECT_MIN_AGE=2s")
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	framework.Kubectl(t, `apiVersion: v1
 kind: Node
 metadata:
   name: orphan
@@ -190,9 +155,9 @@ status:
   allocatable: {cpu: "2", memory: 4Gi, pods: "20"}
   capacity: {cpu: "2", memory: 4Gi, pods: "20"}
 `, "apply", "-f", "-")
-	eventually(t, time.Minute, "the orphan instance to be terminated", func() (bool, string) {
+	framework.Eventually(t, time.Minute, "the orphan instance to be terminated", func() (bool, string) {
 		var n corev1.Node
-		err := kube.Get(context.Background(), client.ObjectKey{Name: "orphan"}, &n)
+		err := framework.Kube.Get(context.Background(), client.ObjectKey{Name: "orphan"}, &n)
 		return err != nil, fmt.Sprintf("still there: %v", err)
 	})
 }

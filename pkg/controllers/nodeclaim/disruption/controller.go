@@ -1,0 +1,134 @@
+// Package disruption keeps the NodeClaim conditions that make a node a
+// candidate for voluntary disruption: Consolidatable (quiet for
+// consolidateAfter) and Drifted (no longer what its NodePool describes).
+package disruption
+
+import (
+	"context"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Controller sets Consolidatable and Drifted on NodeClaims.
+type Controller struct {
+	Client        client.Client
+	CloudProvider cloudprovider.CloudProvider
+	Clock         clock.Clock
+}
+
+// Register adds the controller to the manager.
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.disruption").
+		For(&v1.NodeClaim{}).
+		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var claims v1.NodeClaimList
+			if err := c.Client.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: o.GetName()}); err != nil {
+				return nil
+			}
+			out := make([]reconcile.Request, 0, len(claims.Items))
+			for _, nc := range claims.Items {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
+			}
+			return out
+		})).
+		Complete(c)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &v1.NodeClaim{}
+	if err := c.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if nc.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
+		return reconcile.Result{}, nil
+	}
+	np := &v1.NodePool{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Name: nc.Labels[v1.LabelNodePool]}, np); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	stored := nc.DeepCopy()
+	requeue := c.consolidatable(nc, np)
+	drift, err := c.drifted(ctx, nc, np)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	now := metav1.NewTime(c.Clock.Now())
+	if drift != "" {
+		if cur := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDrifted); cur == nil || cur.Status != metav1.ConditionTrue || cur.Reason != drift {
+			meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: drift, ObservedGeneration: nc.Generation, LastTransitionTime: now})
+		}
+	} else {
+		meta.RemoveStatusCondition(&nc.Status.Conditions, v1.ConditionTypeDrifted)
+	}
+	if !equalConditions(stored.Status.Conditions, nc.Status.Conditions) {
+		if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	// Drift that depends on the cloud (AMIs, subnets) is polled.
+	if requeue == 0 || requeue > 5*time.Minute {
+		requeue = 5 * time.Minute
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// consolidatable sets the condition and returns when to look again.
+func (c *Controller) consolidatable(nc *v1.NodeClaim, np *v1.NodePool) time.Duration {
+	after := np.Spec.Disruption.ConsolidateAfter
+	if after.IsNever() {
+		meta.RemoveStatusCondition(&nc.Status.Conditions, v1.ConditionTypeConsolidatable)
+		return 0
+	}
+	since := nc.Status.LastPodEventTime.Time
+	if init := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); init != nil && init.LastTransitionTime.After(since) {
+		since = init.LastTransitionTime.Time
+	}
+	wait := since.Add(*after.Duration).Sub(c.Clock.Now())
+	if wait > 0 {
+		meta.RemoveStatusCondition(&nc.Status.Conditions, v1.ConditionTypeConsolidatable)
+		return wait
+	}
+	if !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeConsolidatable) {
+		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeConsolidatable, Status: metav1.ConditionTrue,
+			Reason: "Consolidatable", ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(c.Clock.Now())})
+	}
+	return 0
+}
+
+// drifted returns the drift reason, or "".
+func (c *Controller) drifted(ctx context.Context, nc *v1.NodeClaim, np *v1.NodePool) (string, error) {
+	if nc.Annotations[v1.AnnotationNodePoolHashVersion] == v1.NodePoolHashVersion && nc.Annotations[v1.AnnotationNodePoolHash] != "" &&
+		nc.Annotations[v1.AnnotationNodePoolHash] != np.Hash() {
+		return "NodePoolDrifted", nil
+	}
+	reqs, err := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...)
+	if err == nil && scheduling.LabelRequirements(nc.Labels).Compatible(reqs) != nil {
+		return "RequirementsDrifted", nil
+	}
+	reason, err := c.CloudProvider.IsDrifted(ctx, nc)
+	return reason, err
+}
+
+func equalConditions(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Type != b[i].Type || a[i].Status != b[i].Status || a[i].Reason != b[i].Reason || !a[i].LastTransitionTime.Equal(&b[i].LastTransitionTime) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,173 @@
+// Package framework runs the joiner binary against a package's local control
+// plane for end-to-end tests: start and stop the controller, apply YAML,
+// wait for conditions and clean up between tests.
+package framework
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/internal/localcluster"
+	"github.com/joiner-autoscaler/joiner/pkg/operator"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The package's control plane, the joiner binary built for it, and a client.
+var (
+	Cluster *localcluster.Cluster
+	Binary  string
+	Kube    client.Client
+)
+
+// Main starts the control plane and builds joiner; call it from TestMain.
+func Main(m *testing.M) int {
+	return localcluster.Main(m, &Cluster, func(c *localcluster.Cluster) error {
+		dir, err := os.MkdirTemp("", "joiner-bin-")
+		if err != nil {
+			return err
+		}
+		Binary = filepath.Join(dir, "joiner")
+		build := exec.Command("go", "build", "-o", Binary, "./cmd/joiner")
+		build.Dir = c.Root
+		if out, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("building joiner: %v\n%s", err, out)
+		}
+		Kube, err = client.New(c.Config, client.Options{Scheme: operator.Scheme()})
+		return err
+	})
+}
+
+// Joiner is a running controller process.
+type Joiner struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs bytes.Buffer
+	done chan struct{}
+}
+
+// Write collects the process output.
+func (j *Joiner) Write(p []byte) (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.logs.Write(p)
+}
+
+// Logs returns the output so far.
+func (j *Joiner) Logs() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.logs.String()
+}
+
+// StartJoiner runs the binary with settings as environment variables; it is
+// stopped when the test ends, after the test's own cleanups have run.
+func StartJoiner(t testing.TB, env ...string) *Joiner {
+	t.Helper()
+	j := &Joiner{done: make(chan struct{})}
+	j.cmd = exec.Command(Binary)
+	j.cmd.Env = append(os.Environ(), "KUBECONFIG="+Cluster.Kubeconfig, "METRICS_PORT=0", "HEALTH_PROBE_PORT=0", "DISABLE_LEADER_ELECTION=true")
+	j.cmd.Env = append(j.cmd.Env, env...)
+	j.cmd.Stdout, j.cmd.Stderr = j, j
+	j.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := j.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = j.cmd.Wait(); close(j.done) }()
+	t.Cleanup(func() {
+		j.Stop(syscall.SIGTERM)
+		if t.Failed() {
+			t.Logf("joiner logs:\n%s", TailLines(j.Logs(), 60))
+		}
+	})
+	return j
+}
+
+// Stop signals the process and waits for it.
+func (j *Joiner) Stop(sig syscall.Signal) {
+	_ = j.cmd.Process.Signal(sig)
+	select {
+	case <-j.done:
+	case <-time.After(20 * time.Second):
+		_ = j.cmd.Process.Kill()
+		<-j.done
+	}
+}
+
+// TailLines keeps the last n lines.
+func TailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Kubectl runs kubectl against the test cluster, with stdin.
+func Kubectl(t testing.TB, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(Cluster.Bins.Kubectl, append([]string{"--kubeconfig", Cluster.Kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// Eventually polls cond until it holds or the timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, last)
+}
+
+// ResetCluster deletes what a test created and waits until every NodeClaim
+// and the nodes behind them are gone; the controller must still run.
+func ResetCluster(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	_ = Kube.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace("default"))
+	_ = Kube.DeleteAllOf(ctx, &appsv1.DaemonSet{}, client.InNamespace("default"))
+	_ = Kube.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
+	var pools v1.NodePoolList
+	_ = Kube.List(ctx, &pools)
+	for i := range pools.Items {
+		_ = Kube.Delete(ctx, &pools.Items[i])
+	}
+	var claims v1.NodeClaimList
+	_ = Kube.List(ctx, &claims)
+	for i := range claims.Items {
+		_ = Kube.Delete(ctx, &claims.Items[i])
+	}
+	Eventually(t, 90*time.Second, "NodeClaims and their nodes to be deleted", func() (bool, string) {
+		var claims v1.NodeClaimList
+		var nodes corev1.NodeList
+		_ = Kube.List(ctx, &claims)
+		_ = Kube.List(ctx, &nodes, client.MatchingLabels{"joiner.sh/kwok-instance": "true"})
+		return len(claims.Items) == 0 && len(nodes.Items) == 0, fmt.Sprintf("%d nodeclaims, %d nodes", len(claims.Items), len(nodes.Items))
+	})
+	Kubectl(t, "", "delete", "ec2nodeclasses", "--all", "--ignore-not-found")
+	// One delete-collection call: kubectl deletes events one by one.
+	_ = Kube.DeleteAllOf(ctx, &corev1.Event{}, client.InNamespace("default"))
+}
