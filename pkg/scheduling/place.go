@@ -223,6 +223,8 @@ func (s *solver) pickDomain(pg *podGroup, pc *podConstraints, key string, allowe
 // commit places the pod on the node and records it everywhere.
 func (s *solver) commit(pg *podGroup, pc *podConstraints, n *node, pod *corev1.Pod) {
 	domains, _ := s.decideDomains(pg, pc, n)
+	s.touchNode(n)
+	s.touchGroup(pg)
 	n.used = n.used.Add(pg.requests)
 	n.pods = append(n.pods, pod)
 	n.hostPorts = append(n.hostPorts, pg.hostPorts...)
@@ -258,12 +260,12 @@ func (s *solver) commit(pg *podGroup, pc *podConstraints, n *node, pod *corev1.P
 	}
 	for _, g := range pg.matchedBy {
 		if d, ok := domainOf(g.key); ok {
-			g.counts[d]++
+			s.bump(g.counts, d, 1)
 		}
 	}
 	for _, g := range pg.ownedAnti {
 		if d, ok := domainOf(g.key); ok {
-			g.owners[d]++
+			s.bump(g.owners, d, 1)
 		}
 	}
 	if n.existing {
@@ -362,6 +364,7 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 		}
 		n.name = fmt.Sprintf("%s-%d", p.name, len(s.virtual)+1)
 		s.virtual = append(s.virtual, n)
+		s.touchPool(p)
 		p.usage = p.usage.Add(c.t.cap)
 		p.nodes++
 		return n, nil

@@ -60,7 +60,9 @@ type solver struct {
 	knownKeys map[string]struct{}
 	plan      *Plan
 	// shapes aggregate groups for the lookahead.
-	shapes   []*shape
+	shapes []*shape
+	// journal, when set, records changes for rollback.
+	journal  *journal
 	nextType int
 }
 

@@ -77,12 +77,12 @@ func movable(g *podGroup) bool {
 func (s *solver) uncount(g *podGroup, n *node) {
 	for _, tg := range g.matchedBy {
 		if d, ok := single(n.values(tg.key)); ok {
-			tg.counts[d]--
+			s.bump(tg.counts, d, -1)
 		}
 	}
 	for _, tg := range g.ownedAnti {
 		if d, ok := single(n.values(tg.key)); ok {
-			tg.owners[d]--
+			s.bump(tg.owners, d, -1)
 		}
 	}
 }

@@ -1,0 +1,182 @@
+package disruption
+
+import (
+	"fmt"
+	"sort"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// Candidate is a node that voluntary disruption might remove.
+type Candidate struct {
+	Node         string
+	NodeClaim    string
+	NodePool     string
+	InstanceType string
+	CapacityType string
+	// Price the node costs now, $/h.
+	Price float64
+	// Blocked says why the node may not be disrupted voluntarily (a pod with
+	// do-not-disrupt, a PDB, not yet consolidatable); empty when it may.
+	Blocked string
+}
+
+// Options shape a consolidation decision.
+type Options struct {
+	// Allowed is how many more nodes each NodePool may disrupt now: its
+	// budget less the nodes already disrupting. Missing pools allow none.
+	Allowed map[string]int
+	// Policy is each NodePool's consolidationPolicy.
+	Policy map[string]v1.ConsolidationPolicy
+	// SpotToSpot allows replacing a spot node with a cheaper spot node.
+	SpotToSpot bool
+}
+
+// Command is one disruption to carry out.
+type Command struct {
+	Reason     v1.DisruptionReason
+	Candidates []Candidate
+	// Replacement is launched, and must be ready, before the candidates go.
+	Replacement *scheduling.NewNodeClaim
+	// Savings in $/h.
+	Savings float64
+}
+
+// Decision is what consolidation will do and, for every other candidate, why not.
+type Decision struct {
+	Commands []Command
+	Skipped  map[string]string
+}
+
+// Consolidate evaluates every candidate, not a sample: each one's removal is
+// tried on a shared model of the cluster. Empty nodes go first, all at once;
+// then nodes whose pods fit elsewhere are removed together, greedily by
+// price, each checked against the removals before it; then nodes that a
+// strictly cheaper single node can replace. Budgets cap each NodePool.
+func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Decision {
+	d := Decision{Skipped: map[string]string{}}
+	cluster := scheduling.NewCluster(snap, scheduling.Options{})
+	allowed := map[string]int{}
+	for k, v := range opts.Allowed {
+		allowed[k] = v
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].Node < cands[j].Node })
+
+	type eval struct {
+		c       Candidate
+		removal scheduling.Removal
+	}
+	var empty, deletable, replaceable []eval
+	for _, c := range cands {
+		if c.Blocked != "" {
+			d.Skipped[c.Node] = c.Blocked
+			continue
+		}
+		r, err := cluster.TryRemove(c.Node)
+		if err != nil {
+			d.Skipped[c.Node] = err.Error()
+			continue
+		}
+		policy := opts.Policy[c.NodePool]
+		switch {
+		case r.Moved == 0:
+			empty = append(empty, eval{c, r})
+		case policy == v1.ConsolidationPolicyWhenEmpty:
+			d.Skipped[c.Node] = "consolidationPolicy is WhenEmpty and the node has pods"
+		case len(r.Unschedulable) > 0:
+			d.Skipped[c.Node] = fmt.Sprintf("its pods would not fit elsewhere: pod %s/%s: %s", r.Unschedulable[0].Pod.Namespace, r.Unschedulable[0].Pod.Name, r.Unschedulable[0].Reason)
+		case len(r.Replacements) == 0:
+			deletable = append(deletable, eval{c, r})
+		case len(r.Replacements) > 1:
+			d.Skipped[c.Node] = fmt.Sprintf("its pods would need %d new nodes; consolidation replaces one node with at most one", len(r.Replacements))
+		default:
+			repl := r.Replacements[0]
+			switch {
+			case repl.Price() >= c.Price-1e-9:
+				d.Skipped[c.Node] = fmt.Sprintf("no cheaper replacement: its pods need a %s at $%.4f/h, the node costs $%.4f/h", repl.InstanceType.Name, repl.Price(), c.Price)
+			case c.CapacityType == v1.CapacityTypeSpot && repl.Offering.CapacityType == v1.CapacityTypeSpot && !opts.SpotToSpot:
+				d.Skipped[c.Node] = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+			default:
+				replaceable = append(replaceable, eval{c, r})
+			}
+		}
+	}
+
+	take := func(c Candidate) bool {
+		if allowed[c.NodePool] <= 0 {
+			d.Skipped[c.Node] = fmt.Sprintf("the disruption budget of nodepool %q allows no more disruptions now", c.NodePool)
+			return false
+		}
+		allowed[c.NodePool]--
+		return true
+	}
+
+	if len(empty) > 0 {
+		cmd := Command{Reason: v1.DisruptionReasonEmpty}
+		for _, e := range empty {
+			if !take(e.c) {
+				continue
+			}
+			if _, err := cluster.Remove(e.c.Node); err == nil {
+				cmd.Candidates = append(cmd.Candidates, e.c)
+				cmd.Savings += e.c.Price
+			}
+		}
+		if len(cmd.Candidates) > 0 {
+			d.Commands = append(d.Commands, cmd)
+		}
+	}
+
+	// Delete the most expensive first: each removal uses up room the
+	// later ones might have used.
+	sort.SliceStable(deletable, func(i, j int) bool { return deletable[i].c.Price > deletable[j].c.Price })
+	del := Command{Reason: v1.DisruptionReasonUnderutilized}
+	for _, e := range deletable {
+		r, err := cluster.TryRemove(e.c.Node)
+		if err != nil || len(r.Unschedulable) > 0 || len(r.Replacements) > 0 {
+			d.Skipped[e.c.Node] = "its pods fit elsewhere only before other nodes chosen for removal"
+			continue
+		}
+		if !take(e.c) {
+			continue
+		}
+		if _, err := cluster.Remove(e.c.Node); err != nil {
+			continue
+		}
+		del.Candidates = append(del.Candidates, e.c)
+		del.Savings += e.c.Price
+	}
+	if len(del.Candidates) > 0 {
+		d.Commands = append(d.Commands, del)
+	}
+
+	sort.SliceStable(replaceable, func(i, j int) bool {
+		return replaceable[i].c.Price-replaceable[i].removal.Replacements[0].Price() > replaceable[j].c.Price-replaceable[j].removal.Replacements[0].Price()
+	})
+	for _, e := range replaceable {
+		r, err := cluster.TryRemove(e.c.Node)
+		if err != nil || len(r.Unschedulable) > 0 || len(r.Replacements) > 1 {
+			d.Skipped[e.c.Node] = "its pods no longer fit a single replacement after other removals"
+			continue
+		}
+		if len(r.Replacements) == 1 && r.Replacements[0].Price() >= e.c.Price-1e-9 {
+			d.Skipped[e.c.Node] = "no cheaper replacement after other removals"
+			continue
+		}
+		if !take(e.c) {
+			continue
+		}
+		r, err = cluster.Remove(e.c.Node)
+		if err != nil {
+			continue
+		}
+		cmd := Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: []Candidate{e.c}, Savings: e.c.Price}
+		if len(r.Replacements) == 1 {
+			cmd.Replacement = r.Replacements[0]
+			cmd.Savings -= cmd.Replacement.Price()
+		}
+		d.Commands = append(d.Commands, cmd)
+	}
+	return d
+}

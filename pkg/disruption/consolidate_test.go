@@ -1,0 +1,311 @@
+package disruption
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"testing"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var (
+	once  sync.Once
+	types map[string]*cloudprovider.InstanceType
+	all   []*cloudprovider.InstanceType
+)
+
+func catalogTypes() []*cloudprovider.InstanceType {
+	once.Do(func() {
+		var err error
+		all, err = catalog.InstanceTypes(catalog.Options{})
+		if err != nil {
+			panic(err)
+		}
+		types = map[string]*cloudprovider.InstanceType{}
+		for _, it := range all {
+			types[it.Name] = it
+		}
+	})
+	return all
+}
+
+func nodePool(name string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodePool {
+	return &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+		Requirements: reqs, NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+	}}}}
+}
+
+func req(key string, op corev1.NodeSelectorOperator, values ...string) v1.NodeSelectorRequirementWithMinValues {
+	return v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values}
+}
+
+// guide03 is the guides' on-demand c/m/r pool.
+func guide03() *v1.NodePool {
+	return nodePool("default", req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"),
+		req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, "on-demand"),
+		req("karpenter.k8s.aws/instance-category", corev1.NodeSelectorOpIn, "c", "m", "r"),
+		req("karpenter.k8s.aws/instance-generation", corev1.NodeSelectorOpGt, "2"))
+}
+
+func pod(name, cpu, mem string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}}}
+}
+
+// node is a running node of a catalog type with pods, and its candidate.
+func node(name, typ, capacityType string, pods ...*corev1.Pod) (*scheduling.Node, Candidate) {
+	catalogTypes()
+	it := types[typ]
+	labels := map[string]string{corev1.LabelHostname: name, corev1.LabelTopologyZone: "us-east-1a", v1.LabelCapacityType: capacityType, v1.LabelNodePool: "default"}
+	for k, v := range it.Labels {
+		labels[k] = v
+	}
+	price := 0.0
+	for _, o := range it.Offerings {
+		if o.Zone == "us-east-1a" && o.CapacityType == capacityType {
+			price = o.Price
+		}
+	}
+	for _, p := range pods {
+		p.Spec.NodeName = name
+	}
+	return &scheduling.Node{Name: name, Labels: labels, Allocatable: it.Allocatable, Pods: pods, NodePool: "default"},
+		Candidate{Node: name, NodeClaim: name, NodePool: "default", InstanceType: typ, CapacityType: capacityType, Price: price}
+}
+
+type setup struct {
+	nodes []*scheduling.Node
+	cands []Candidate
+}
+
+func (s *setup) add(n *scheduling.Node, c Candidate) *setup {
+	s.nodes = append(s.nodes, n)
+	s.cands = append(s.cands, c)
+	return s
+}
+
+func TestConsolidate(t *testing.T) {
+	cases := []struct {
+		name  string
+		pool  *v1.NodePool
+		setup func() *setup
+		opts  Options
+		check func(t *testing.T, d Decision)
+	}{
+		{name: "guide 03 scale-down: replace the 2xlarge with a cheaper node", pool: guide03(),
+			setup: func() *setup {
+				return (&setup{}).add(node("big", "c6a.2xlarge", "on-demand", pod("inflate-0", "1", "1.5Gi")))
+			},
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 1 || d.Commands[0].Replacement == nil {
+					t.Fatalf("want one replace, got %+v skipped %v", d.Commands, d.Skipped)
+				}
+				r := d.Commands[0].Replacement
+				if r.Price() >= 0.306 || !strings.HasSuffix(r.InstanceType.Name, ".large") {
+					t.Fatalf("replacement %s at $%.4f", r.InstanceType.Name, r.Price())
+				}
+			}},
+		{name: "an empty node is deleted", pool: guide03(),
+			setup: func() *setup { return (&setup{}).add(node("idle", "c6a.large", "on-demand")) },
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 1 || d.Commands[0].Reason != v1.DisruptionReasonEmpty || d.Commands[0].Replacement != nil {
+					t.Fatalf("%+v", d.Commands)
+				}
+			}},
+		{name: "a node whose pods fit elsewhere is deleted", pool: guide03(),
+			setup: func() *setup {
+				s := &setup{}
+				s.add(node("a", "c6a.2xlarge", "on-demand", pod("a1", "1", "1Gi"), pod("a2", "1", "1Gi")))
+				return s.add(node("b", "c6a.2xlarge", "on-demand", pod("b1", "1", "1Gi")))
+			},
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 1 || len(d.Commands[0].Candidates) != 1 || d.Commands[0].Replacement != nil {
+					t.Fatalf("%+v skipped %v", d.Commands, d.Skipped)
+				}
+			}},
+		{name: "a blocked node is left alone and says why", pool: guide03(),
+			setup: func() *setup {
+				n, c := node("kept", "c6a.2xlarge", "on-demand", pod("p", "1", "1Gi"))
+				c.Blocked = `pod default/p has "karpenter.sh/do-not-disrupt": "true"`
+				return (&setup{}).add(n, c)
+			},
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 0 || !strings.Contains(d.Skipped["kept"], "do-not-disrupt") {
+					t.Fatalf("%+v %v", d.Commands, d.Skipped)
+				}
+			}},
+		{name: "a zero budget blocks", pool: guide03(), opts: Options{Allowed: map[string]int{"default": 0}},
+			setup: func() *setup { return (&setup{}).add(node("idle", "c6a.large", "on-demand")) },
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 0 || !strings.Contains(d.Skipped["idle"], "disruption budget") {
+					t.Fatalf("%+v %v", d.Commands, d.Skipped)
+				}
+			}},
+		{name: "WhenEmpty leaves nodes with pods", pool: guide03(), opts: Options{Policy: map[string]v1.ConsolidationPolicy{"default": v1.ConsolidationPolicyWhenEmpty}},
+			setup: func() *setup { return (&setup{}).add(node("big", "c6a.2xlarge", "on-demand", pod("p", "1", "1Gi"))) },
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 0 || !strings.Contains(d.Skipped["big"], "WhenEmpty") {
+					t.Fatalf("%+v %v", d.Commands, d.Skipped)
+				}
+			}},
+		{name: "no cheaper replacement for a right-sized node", pool: guide03(),
+			setup: func() *setup { return (&setup{}).add(node("fit", "c6a.large", "on-demand", pod("p", "1", "1Gi"))) },
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 0 || !strings.Contains(d.Skipped["fit"], "no cheaper replacement") {
+					t.Fatalf("%+v %v", d.Commands, d.Skipped)
+				}
+			}},
+		{name: "spot to spot needs the gate", pool: nodePool("default", req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, "spot"), req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64")),
+			setup: func() *setup { return (&setup{}).add(node("spot", "m5.4xlarge", "spot", pod("p", "1", "1Gi"))) },
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 0 || !strings.Contains(d.Skipped["spot"], "SpotToSpotConsolidation is disabled") {
+					t.Fatalf("%+v %v", d.Commands, d.Skipped)
+				}
+			}},
+		{name: "spot to spot with the gate", pool: nodePool("default", req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, "spot"), req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64")),
+			opts:  Options{SpotToSpot: true},
+			setup: func() *setup { return (&setup{}).add(node("spot", "m5.4xlarge", "spot", pod("p", "1", "1Gi"))) },
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 1 || d.Commands[0].Replacement == nil || d.Commands[0].Savings <= 0 {
+					t.Fatalf("%+v %v", d.Commands, d.Skipped)
+				}
+			}},
+		{name: "pods that fit nowhere keep their node", pool: nodePool("default", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c6a.large")),
+			setup: func() *setup { return (&setup{}).add(node("only", "c6a.2xlarge", "on-demand", pod("p", "4", "1Gi"))) },
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 0 || !strings.Contains(d.Skipped["only"], "would not fit elsewhere") {
+					t.Fatalf("%+v %v", d.Commands, d.Skipped)
+				}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.setup()
+			snap := scheduling.Snapshot{Nodes: s.nodes, NodePools: []scheduling.NodePool{{NodePool: tc.pool, InstanceTypes: catalogTypes()}}}
+			opts := tc.opts
+			if opts.Allowed == nil {
+				opts.Allowed = map[string]int{"default": 10}
+			}
+			tc.check(t, Consolidate(snap, s.cands, opts))
+		})
+	}
+}
+
+// BenchmarkConsolidationDecision times one decision over every candidate of
+// a cluster of 500 and 2,000 nodes, each half empty after a scale-down:
+//
+//	go test -run '^$' -bench ConsolidationDecision -benchtime 1x ./pkg/disruption/
+func BenchmarkConsolidationDecision(b *testing.B) {
+	for _, count := range []int{500, 2000} {
+		b.Run(fmt.Sprintf("nodes=%d", count), func(b *testing.B) {
+			snap, cands := scaledDownCluster(count)
+			var d Decision
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				d = Consolidate(snap, append([]Candidate{}, cands...), Options{Allowed: map[string]int{"default": count}})
+			}
+			b.StopTimer()
+			removed, savings := 0, 0.0
+			for _, c := range d.Commands {
+				removed += len(c.Candidates)
+				savings += c.Savings
+			}
+			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/decision")
+			b.ReportMetric(float64(len(cands)), "candidates")
+			b.ReportMetric(float64(removed), "nodes-removed")
+			b.ReportMetric(savings, "saved-$/h")
+		})
+	}
+}
+
+// scaledDownCluster builds count nodes of 2-8 vCPU types, packed with pods
+// of four shapes, then removes half the pods at random (fixed seed).
+func scaledDownCluster(count int) (scheduling.Snapshot, []Candidate) {
+	r := rand.New(rand.NewSource(7))
+	sizes := []string{"c6a.xlarge", "m6a.xlarge", "c6a.2xlarge", "m6a.2xlarge", "r6a.xlarge"}
+	shapes := [][2]string{{"250m", "512Mi"}, {"500m", "1Gi"}, {"1", "2Gi"}, {"100m", "256Mi"}}
+	s := &setup{}
+	for i := 0; i < count; i++ {
+		typ := sizes[r.Intn(len(sizes))]
+		free := scheduling.FromResourceList(types2(typ).Allocatable)
+		var pods []*corev1.Pod
+		for j := 0; ; j++ {
+			sh := shapes[r.Intn(len(shapes))]
+			p := pod(fmt.Sprintf("n%d-p%d", i, j), sh[0], sh[1])
+			req := scheduling.PodRequests(p)
+			if !req.Fits(free) {
+				break
+			}
+			free = free.Sub(req)
+			if r.Intn(2) == 0 { // the scale-down
+				pods = append(pods, p)
+			}
+		}
+		s.add(node(fmt.Sprintf("node-%04d", i), typ, "on-demand", pods...))
+	}
+	pool := nodePool("default", req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, "on-demand"),
+		req("karpenter.k8s.aws/instance-category", corev1.NodeSelectorOpIn, "c", "m", "r"), req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"))
+	return scheduling.Snapshot{Nodes: s.nodes, NodePools: []scheduling.NodePool{{NodePool: pool, InstanceTypes: catalogTypes()}}}, s.cands
+}
+
+func types2(name string) *cloudprovider.InstanceType {
+	catalogTypes()
+	return types[name]
+}
+
+// TestTrialsLeaveNoTrace checks the shared model's rollback: the same trial
+// gives the same answer however many other trials ran in between, and a
+// decision on a copy equals a decision on the original.
+func TestTrialsLeaveNoTrace(t *testing.T) {
+	snap, cands := scaledDownCluster(60)
+	cluster := scheduling.NewCluster(snap, scheduling.Options{})
+	describe := func(r scheduling.Removal) string {
+		out := fmt.Sprintf("moved=%d unschedulable=%d", r.Moved, len(r.Unschedulable))
+		for _, nc := range r.Replacements {
+			out += fmt.Sprintf(" %s/%.4f/%d", nc.InstanceType.Name, nc.Price(), len(nc.Pods))
+		}
+		return out
+	}
+	first := map[string]string{}
+	for _, c := range cands {
+		r, err := cluster.TryRemove(c.Node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first[c.Node] = describe(r)
+	}
+	for i := len(cands) - 1; i >= 0; i-- {
+		r, _ := cluster.TryRemove(cands[i].Node)
+		if got := describe(r); got != first[cands[i].Node] {
+			t.Fatalf("%s: %s, first time %s", cands[i].Node, got, first[cands[i].Node])
+		}
+	}
+	a := Consolidate(snap, append([]Candidate{}, cands...), Options{Allowed: map[string]int{"default": 100}})
+	b := Consolidate(snap, append([]Candidate{}, cands...), Options{Allowed: map[string]int{"default": 100}})
+	if fmt.Sprint(summary(a)) != fmt.Sprint(summary(b)) {
+		t.Fatalf("decisions differ:\n%v\n%v", summary(a), summary(b))
+	}
+}
+
+func summary(d Decision) []string {
+	var out []string
+	for _, c := range d.Commands {
+		s := string(c.Reason)
+		for _, cand := range c.Candidates {
+			s += " " + cand.Node
+		}
+		if c.Replacement != nil {
+			s += " -> " + c.Replacement.InstanceType.Name
+		}
+		out = append(out, s)
+	}
+	return out
+}
