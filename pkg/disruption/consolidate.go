@@ -24,9 +24,13 @@ type Candidate struct {
 
 // Options shape a consolidation decision.
 type Options struct {
-	// Allowed is how many more nodes each NodePool may disrupt now: its
-	// budget less the nodes already disrupting. Missing pools allow none.
+	// Allowed is how many more nodes each NodePool may disrupt now for
+	// underutilization: its budget less the nodes already disrupting.
+	// Missing pools allow none.
 	Allowed map[string]int
+	// AllowedEmpty is the same for empty nodes, whose budgets may differ by
+	// reason; nil means Allowed.
+	AllowedEmpty map[string]int
 	// Policy is each NodePool's consolidationPolicy.
 	Policy map[string]v1.ConsolidationPolicy
 	// SpotToSpot allows replacing a spot node with a cheaper spot node.
@@ -60,6 +64,13 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 	allowed := map[string]int{}
 	for k, v := range opts.Allowed {
 		allowed[k] = v
+	}
+	allowedEmpty := allowed
+	if opts.AllowedEmpty != nil {
+		allowedEmpty = map[string]int{}
+		for k, v := range opts.AllowedEmpty {
+			allowedEmpty[k] = v
+		}
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].Node < cands[j].Node })
 
@@ -103,19 +114,20 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		}
 	}
 
-	take := func(c Candidate) bool {
-		if allowed[c.NodePool] <= 0 {
+	takeFrom := func(budget map[string]int, c Candidate) bool {
+		if budget[c.NodePool] <= 0 {
 			d.Skipped[c.Node] = fmt.Sprintf("the disruption budget of nodepool %q allows no more disruptions now", c.NodePool)
 			return false
 		}
-		allowed[c.NodePool]--
+		budget[c.NodePool]--
 		return true
 	}
+	take := func(c Candidate) bool { return takeFrom(allowed, c) }
 
 	if len(empty) > 0 {
 		cmd := Command{Reason: v1.DisruptionReasonEmpty}
 		for _, e := range empty {
-			if !take(e.c) {
+			if !takeFrom(allowedEmpty, e.c) {
 				continue
 			}
 			if _, err := cluster.Remove(e.c.Node); err == nil {

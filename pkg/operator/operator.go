@@ -11,6 +11,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
+	disruptionctrl "github.com/joiner-autoscaler/joiner/pkg/controllers/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/node/termination"
 	ncdisruption "github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/expiration"
@@ -139,6 +140,11 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if err := (&podevents.Controller{Client: mgr.GetClient(), Clock: clk}).Register(mgr); err != nil {
+		return err
+	}
+	if err := mgr.Add(&disruptionctrl.Controller{Client: mgr.GetClient(), Cluster: &state.Cluster{Client: mgr.GetClient(), CloudProvider: provider},
+		CloudProvider: provider, Recorder: recorder, Clock: clk, Poll: opts.DisruptionPoll, SpotToSpot: opts.FeatureGates.SpotToSpotConsolidation,
+		ReadyTimeout: 10 * time.Minute}); err != nil {
 		return err
 	}
 	if err := mgr.Add(&garbagecollection.Controller{Client: mgr.GetClient(), CloudProvider: provider, Clock: clk,

@@ -41,6 +41,7 @@ type Options struct {
 	LaunchTTL              time.Duration
 	GarbageCollectInterval time.Duration
 	GarbageCollectMinAge   time.Duration
+	DisruptionPoll         time.Duration
 }
 
 // FeatureGates are Karpenter's feature gates.
@@ -141,6 +142,7 @@ var settings = []setting{
 	durationSetting("kwok-launch-delay", "KWOK_LAUNCH_DELAY", "0s", "how long a kwok instance takes to boot", func(o *Options) *time.Duration { return &o.KwokLaunchDelay }),
 	durationSetting("launch-ttl", "LAUNCH_TTL", "5m", "delete a NodeClaim that has not launched after this long", func(o *Options) *time.Duration { return &o.LaunchTTL }),
 	durationSetting("registration-ttl", "REGISTRATION_TTL", "15m", "delete a NodeClaim whose node has not registered after this long", func(o *Options) *time.Duration { return &o.RegistrationTTL }),
+	durationSetting("disruption-poll", "DISRUPTION_POLL", "10s", "how often voluntary disruption decides", func(o *Options) *time.Duration { return &o.DisruptionPoll }),
 	durationSetting("garbage-collect-min-age", "GARBAGE_COLLECT_MIN_AGE", "30s", "spare instances younger than this, whose NodeClaim may still be recording its launch", func(o *Options) *time.Duration { return &o.GarbageCollectMinAge }),
 	durationSetting("garbage-collect-interval", "GARBAGE_COLLECT_INTERVAL", "30s", "how often to look for instances without a NodeClaim", func(o *Options) *time.Duration { return &o.GarbageCollectInterval }),
 }
@@ -175,6 +177,9 @@ func Parse(args []string, getenv func(string) string) (*Options, error) {
 	}
 	if o.BatchMaxDuration < o.BatchIdleDuration {
 		errs = append(errs, fmt.Errorf("invalid setting BATCH_MAX_DURATION %s: must not be shorter than BATCH_IDLE_DURATION %s", o.BatchMaxDuration, o.BatchIdleDuration))
+	}
+	if o.DisruptionPoll <= 0 {
+		errs = append(errs, fmt.Errorf("invalid setting DISRUPTION_POLL %s: must be positive", o.DisruptionPoll))
 	}
 	if o.CloudProvider == "aws" && o.ClusterName == "" {
 		errs = append(errs, errors.New("missing setting CLUSTER_NAME (--cluster-name): the aws provider tags and finds instances by cluster name; set it to your EKS cluster's name"))

@@ -21,6 +21,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -149,6 +150,7 @@ func ResetCluster(t testing.TB) {
 	ctx := context.Background()
 	_ = Kube.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace("default"))
 	_ = Kube.DeleteAllOf(ctx, &appsv1.DaemonSet{}, client.InNamespace("default"))
+	_ = Kube.DeleteAllOf(ctx, &policyv1.PodDisruptionBudget{}, client.InNamespace("default"))
 	_ = Kube.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
 	var pools v1.NodePoolList
 	_ = Kube.List(ctx, &pools)

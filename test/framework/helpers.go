@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +121,14 @@ func WantClaims(t testing.TB, n int) {
 		}
 		t.Fatalf("%d nodeclaims %v, want %d", len(claims), names, n)
 	}
+}
+
+// ReadSeed returns one of the installation guides' manifests.
+func ReadSeed(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(Cluster.Root, "test", "testdata", "seed-manifests", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -1,0 +1,199 @@
+package disruption
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/test/framework"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+type logLine struct {
+	Time      time.Time         `json:"time"`
+	Message   string            `json:"message"`
+	Node      map[string]string `json:"Node"`
+	NodeClaim map[string]string `json:"NodeClaim"`
+	Reason    string            `json:"reason"`
+}
+
+func parse(logs string) []logLine {
+	var out []logLine
+	sc := bufio.NewScanner(strings.NewReader(logs))
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	for sc.Scan() {
+		var l logLine
+		if json.Unmarshal(sc.Bytes(), &l) == nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// first returns when a message about name was first logged.
+func first(lines []logLine, msg, name string) time.Time {
+	for _, l := range lines {
+		if l.Message == msg && (l.Node["name"] == name || l.NodeClaim["name"] == name) {
+			return l.Time
+		}
+	}
+	return time.Time{}
+}
+
+func initialized(t testing.TB, n int) []v1.NodeClaim {
+	var claims []v1.NodeClaim
+	framework.Eventually(t, 2*time.Minute, fmt.Sprintf("%d initialized NodeClaim(s)", n), func() (bool, string) {
+		claims = framework.NodeClaims(t)
+		ready := 0
+		for _, nc := range claims {
+			if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
+				ready++
+			}
+		}
+		return ready == n && len(claims) == n, fmt.Sprintf("%d of %d", ready, len(claims))
+	})
+	return claims
+}
+
+// TestGuide03ScaleDown is the guides' walkthrough: five inflate pods on a
+// c6a.2xlarge, scaled to one, end on the cheapest node that fits one, in
+// order: replacement initialized, old node tainted, drained, deleted.
+func TestGuide03ScaleDown(t *testing.T) {
+	j := framework.StartJoiner(t, "DISRUPTION_POLL=2s")
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	manifest := strings.Replace(framework.ReadSeed(t, "03-scale-up-down.yaml"), "consolidateAfter: 1m", "consolidateAfter: 5s", 1)
+	framework.Kubectl(t, manifest, "apply", "-f", "-")
+	old := initialized(t, 1)[0]
+	if old.Labels[corev1.LabelInstanceTypeStable] != "c6a.2xlarge" {
+		t.Fatalf("scale-up made %s", old.Labels[corev1.LabelInstanceTypeStable])
+	}
+	framework.Kubectl(t, "", "scale", "deployment/inflate", "--replicas=1")
+	var repl v1.NodeClaim
+	framework.Eventually(t, 2*time.Minute, "the old node replaced and the pod running on the new one", func() (bool, string) {
+		claims := framework.NodeClaims(t)
+		n, nodes := framework.Running(t, map[string]string{"app": "inflate"})
+		if len(claims) != 1 || claims[0].Name == old.Name || n != 1 || nodes[claims[0].Status.NodeName] != 1 {
+			return false, fmt.Sprintf("%d claims, %d running on %v", len(claims), n, nodes)
+		}
+		repl = claims[0]
+		return true, ""
+	})
+	// The cheapest node for one 1-cpu pod in the pool is a c6a.large.
+	if typ := repl.Labels[corev1.LabelInstanceTypeStable]; typ != "c6a.large" {
+		t.Errorf("replacement is %s, want c6a.large", typ)
+	}
+	lines := parse(j.Logs())
+	ready, tainted := first(lines, "initialized nodeclaim", repl.Name), first(lines, "tainted node", old.Status.NodeName)
+	deletedNode, deletedClaim := first(lines, "deleted node", old.Status.NodeName), first(lines, "deleted nodeclaim", old.Name)
+	if ready.IsZero() || tainted.IsZero() || deletedNode.IsZero() || deletedClaim.IsZero() ||
+		!ready.Before(tainted) || !tainted.Before(deletedNode) || deletedClaim.Before(deletedNode) {
+		t.Errorf("order: replacement initialized %v, old tainted %v, node deleted %v, nodeclaim deleted %v", ready, tainted, deletedNode, deletedClaim)
+	}
+	if !strings.Contains(j.Logs(), "disrupting nodeclaim(s) via replace, terminating 1 nodes (1 pods) "+old.Status.NodeName+"/c6a.2xlarge/on-demand and replacing with on-demand node from types c6a.large") {
+		t.Errorf("no Karpenter-style decision log")
+	}
+	out := framework.Kubectl(t, "", "get", "events", "-n", "default", "--field-selector", "reason=Evicted", "-o", "custom-columns=MSG:.message")
+	if !strings.Contains(out, old.Status.NodeName) {
+		t.Errorf("no eviction event for the old node: %s", out)
+	}
+}
+
+func TestEmptinessAndProtection(t *testing.T) {
+	framework.StartJoiner(t, "DISRUPTION_POLL=2s")
+	pool := func(policy, after, budget string) string {
+		return strings.Replace(framework.PoolAndClass, "  template:\n",
+			fmt.Sprintf("  disruption: {consolidationPolicy: %s, consolidateAfter: %s, budgets: [{nodes: %q}]}\n  template:\n", policy, after, budget), 1)
+	}
+	cases := []struct {
+		name     string
+		pool     string
+		workload string
+		// scaleTo is the replica count after the node is up.
+		scaleTo int
+		// want: "removed" (no NodeClaim left), "kept" (the original stays),
+		// or "replaced" (a different NodeClaim).
+		want      string
+		wantEvent string
+	}{
+		{name: "an empty node is removed", pool: pool("WhenEmptyOrUnderutilized", "5s", "10%"),
+			workload: framework.Deployment("web", 2, "1", "1Gi", ""), scaleTo: 0, want: "removed"},
+		{name: "WhenEmpty never touches a node with pods", pool: pool("WhenEmpty", "5s", "10%"),
+			workload: framework.Deployment("web", 3, "1", "1Gi", ""), scaleTo: 1, want: "kept", wantEvent: "consolidationPolicy is WhenEmpty"},
+		{name: "WhenEmpty removes the empty node", pool: pool("WhenEmpty", "5s", "10%"),
+			workload: framework.Deployment("web", 2, "1", "1Gi", ""), scaleTo: 0, want: "removed"},
+		{name: "consolidateAfter Never keeps an empty node", pool: pool("WhenEmptyOrUnderutilized", "Never", "10%"),
+			workload: framework.Deployment("web", 2, "1", "1Gi", ""), scaleTo: 0, want: "kept"},
+		{name: "a zero budget blocks consolidation", pool: pool("WhenEmptyOrUnderutilized", "5s", "0"),
+			workload: framework.Deployment("web", 3, "1", "1Gi", ""), scaleTo: 1, want: "kept", wantEvent: "disruption budget"},
+		{name: "do-not-disrupt on a pod blocks consolidation", pool: pool("WhenEmptyOrUnderutilized", "5s", "10%"),
+			workload: strings.Replace(framework.Deployment("web", 3, "1", "1Gi", ""), "metadata: {labels: {app: web}}", "metadata: {labels: {app: web}, annotations: {karpenter.sh/do-not-disrupt: \"true\"}}", 1),
+			scaleTo:  1, want: "kept", wantEvent: "has \"karpenter.sh/do-not-disrupt: true\""},
+		{name: "a PDB allowing no eviction keeps the node", pool: pool("WhenEmptyOrUnderutilized", "5s", "10%"),
+			workload: framework.Deployment("web", 3, "1", "1Gi", "") + `---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec:
+  maxUnavailable: 0
+  selector: {matchLabels: {app: web}}
+`, scaleTo: 1, want: "kept", wantEvent: "PDB default/web blocks the eviction of pod"},
+		{name: "without protection the same node is replaced", pool: pool("WhenEmptyOrUnderutilized", "5s", "10%"),
+			workload: framework.Deployment("web", 3, "1", "1Gi", ""), scaleTo: 1, want: "replaced"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Cleanup(func() { framework.ResetCluster(t) })
+			framework.Kubectl(t, tc.pool, "apply", "-f", "-")
+			framework.Kubectl(t, tc.workload, "apply", "-f", "-")
+			old := initialized(t, 1)[0]
+			framework.Eventually(t, time.Minute, "pods running", func() (bool, string) {
+				n, _ := framework.Running(t, map[string]string{"app": "web"})
+				return n > 0, fmt.Sprint(n)
+			})
+			framework.Kubectl(t, "", "scale", "deployment/web", fmt.Sprintf("--replicas=%d", tc.scaleTo))
+			switch tc.want {
+			case "removed":
+				framework.Eventually(t, time.Minute, "the node removed", func() (bool, string) {
+					n := len(framework.NodeClaims(t))
+					return n == 0, fmt.Sprint(n)
+				})
+			case "replaced":
+				framework.Eventually(t, 2*time.Minute, "the node replaced", func() (bool, string) {
+					claims := framework.NodeClaims(t)
+					return len(claims) == 1 && claims[0].Name != old.Name, fmt.Sprint(len(claims))
+				})
+			case "kept":
+				if tc.wantEvent != "" {
+					framework.Eventually(t, time.Minute, "an event saying why", func() (bool, string) {
+						out := framework.Kubectl(t, "", "get", "events", "-A", "--field-selector", "reason=DisruptionBlocked", "-o", "custom-columns=MSG:.message")
+						return strings.Contains(out, tc.wantEvent), framework.TailLines(out, 3)
+					})
+				}
+				time.Sleep(12 * time.Second)
+				claims := framework.NodeClaims(t)
+				if len(claims) != 1 || claims[0].Name != old.Name {
+					t.Fatalf("the node was disrupted: %d claims", len(claims))
+				}
+			}
+		})
+	}
+}
+
+func TestDriftReplaces(t *testing.T) {
+	framework.StartJoiner(t, "DISRUPTION_POLL=2s")
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	framework.Kubectl(t, pool("Never", "720h"), "apply", "-f", "-")
+	framework.Kubectl(t, framework.Deployment("web", 2, "500m", "512Mi", ""), "apply", "-f", "-")
+	old := initialized(t, 1)[0]
+	framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"team":"payments"}}}}}`)
+	framework.Eventually(t, 2*time.Minute, "the drifted node replaced, pods running on a node with the new label", func() (bool, string) {
+		claims := framework.NodeClaims(t)
+		n, _ := framework.Running(t, map[string]string{"app": "web"})
+		return len(claims) == 1 && claims[0].Name != old.Name && claims[0].Labels["team"] == "payments" && n == 2, fmt.Sprintf("%d claims, %d running", len(claims), n)
+	})
+}
