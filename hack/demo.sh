@@ -49,6 +49,28 @@ grep -E '"message":"(found provisionable pod\(s\)|computed new nodeclaim\(s\) to
 step "The same plan, offline: joiner plan -f test/testdata/seed-manifests/03-scale-up-down.yaml"
 ./bin/joiner plan -f test/testdata/seed-manifests/03-scale-up-down.yaml
 
+step "Scale down: kubectl scale deployment/inflate --replicas 1"
+echo "(the demo shortens the guide's consolidateAfter from 1m to 10s so you need not wait)"
+kubectl patch nodepool default --type=merge -p '{"spec":{"disruption":{"consolidateAfter":"10s"}}}' >/dev/null
+old=$(kubectl get nodeclaims -o jsonpath='{.items[0].metadata.name}')
+kubectl scale deployment/inflate --replicas 1
+for i in $(seq 1 120); do
+  now=$(kubectl get nodeclaims -o jsonpath='{.items[*].metadata.name}')
+  running=$(kubectl get pods -l app=inflate --field-selector=status.phase=Running --no-headers 2>/dev/null | wc -l)
+  if [ -n "$now" ] && [ "$now" != "$old" ] && [ "$(echo "$now" | wc -w)" -eq 1 ] && [ "$running" -eq 1 ]; then break; fi
+  sleep 1
+done
+
+step "Joiner replaced the node with a cheaper one"
+grep -E '"message":"(disrupting nodeclaim|tainted node|deleted node|deleted nodeclaim)' "$state/joiner.log" \
+  | sed -E 's/.*"message":"([^"]*)".*/  \1/' | uniq
+
+step "kubectl get nodeclaims"
+kubectl get nodeclaims
+
+step "kubectl get pods -o wide"
+kubectl get pods -o wide
+
 cat <<MSG
 
 The control plane and Joiner keep running. Try it yourself:
