@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -32,6 +33,7 @@ type Controller struct {
 	Client        client.Client
 	CloudProvider cloudprovider.CloudProvider
 	Recorder      record.EventRecorder
+	Clock         clock.Clock
 }
 
 // Register adds the controller to the manager.
@@ -66,7 +68,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		logger.Info("tainted node", "taint.Key", v1.DisruptedNoScheduleTaint.Key, "taint.Value", "", "taint.Effect", string(v1.DisruptedNoScheduleTaint.Effect))
 	}
-	remaining, err := c.drain(ctx, node)
+	var deadline *time.Time
+	if nc != nil {
+		if ts, err := time.Parse(time.RFC3339, nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp]); err == nil {
+			deadline = &ts
+		}
+	}
+	remaining, err := c.drain(ctx, node, nc, deadline)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -113,7 +121,7 @@ func hasTaint(node *corev1.Node, t corev1.Taint) bool {
 // drain evicts the pods that must leave and returns how many are left.
 // DaemonSet pods, mirror pods and pods that tolerate the disrupted taint stay;
 // they go with the node.
-func (c *Controller) drain(ctx context.Context, node *corev1.Node) (int, error) {
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *v1.NodeClaim, deadline *time.Time) (int, error) {
 	var pods corev1.PodList
 	if err := c.Client.List(ctx, &pods, client.MatchingFields{NodeNameIndex: node.Name}); err != nil {
 		return 0, err
@@ -126,6 +134,33 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node) (int, error) 
 		}
 		remaining++
 		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		// Near the deadline, delete the pod so its own grace period ends by
+		// the deadline, whatever PDBs and do-not-disrupt say.
+		if deadline != nil {
+			grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+			if pod.Spec.TerminationGracePeriodSeconds != nil {
+				grace = *pod.Spec.TerminationGracePeriodSeconds
+			}
+			left := deadline.Sub(c.Clock.Now())
+			if left <= time.Duration(grace)*time.Second {
+				g := int64(left.Seconds())
+				if g < 1 {
+					g = 1
+				}
+				if err := c.Client.Delete(ctx, pod, client.GracePeriodSeconds(g)); client.IgnoreNotFound(err) != nil {
+					return remaining, err
+				}
+				if nc != nil {
+					c.Recorder.Event(nc, corev1.EventTypeWarning, "TerminationGracePeriodExpiring",
+						fmt.Sprintf("Deleted pod %s/%s with a %ds grace period: the node's terminationGracePeriod ends at %s", pod.Namespace, pod.Name, g, deadline.Format(time.RFC3339)))
+				}
+				continue
+			}
+		}
+		// do-not-disrupt pods wait for the deadline; without one the drain waits for them.
+		if pod.Annotations[v1.AnnotationDoNotDisrupt] == "true" {
 			continue
 		}
 		err := c.Client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}})

@@ -346,6 +346,18 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
 	}
+	// The drain's deadline: deletion plus terminationGracePeriod. Past it,
+	// PDBs and do-not-disrupt no longer hold the node.
+	if tgp := nc.Spec.TerminationGracePeriod; tgp != nil && nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp] == "" {
+		stored := nc.DeepCopy()
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp] = nc.DeletionTimestamp.Add(tgp.Duration).UTC().Format(time.RFC3339)
+		if err := c.Client.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
 	if nc.Status.ProviderID != "" {
 		node, err := c.nodeFor(ctx, nc)
 		if err != nil {

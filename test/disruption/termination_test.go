@@ -1,0 +1,124 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joiner-autoscaler/joiner/test/framework"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func withTGP(tgp string) string {
+	p := pool("Never", "720h")
+	if tgp == "" {
+		return p
+	}
+	return strings.Replace(p, "      expireAfter:", "      terminationGracePeriod: "+tgp+"\n      expireAfter:", 1)
+}
+
+func exists(t testing.TB, name string) bool {
+	for _, nc := range framework.NodeClaims(t) {
+		if nc.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDrain deletes a NodeClaim whose pods resist eviction and checks that
+// the drain waits for them, and that terminationGracePeriod ends the wait.
+func TestDrain(t *testing.T) {
+	framework.StartJoiner(t, "DISRUPTION_POLL=2s")
+	cases := []struct {
+		name, tgp, workload string
+		// wantGone: the node must go (forced at the deadline); otherwise it
+		// must still be there after a while.
+		wantGone bool
+	}{
+		{name: "a PDB allowing no eviction holds the drain", workload: framework.Deployment("web", 1, "500m", "512Mi", "      terminationGracePeriodSeconds: 0\n") + pdb("maxUnavailable: 0")},
+		{name: "terminationGracePeriod forces the drain past the PDB", tgp: "10s", wantGone: true, workload: framework.Deployment("web", 1, "500m", "512Mi", "      terminationGracePeriodSeconds: 0\n") + pdb("maxUnavailable: 0")},
+		{name: "do-not-disrupt holds the drain", workload: doNotDisrupt(framework.Deployment("web", 1, "500m", "512Mi", "      terminationGracePeriodSeconds: 0\n"))},
+		{name: "terminationGracePeriod forces the drain past do-not-disrupt", tgp: "10s", wantGone: true, workload: doNotDisrupt(framework.Deployment("web", 1, "500m", "512Mi", "      terminationGracePeriodSeconds: 0\n"))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Cleanup(func() { framework.ResetCluster(t) })
+			framework.Kubectl(t, withTGP(tc.tgp), "apply", "-f", "-")
+			// Pods are deleted at the deadline less their own grace period;
+			// with none, exactly at the deadline.
+			framework.Kubectl(t, tc.workload, "apply", "-f", "-")
+			nc := initialized(t, 1)[0]
+			framework.Eventually(t, time.Minute, "the pod running", func() (bool, string) {
+				n, _ := framework.Running(t, map[string]string{"app": "web"})
+				return n == 1, fmt.Sprint(n)
+			})
+			framework.Kubectl(t, "", "delete", "nodeclaim", nc.Name, "--wait=false")
+			time.Sleep(4 * time.Second)
+			if !exists(t, nc.Name) {
+				t.Fatalf("the node went before its pod could be evicted")
+			}
+			if !tc.wantGone {
+				time.Sleep(10 * time.Second)
+				if !exists(t, nc.Name) {
+					t.Fatalf("the node went although its pod may not be evicted")
+				}
+				return
+			}
+			framework.Eventually(t, time.Minute, "the drain forced at the deadline", func() (bool, string) {
+				return !exists(t, nc.Name), "still there"
+			})
+			out := framework.Kubectl(t, "", "get", "events", "-A", "--field-selector", "reason=TerminationGracePeriodExpiring", "-o", "custom-columns=MSG:.message")
+			if !strings.Contains(out, "terminationGracePeriod ends at") {
+				t.Errorf("no TerminationGracePeriodExpiring event: %s", out)
+			}
+		})
+	}
+}
+
+// TestPDBHonouredThroughoutDrain drains a node whose four pods allow one
+// eviction at a time and checks the budget is never overrun.
+func TestPDBHonouredThroughoutDrain(t *testing.T) {
+	framework.StartJoiner(t, "DISRUPTION_POLL=2s")
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	framework.Kubectl(t, pool("Never", "720h"), "apply", "-f", "-")
+	framework.Kubectl(t, framework.Deployment("web", 4, "250m", "256Mi", "")+pdb("maxUnavailable: 1"), "apply", "-f", "-")
+	nc := initialized(t, 1)[0]
+	framework.Eventually(t, time.Minute, "4 pods running", func() (bool, string) {
+		n, _ := framework.Running(t, map[string]string{"app": "web"})
+		return n == 4, fmt.Sprint(n)
+	})
+	framework.Kubectl(t, "", "delete", "nodeclaim", nc.Name, "--wait=false")
+	deadline := time.Now().Add(3 * time.Minute)
+	minHealthy := 4
+	for exists(t, nc.Name) && time.Now().Before(deadline) {
+		var p policyv1.PodDisruptionBudget
+		if err := framework.Kube.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "web"}, &p); err == nil && p.Status.ObservedGeneration > 0 {
+			if int(p.Status.CurrentHealthy) < minHealthy {
+				minHealthy = int(p.Status.CurrentHealthy)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if exists(t, nc.Name) {
+		t.Fatalf("the drain did not finish")
+	}
+	if minHealthy < 3 {
+		t.Fatalf("the PDB allows 1 unavailable, but only %d of 4 pods were healthy during the drain", minHealthy)
+	}
+	framework.Eventually(t, time.Minute, "all 4 pods running again", func() (bool, string) {
+		n, _ := framework.Running(t, map[string]string{"app": "web"})
+		return n == 4, fmt.Sprint(n)
+	})
+}
+
+func pdb(spec string) string {
+	return "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web}\nspec:\n  " + spec + "\n  selector: {matchLabels: {app: web}}\n"
+}
+
+func doNotDisrupt(deployment string) string {
+	return strings.Replace(deployment, "metadata: {labels: {app: web}}", "metadata: {labels: {app: web}, annotations: {karpenter.sh/do-not-disrupt: \"true\"}}", 1)
+}
