@@ -1,0 +1,121 @@
+package disruption
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/joiner-autoscaler/joiner/test/framework"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// budgetPool is the test pool with consolidateAfter 5s and the given budgets.
+func budgetPool(budgets string) string {
+	return strings.Replace(framework.PoolAndClass, "  template:\n",
+		"  disruption: {consolidateAfter: 5s, budgets: "+budgets+"}\n  template:\n", 1)
+}
+
+// apart is n pods that each need a node of their own.
+func apart(n int) string {
+	return framework.Deployment("web", n, "250m", "256Mi", `      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}
+`)
+}
+
+func TestBudgets(t *testing.T) {
+	now := time.Now().UTC()
+	inWindow := fmt.Sprintf("%d %d * * *", now.Add(-time.Minute).Minute(), now.Add(-time.Minute).Hour())
+	later := now.Add(3 * time.Hour)
+	outOfWindow := fmt.Sprintf("%d %d * * *", later.Minute(), later.Hour())
+	cases := []struct {
+		name    string
+		budgets string
+		// drift patches the NodePool so its nodes drift instead of emptying them.
+		drift bool
+		// wantFirst is the first decision's log fragment, or "" when none may come.
+		wantFirst string
+	}{
+		{name: "a percentage limits how many go at once", budgets: `[{nodes: "50%"}]`, wantFirst: "via delete, terminating 2 nodes"},
+		{name: "a count limits how many go at once", budgets: `[{nodes: "1"}]`, wantFirst: "via delete, terminating 1 nodes"},
+		{name: "inside a schedule window the budget holds", budgets: fmt.Sprintf(`[{nodes: "0", schedule: %q, duration: 30m}]`, inWindow)},
+		{name: "outside the window it does not", budgets: fmt.Sprintf(`[{nodes: "0", schedule: %q, duration: 30m}]`, outOfWindow), wantFirst: "via delete, terminating 4 nodes"},
+		{name: "a Drifted budget stops drift", budgets: `[{nodes: "0", reasons: [Drifted]}]`, drift: true},
+		{name: "a Drifted budget leaves emptiness alone", budgets: `[{nodes: "0", reasons: [Drifted]}]`, wantFirst: "via delete, terminating 4 nodes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := framework.StartJoiner(t, "DISRUPTION_POLL=2s")
+			t.Cleanup(func() { framework.ResetCluster(t) })
+			framework.Kubectl(t, budgetPool(tc.budgets), "apply", "-f", "-")
+			framework.Kubectl(t, apart(4), "apply", "-f", "-")
+			initialized(t, 4)
+			if tc.drift {
+				framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"team":"payments"}}}}}`)
+			} else {
+				framework.Kubectl(t, "", "scale", "deployment/web", "--replicas=0")
+			}
+			if tc.wantFirst == "" {
+				time.Sleep(15 * time.Second)
+				if n := len(framework.NodeClaims(t)); n != 4 || strings.Contains(j.Logs(), "disrupting nodeclaim") {
+					t.Fatalf("%d nodeclaims left; the budget allowed a disruption", n)
+				}
+				return
+			}
+			framework.Eventually(t, time.Minute, "a decision", func() (bool, string) {
+				return strings.Contains(j.Logs(), "disrupting nodeclaim"), ""
+			})
+			for _, line := range strings.Split(j.Logs(), "\n") {
+				if strings.Contains(line, "disrupting nodeclaim") {
+					if !strings.Contains(line, tc.wantFirst) {
+						t.Fatalf("first decision %s, want %q", line, tc.wantFirst)
+					}
+					break
+				}
+			}
+		})
+	}
+}
+
+// TestRestartDuringReplacement kills the controller while a replacement
+// launches and checks the cluster ends clean: one right-sized node, the pod
+// running, no node without a NodeClaim and no NodeClaim stuck deleting.
+func TestRestartDuringReplacement(t *testing.T) {
+	first := framework.StartJoiner(t, "DISRUPTION_POLL=2s", "KWOK_LAUNCH_DELAY=5s")
+	manifest := strings.Replace(framework.ReadSeed(t, "03-scale-up-down.yaml"), "consolidateAfter: 1m", "consolidateAfter: 5s", 1)
+	framework.Kubectl(t, manifest, "apply", "-f", "-")
+	initialized(t, 1)
+	framework.Kubectl(t, "", "scale", "deployment/inflate", "--replicas=1")
+	framework.Eventually(t, 2*time.Minute, "a replacement being launched", func() (bool, string) {
+		return len(framework.NodeClaims(t)) == 2, fmt.Sprint(len(framework.NodeClaims(t)))
+	})
+	first.Stop(syscall.SIGKILL)
+	framework.StartJoiner(t, "DISRUPTION_POLL=2s", "KWOK_LAUNCH_DELAY=5s")
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	framework.Eventually(t, 3*time.Minute, "one c6a.large left with the pod running", func() (bool, string) {
+		claims := framework.NodeClaims(t)
+		n, nodes := framework.Running(t, map[string]string{"app": "inflate"})
+		if len(claims) != 1 || n != 1 {
+			return false, fmt.Sprintf("%d claims, %d running on %v", len(claims), n, nodes)
+		}
+		return claims[0].Labels[corev1.LabelInstanceTypeStable] == "c6a.large" && claims[0].DeletionTimestamp == nil && nodes[claims[0].Status.NodeName] == 1,
+			claims[0].Labels[corev1.LabelInstanceTypeStable]
+	})
+	var nodes corev1.NodeList
+	if err := framework.Kube.List(t.Context(), &nodes, client.MatchingLabels{"joiner.sh/kwok-instance": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	claims := framework.NodeClaims(t)
+	if len(nodes.Items) != 1 || nodes.Items[0].Spec.ProviderID != claims[0].Status.ProviderID {
+		t.Fatalf("%d kwok nodes for 1 nodeclaim", len(nodes.Items))
+	}
+	for _, taint := range nodes.Items[0].Spec.Taints {
+		if taint.Key == "karpenter.sh/disrupted" {
+			t.Fatalf("the surviving node is still tainted disrupted")
+		}
+	}
+}
