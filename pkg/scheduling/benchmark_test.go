@@ -96,7 +96,11 @@ func BenchmarkDiversePods(b *testing.B) {
 			b.ReportMetric(float64(count)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 			b.ReportMetric(float64(len(plan.NewNodeClaims)), "nodes")
 			b.ReportMetric(plan.TotalPrice(), "$/h")
-			b.ReportMetric(plan.TotalPrice()/lowerBound(b, snap), "lp-ratio")
+			bound, err := LowerBound(snap)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(plan.TotalPrice()/bound, "lp-ratio")
 		})
 	}
 }

@@ -5,55 +5,8 @@ import (
 	"testing"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/lpbound"
 	corev1 "k8s.io/api/core/v1"
 )
-
-// lowerBound is the LP relaxation's optimum for the snapshot's pods: every
-// (NodePool, instance type) pair is a kind priced at its cheapest offering
-// the pool allows; pods of one shape may use the kinds they fit and may run
-// on. Topology constraints are relaxed away, so the bound holds for them too.
-func lowerBound(tb testing.TB, snap Snapshot) float64 {
-	tb.Helper()
-	s := &solver{opts: Options{}.withDefaults(), topo: newTopology(), plan: &Plan{Existing: map[string]string{}}}
-	s.knownKeys = knownLabelKeys(snap.NodePools)
-	s.buildPools(snap)
-	s.buildGroups(snap)
-	var kinds []lpbound.Kind
-	kindOf := map[*itype]int{}
-	for _, p := range s.pools {
-		for _, t := range p.types {
-			free := t.alloc.Sub(p.overhead)
-			kindOf[t] = len(kinds)
-			kinds = append(kinds, lpbound.Kind{Name: p.name + "/" + t.it.Name, Price: t.price,
-				Capacity: []float64{float64(free.CPU), float64(free.Memory), float64(free.Pods)}})
-		}
-	}
-	var shapes []lpbound.Shape
-	for _, g := range s.groups {
-		if g.err != nil {
-			continue
-		}
-		sh := lpbound.Shape{Name: fmt.Sprint(g.id), Count: float64(len(g.pods)),
-			Request: []float64{float64(g.requests.CPU), float64(g.requests.Memory), float64(g.requests.Pods)}}
-		for _, p := range s.pools {
-			if !s.groupPoolCompatible(g, p) {
-				continue
-			}
-			for _, t := range p.types {
-				if s.groupTypeCompatible(g, p, t) && g.requests.Fits(t.alloc.Sub(p.overhead)) {
-					sh.Kinds = append(sh.Kinds, kindOf[t])
-				}
-			}
-		}
-		shapes = append(shapes, sh)
-	}
-	res, err := lpbound.Bound(kinds, shapes)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return res.Cost
-}
 
 type workload struct {
 	name  string
@@ -120,7 +73,10 @@ func BenchmarkCostVsLPBound(b *testing.B) {
 			if len(plan.Unschedulable) > 0 {
 				b.Fatalf("%d unschedulable: %s", len(plan.Unschedulable), plan.Unschedulable[0].Reason)
 			}
-			bound := lowerBound(b, snap)
+			bound, err := LowerBound(snap)
+			if err != nil {
+				b.Fatal(err)
+			}
 			b.ReportMetric(plan.TotalPrice(), "$/h")
 			b.ReportMetric(bound, "lp$/h")
 			b.ReportMetric(plan.TotalPrice()/bound, "ratio")
