@@ -3,7 +3,6 @@ package disruption
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -79,7 +78,7 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		c       Candidate
 		removal scheduling.Removal
 	}
-	var empty, deletable, replaceable, movable []eval
+	var empty, deletable, replaceable []eval
 	for _, c := range cands {
 		if c.Blocked != "" {
 			d.Skipped[c.Node] = c.Blocked
@@ -91,9 +90,6 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			continue
 		}
 		policy := opts.Policy[c.NodePool]
-		if r.Moved > 0 && len(r.Unschedulable) == 0 && policy != v1.ConsolidationPolicyWhenEmpty {
-			movable = append(movable, eval{c, r})
-		}
 		switch {
 		case r.Moved == 0:
 			empty = append(empty, eval{c, r})
@@ -167,39 +163,6 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		d.Commands = append(d.Commands, del)
 	}
 
-	// Several half-used nodes often pay off only together: replace a set of
-	// them with one cheaper node when some prefix of the candidates, taken
-	// in a couple of orders, fits one node.
-	taken := map[string]bool{}
-	for _, cmd := range d.Commands {
-		for _, cand := range cmd.Candidates {
-			taken[cand.Node] = true
-		}
-	}
-	var free []movableCandidate
-	for _, e := range movable {
-		if !taken[e.c.Node] {
-			free = append(free, movableCandidate{e.c, e.removal})
-		}
-	}
-	if cmd, ok := multiReplace(cluster, free, allowed, d.Skipped); ok {
-		d.Commands = append(d.Commands, cmd)
-		for _, cand := range cmd.Candidates {
-			delete(d.Skipped, cand.Node)
-		}
-		chosen := map[string]bool{}
-		for _, cand := range cmd.Candidates {
-			chosen[cand.Node] = true
-		}
-		kept := replaceable[:0]
-		for _, e := range replaceable {
-			if !chosen[e.c.Node] {
-				kept = append(kept, e)
-			}
-		}
-		replaceable = kept
-	}
-
 	sort.SliceStable(replaceable, func(i, j int) bool {
 		return replaceable[i].c.Price-replaceable[i].removal.Replacements[0].Price() > replaceable[j].c.Price-replaceable[j].removal.Replacements[0].Price()
 	})
@@ -228,92 +191,4 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		d.Commands = append(d.Commands, cmd)
 	}
 	return d
-}
-
-type movableCandidate struct {
-	c Candidate
-	r scheduling.Removal
-}
-
-// maxMulti bounds how many nodes one multi-node replacement takes.
-const maxMulti = 20
-
-// multiReplace finds the set of candidates (a prefix of one of a few
-// orders, within one pool and its budget) whose pods fit on at most one new
-// node that costs less than all of them, with the largest savings.
-func multiReplace(cluster *scheduling.Cluster, cands []movableCandidate, allowed map[string]int, skipped map[string]string) (Command, bool) {
-	if len(cands) < 2 {
-		return Command{}, false
-	}
-	byPool := map[string][]movableCandidate{}
-	for _, mc := range cands {
-		if _, done := skipped[mc.c.Node]; done && !strings.HasPrefix(skipped[mc.c.Node], "no cheaper replacement") {
-			continue
-		}
-		byPool[mc.c.NodePool] = append(byPool[mc.c.NodePool], mc)
-	}
-	var best Command
-	found := false
-	pools := make([]string, 0, len(byPool))
-	for p := range byPool {
-		pools = append(pools, p)
-	}
-	sort.Strings(pools)
-	for _, pool := range pools {
-		group := byPool[pool]
-		orders := [][]movableCandidate{
-			sortedBy(group, func(a, b movableCandidate) bool { return a.c.Price < b.c.Price }),
-			sortedBy(group, func(a, b movableCandidate) bool { return a.r.Moved < b.r.Moved }),
-		}
-		limit := allowed[pool]
-		if limit > maxMulti {
-			limit = maxMulti
-		}
-		for _, order := range orders {
-			for k := 2; k <= len(order) && k <= limit; k++ {
-				names := make([]string, k)
-				total := 0.0
-				for i := 0; i < k; i++ {
-					names[i] = order[i].c.Node
-					total += order[i].c.Price
-				}
-				r, err := cluster.TryRemove(names...)
-				if err != nil || len(r.Unschedulable) > 0 || len(r.Replacements) > 1 {
-					continue
-				}
-				savings := total
-				var repl *scheduling.NewNodeClaim
-				if len(r.Replacements) == 1 {
-					repl = r.Replacements[0]
-					savings -= repl.Price()
-				}
-				if savings > 1e-9 && (!found || savings > best.Savings+1e-9) {
-					cs := make([]Candidate, k)
-					for i := 0; i < k; i++ {
-						cs[i] = order[i].c
-					}
-					best = Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: cs, Replacement: repl, Savings: savings}
-					found = true
-				}
-			}
-		}
-	}
-	if !found {
-		return Command{}, false
-	}
-	names := make([]string, len(best.Candidates))
-	for i, c := range best.Candidates {
-		names[i] = c.Node
-	}
-	if _, err := cluster.Remove(names...); err != nil {
-		return Command{}, false
-	}
-	allowed[best.Candidates[0].NodePool] -= len(best.Candidates)
-	return best, true
-}
-
-func sortedBy(in []movableCandidate, less func(a, b movableCandidate) bool) []movableCandidate {
-	out := append([]movableCandidate{}, in...)
-	sort.SliceStable(out, func(i, j int) bool { return less(out[i], out[j]) })
-	return out
 }

@@ -1,0 +1,113 @@
+//go:build multinode
+
+// This acceptance test (1,000 pods scaled to 20%, within 1.15x the LP bound in
+// 10 minutes) does not pass yet: measured 1.172 without and 1.222 with a first
+// N-to-1 replacement. Run it with: go test -tags multinode -run MultiNode ./test/disruption/
+
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/test/framework"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// TestMultiNodeScaleDown scales a mixed workload of 1,000 pods down to 20%
+// and checks that consolidation brings the cluster's $/h within 1.15× the
+// LP lower bound of the remaining pods, within 10 minutes, without evicting
+// pods over and over.
+func TestMultiNodeScaleDown(t *testing.T) {
+	framework.StartJoiner(t, "DISRUPTION_POLL=5s")
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	poolYAML := strings.Replace(framework.PoolAndClass, "  template:\n", "  disruption: {consolidateAfter: 10s}\n  template:\n", 1)
+	framework.Kubectl(t, poolYAML, "apply", "-f", "-")
+	shapes := [][2]string{{"2", "1Gi"}, {"500m", "4Gi"}, {"1", "2Gi"}, {"250m", "256Mi"}}
+	for i, s := range shapes {
+		framework.Kubectl(t, framework.Deployment(fmt.Sprintf("load-%d", i), 250, s[0], s[1], ""), "apply", "-f", "-")
+	}
+	framework.Eventually(t, 5*time.Minute, "1,000 pods running", func() (bool, string) {
+		n := 0
+		for i := range shapes {
+			c, _ := framework.Running(t, map[string]string{"app": fmt.Sprintf("load-%d", i)})
+			n += c
+		}
+		return n == 1000, fmt.Sprint(n)
+	})
+	before := len(framework.NodeClaims(t))
+	for i := range shapes {
+		framework.Kubectl(t, "", "scale", fmt.Sprintf("deployment/load-%d", i), "--replicas=50")
+	}
+	its, err := catalog.InstanceTypes(catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var np v1.NodePool
+	if err := yaml.Unmarshal([]byte(strings.SplitN(poolYAML, "---", 2)[1]), &np); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var ratio, price, bound float64
+	framework.Eventually(t, 10*time.Minute, "the cluster within 1.15x the LP bound", func() (bool, string) {
+		var pods corev1.PodList
+		if err := framework.Kube.List(context.Background(), &pods, client.InNamespace("default")); err != nil {
+			return false, err.Error()
+		}
+		var remaining []*corev1.Pod
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if strings.HasPrefix(p.Name, "load-") && p.DeletionTimestamp == nil {
+				c := p.DeepCopy()
+				c.Spec.NodeName = ""
+				remaining = append(remaining, c)
+			}
+		}
+		if len(remaining) != 200 {
+			return false, fmt.Sprintf("%d pods", len(remaining))
+		}
+		bound, err = scheduling.LowerBound(scheduling.Snapshot{Pods: remaining, NodePools: []scheduling.NodePool{{NodePool: &np, InstanceTypes: its}}})
+		if err != nil {
+			return false, err.Error()
+		}
+		price = clusterPrice(framework.NodeClaims(t), its)
+		ratio = price / bound
+		return ratio <= 1.15, fmt.Sprintf("$%.3f/h against a bound of $%.3f/h: %.3f", price, bound, ratio)
+	})
+	out := framework.Kubectl(t, "", "get", "events", "-n", "default", "--field-selector", "reason=Evicted", "--no-headers")
+	evictions := len(strings.Split(strings.TrimSpace(out), "\n"))
+	if strings.TrimSpace(out) == "" {
+		evictions = 0
+	}
+	t.Logf("1,000 pods on %d nodes scaled to 200: $%.3f/h, %.3fx the LP bound of $%.3f/h, after %s on %d nodes; %d evictions",
+		before, price, ratio, bound, time.Since(start).Round(time.Second), len(framework.NodeClaims(t)), evictions)
+	if evictions > 2*200 {
+		t.Errorf("%d evictions for 200 pods: more than two per pod", evictions)
+	}
+}
+
+func clusterPrice(claims []v1.NodeClaim, its []*cloudprovider.InstanceType) float64 {
+	total := 0.0
+	for _, nc := range claims {
+		for _, it := range its {
+			if it.Name != nc.Labels[corev1.LabelInstanceTypeStable] {
+				continue
+			}
+			for _, o := range it.Offerings {
+				if o.Zone == nc.Labels[corev1.LabelTopologyZone] && o.CapacityType == nc.Labels[v1.LabelCapacityType] {
+					total += o.Price
+				}
+			}
+		}
+	}
+	return total
+}
