@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -26,7 +27,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -445,24 +445,8 @@ func (c *Controller) createReplacement(ctx context.Context, r *scheduling.NewNod
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: r.NodePool}, &np); err != nil {
 		return nil, err
 	}
-	t := np.Spec.Template
-	lbls := map[string]string{v1.LabelNodePool: np.Name}
-	for k, v := range t.Labels {
-		lbls[k] = v
-	}
-	lbls[t.Spec.NodeClassRef.Group+"/"+strings.ToLower(t.Spec.NodeClassRef.Kind)] = t.Spec.NodeClassRef.Name
-	ann := map[string]string{v1.AnnotationNodePoolHash: np.Hash(), v1.AnnotationNodePoolHashVersion: v1.NodePoolHashVersion}
-	for k, v := range t.Annotations {
-		ann[k] = v
-	}
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: np.Name + "-", Labels: lbls, Annotations: ann},
-		Spec: v1.NodeClaimSpec{Taints: t.Spec.Taints, StartupTaints: t.Spec.StartupTaints, Requirements: r.Requirements.NodeSelectorRequirements(),
-			Resources: v1.ResourceRequirements{Requests: r.Requests.ResourceList()}, NodeClassRef: t.Spec.NodeClassRef,
-			TerminationGracePeriod: t.Spec.TerminationGracePeriod, ExpireAfter: t.Spec.ExpireAfter},
-	}
-	controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
-	if err := controllerutil.SetOwnerReference(&np, nc, c.Client.Scheme(), controllerutil.WithBlockOwnerDeletion(true)); err != nil {
+	nc, err := provisioning.NewNodeClaim(&np, r, c.Client.Scheme())
+	if err != nil {
 		return nil, err
 	}
 	if err := c.Client.Create(ctx, nc); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -144,6 +145,33 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 }
 
 func (p *Provisioner) create(ctx context.Context, np *v1.NodePool, planned *scheduling.NewNodeClaim) (*v1.NodeClaim, error) {
+	nc, err := NewNodeClaim(np, planned, p.Client.Scheme())
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Client.Create(ctx, nc); err != nil {
+		return nil, err
+	}
+	metrics.NodeClaimsCreated.WithLabelValues("provisioned", np.Name).Inc()
+	var names []string
+	for _, it := range planned.InstanceTypes {
+		names = append(names, it.Name)
+	}
+	log.FromContext(ctx).Info("created nodeclaim",
+		"NodePool", map[string]string{"name": np.Name},
+		"NodeClaim", map[string]string{"name": nc.Name},
+		"requests", planned.Requests.ResourceList(),
+		"instance-types", firstN(names, 5))
+	return nc, nil
+}
+
+// NewNodeClaim builds the NodeClaim for a planned node of a NodePool, as
+// Karpenter does: the template's labels and annotations plus the NodePool
+// and NodeClass labels, the hash annotations, custom labels the pods asked
+// for through requirements, an owner reference to the NodePool that blocks
+// its deletion, and the termination finalizer. Provisioning and disruption
+// replacements both create NodeClaims this way.
+func NewNodeClaim(np *v1.NodePool, planned *scheduling.NewNodeClaim, scheme *runtime.Scheme) (*v1.NodeClaim, error) {
 	t := np.Spec.Template
 	labels := map[string]string{}
 	for k, v := range t.Labels {
@@ -152,7 +180,6 @@ func (p *Provisioner) create(ctx context.Context, np *v1.NodePool, planned *sche
 	labels[v1.LabelNodePool] = np.Name
 	ref := t.Spec.NodeClassRef
 	labels[ref.Group+"/"+strings.ToLower(ref.Kind)] = ref.Name
-	// Custom labels the pods asked for through requirements become node labels.
 	for k, r := range planned.Requirements {
 		if _, known := labels[k]; known || strings.Contains(k, "kubernetes.io/") || strings.HasPrefix(k, v1.Group) || strings.HasPrefix(k, awsv1.Group) {
 			continue
@@ -179,22 +206,9 @@ func (p *Provisioner) create(ctx context.Context, np *v1.NodePool, planned *sche
 		},
 	}
 	controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
-	if err := controllerutil.SetOwnerReference(np, nc, p.Client.Scheme(), controllerutil.WithBlockOwnerDeletion(true)); err != nil {
+	if err := controllerutil.SetOwnerReference(np, nc, scheme, controllerutil.WithBlockOwnerDeletion(true)); err != nil {
 		return nil, err
 	}
-	if err := p.Client.Create(ctx, nc); err != nil {
-		return nil, err
-	}
-	metrics.NodeClaimsCreated.WithLabelValues("provisioned", np.Name).Inc()
-	var names []string
-	for _, it := range planned.InstanceTypes {
-		names = append(names, it.Name)
-	}
-	log.FromContext(ctx).Info("created nodeclaim",
-		"NodePool", map[string]string{"name": np.Name},
-		"NodeClaim", map[string]string{"name": nc.Name},
-		"requests", planned.Requests.ResourceList(),
-		"instance-types", firstN(names, 5))
 	return nc, nil
 }
 
