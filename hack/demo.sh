@@ -17,9 +17,16 @@ state="$(dirname "$kubeconfig")"
 step "Starting Joiner (kwok provider: fake nodes priced from the embedded EC2 catalog)"
 go build -o bin/joiner ./cmd/joiner
 if [ -f "$state/joiner.pid" ]; then kill "$(cat "$state/joiner.pid")" 2>/dev/null || true; sleep 1; fi
-METRICS_PORT=18080 HEALTH_PROBE_PORT=18081 DISABLE_LEADER_ELECTION=true \
+# Random ports unless asked for, so a second cluster on the machine does not clash.
+METRICS_PORT="${JOINER_METRICS_PORT:-0}" HEALTH_PROBE_PORT="${JOINER_HEALTH_PORT:-0}" DISABLE_LEADER_ELECTION=true \
   setsid ./bin/joiner > "$state/joiner.log" 2>&1 < /dev/null &
 echo $! > "$state/joiner.pid"
+sleep 2
+if ! kill -0 "$(cat "$state/joiner.pid")" 2>/dev/null; then
+  echo "Joiner did not start:" >&2
+  tail -5 "$state/joiner.log" >&2
+  exit 1
+fi
 echo "logs: $state/joiner.log"
 
 step "kubectl apply -f test/testdata/seed-manifests/03-scale-up-down.yaml"
@@ -31,6 +38,11 @@ for i in $(seq 1 120); do
   [ "$running" -ge 5 ] && break
   sleep 1
 done
+if [ "$running" -lt 5 ]; then
+  echo "only $running of 5 pods run after 2 minutes; Joiner's log ends with:" >&2
+  tail -5 "$state/joiner.log" >&2
+  exit 1
+fi
 kubectl wait --for=condition=Ready nodeclaims --all --timeout=60s >/dev/null
 
 step "kubectl get nodepools,ec2nodeclasses"
