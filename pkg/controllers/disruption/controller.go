@@ -104,8 +104,30 @@ type candidateInfo struct {
 	drift bool
 }
 
+// PendingGrace is how long a newly pending pod pauses disruption. Capacity
+// launched for it looks empty until kube-scheduler binds it, and must not
+// be taken for an empty node; pods pending longer than this, which no
+// launch is coming for, do not hold disruption back.
+const PendingGrace = 2 * time.Minute
+
 // Reconcile makes one decision and carries it out.
 func (c *Controller) Reconcile(ctx context.Context) error {
+	var pods corev1.PodList
+	if err := c.Client.List(ctx, &pods); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !state.IsProvisionable(p) {
+			continue
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && c.Clock.Since(cond.LastTransitionTime.Time) < PendingGrace {
+				log.FromContext(ctx).V(1).Info("waiting for pending pods to schedule before disrupting", "Pod", map[string]string{"namespace": p.Namespace, "name": p.Name})
+				return nil
+			}
+		}
+	}
 	snap, _, err := c.Cluster.Snapshot(ctx, nil)
 	if err != nil {
 		return err
