@@ -1,6 +1,10 @@
 package v1
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // Well-known labels, annotations, finalizers and taints. Their values are part
 // of the API: users' selectors, DaemonSets and dashboards key on them.
@@ -44,3 +48,14 @@ const (
 	ConditionTypeNodeClassReady          = "NodeClassReady"
 	ConditionTypeNodeRegistrationHealthy = "NodeRegistrationHealthy"
 )
+
+// IsEphemeralTaint reports taints that other components remove once a node
+// is ready: scheduling looks past them on launching nodes, and a NodeClaim is
+// not Initialized while any remains.
+func IsEphemeralTaint(t corev1.Taint) bool {
+	switch t.Key {
+	case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, "node.cloudprovider.kubernetes.io/uninitialized", UnregisteredNoExecuteTaint.Key:
+		return true
+	}
+	return strings.HasPrefix(t.Key, "readiness.k8s.io/")
+}

@@ -300,15 +300,6 @@ func daemonOverhead(daemons []*corev1.Pod, p *pool) Resources {
 	return total
 }
 
-// ephemeralTaints go away on their own once a launching node is ready.
-func ephemeralTaint(t corev1.Taint) bool {
-	switch t.Key {
-	case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, "node.cloudprovider.kubernetes.io/uninitialized", v1.UnregisteredNoExecuteTaint.Key:
-		return true
-	}
-	return strings.HasPrefix(t.Key, "readiness.k8s.io/")
-}
-
 func (s *solver) buildExisting(nodes []*Node) {
 	for _, in := range nodes {
 		n := &node{name: in.Name, existing: true, deleting: in.MarkedForDeletion, requirements: LabelRequirements(in.Labels),
@@ -317,7 +308,7 @@ func (s *solver) buildExisting(nodes []*Node) {
 			if t.Key == v1.DisruptedNoScheduleTaint.Key {
 				n.deleting = true
 			}
-			if in.InFlight && ephemeralTaint(t) {
+			if in.InFlight && v1.IsEphemeralTaint(t) {
 				continue
 			}
 			n.taints = append(n.taints, t)

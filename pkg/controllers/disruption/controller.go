@@ -413,7 +413,7 @@ func (c *Controller) executeAll(ctx context.Context, cmd disruption.Command, rep
 		for _, it := range repl[0].InstanceTypes {
 			names = append(names, it.Name)
 		}
-		msg += fmt.Sprintf(" and replacing with %s node from types %s", repl[0].Offering.CapacityType, firstN(names, 5))
+		msg += fmt.Sprintf(" and replacing with %s node from types %s", repl[0].Offering.CapacityType, provisioning.FirstN(names, 5))
 	}
 	logger.Info(msg, "reason", strings.ToLower(string(cmd.Reason)), "savings", fmt.Sprintf("$%.4f/h", cmd.Savings))
 
@@ -589,11 +589,4 @@ func (c *Controller) untaint(ctx context.Context, node *corev1.Node) error {
 	}
 	fresh.Spec.Taints = kept
 	return c.Client.Patch(ctx, &fresh, client.MergeFrom(stored))
-}
-
-func firstN(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d other(s)", strings.Join(names[:n], ", "), len(names)-n)
 }

@@ -161,7 +161,7 @@ func (p *Provisioner) create(ctx context.Context, np *v1.NodePool, planned *sche
 		"NodePool", map[string]string{"name": np.Name},
 		"NodeClaim", map[string]string{"name": nc.Name},
 		"requests", planned.Requests.ResourceList(),
-		"instance-types", firstN(names, 5))
+		"instance-types", FirstN(names, 5))
 	return nc, nil
 }
 
@@ -212,8 +212,8 @@ func NewNodeClaim(np *v1.NodePool, planned *scheduling.NewNodeClaim, scheme *run
 	return nc, nil
 }
 
-// firstN lists up to n names and counts the rest, as Karpenter logs them.
-func firstN(names []string, n int) string {
+// FirstN lists up to n names and counts the rest, as Karpenter logs them.
+func FirstN(names []string, n int) string {
 	if len(names) <= n {
 		return strings.Join(names, ", ")
 	}
@@ -226,7 +226,7 @@ func podList(pods []*corev1.Pod) string {
 		names = append(names, p.Namespace+"/"+p.Name)
 	}
 	sort.Strings(names)
-	return firstN(names, 5)
+	return FirstN(names, 5)
 }
 
 // PodTrigger starts a batch when a pod becomes provisionable.

@@ -273,15 +273,6 @@ func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
 	return false
 }
 
-// ephemeralTaints are removed by other components once a node is ready.
-func ephemeral(t corev1.Taint) bool {
-	switch t.Key {
-	case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, "node.cloudprovider.kubernetes.io/uninitialized", v1.UnregisteredNoExecuteTaint.Key:
-		return true
-	}
-	return strings.HasPrefix(t.Key, "readiness.k8s.io/")
-}
-
 func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	node, err := c.nodeFor(ctx, nc)
 	if err != nil || node == nil {
@@ -303,7 +294,7 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 		}
 		if hasTaint(nc.Spec.StartupTaints, t) {
 			reason, message = "StartupTaintsExist", fmt.Sprintf("StartupTaint %q still exists", t.ToString())
-		} else if ephemeral(t) {
+		} else if v1.IsEphemeralTaint(t) {
 			reason, message = "KnownEphemeralTaintsExist", fmt.Sprintf("KnownEphemeralTaint %q still exists", t.ToString())
 		}
 	}
