@@ -115,17 +115,27 @@ func TestGuide03ScaleUp(t *testing.T) {
 			t.Errorf("node %s not Ready", node.Name)
 		}
 	}
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, m := range []string{`karpenter_nodeclaims_created_total{nodepool="default",reason="provisioned"} 1`, `karpenter_nodeclaims_initialized_total{nodepool="default"} 1`, "karpenter_provisioner_scheduling_duration_seconds_count"} {
-		if !strings.Contains(string(body), m) {
-			t.Errorf("metrics lack %s", m)
+	// Pods can run a moment before the NodeClaim is recorded as initialized.
+	framework.Eventually(t, 30*time.Second, "Karpenter's metrics", func() (bool, string) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+		if err != nil {
+			return false, err.Error()
 		}
-	}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, m := range []string{`karpenter_nodeclaims_created_total{nodepool="default",reason="provisioned"} 1`, `karpenter_nodeclaims_initialized_total{nodepool="default"} 1`, "karpenter_provisioner_scheduling_duration_seconds_count"} {
+			if !strings.Contains(string(body), m) {
+				var have []string
+				for _, l := range strings.Split(string(body), "\n") {
+					if strings.HasPrefix(l, "karpenter_nodeclaims") {
+						have = append(have, l)
+					}
+				}
+				return false, "metrics lack " + m + "; have " + strings.Join(have, " | ")
+			}
+		}
+		return true, ""
+	})
 	logs := j.Logs()
 	for _, msg := range []string{"found provisionable pod(s)", "computed new nodeclaim(s) to fit pod(s)", "created nodeclaim", "launched nodeclaim", "registered nodeclaim", "initialized nodeclaim"} {
 		if !strings.Contains(logs, `"message":"`+msg+`"`) {

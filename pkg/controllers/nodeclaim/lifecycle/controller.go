@@ -316,15 +316,23 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 		}
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	storedNode := node.DeepCopy()
-	node.Labels[v1.LabelNodeInitialized] = "true"
-	if err := c.Client.Patch(ctx, node, client.MergeFrom(storedNode)); err != nil {
-		return reconcile.Result{}, err
+	// The label marks a node an earlier pass initialized (this one may read a
+	// stale NodeClaim); such a node is counted and logged once only.
+	already := node.Labels[v1.LabelNodeInitialized] == "true"
+	if !already {
+		storedNode := node.DeepCopy()
+		node.Labels[v1.LabelNodeInitialized] = "true"
+		if err := c.Client.Patch(ctx, node, client.MergeFrom(storedNode)); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	stored := nc.DeepCopy()
 	c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "")
 	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
 		return reconcile.Result{}, err
+	}
+	if already {
+		return reconcile.Result{}, nil
 	}
 	metrics.NodeClaimsInitialized.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	log.FromContext(ctx).Info("initialized nodeclaim", "Node", map[string]string{"name": node.Name}, "allocatable", node.Status.Allocatable)
