@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -35,16 +36,23 @@ type Options struct {
 	Policy map[string]v1.ConsolidationPolicy
 	// SpotToSpot allows replacing a spot node with a cheaper spot node.
 	SpotToSpot bool
+	// Cautious allows only commands whose pods find room however
+	// kube-scheduler spreads them: set after a command left pods pending.
+	Cautious bool
 }
 
 // Command is one disruption to carry out.
 type Command struct {
 	Reason     v1.DisruptionReason
 	Candidates []Candidate
-	// Replacement is launched, and must be ready, before the candidates go.
-	Replacement *scheduling.NewNodeClaim
+	// Replacements are launched, and must be initialized, before the
+	// candidates go.
+	Replacements []*scheduling.NewNodeClaim
 	// Savings in $/h.
 	Savings float64
+	// Risk is what new capacity would cost, $/h, for the pods
+	// kube-scheduler might leave without room; zero when none.
+	Risk float64
 }
 
 // Decision is what consolidation will do and, for every other candidate, why not.
@@ -79,6 +87,9 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		removal scheduling.Removal
 	}
 	var empty, deletable, replaceable []eval
+	// movable nodes have pods that could all run elsewhere: what repack
+	// may combine.
+	var movable []Candidate
 	for _, c := range cands {
 		if c.Blocked != "" {
 			d.Skipped[c.Node] = c.Blocked
@@ -93,10 +104,16 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		switch {
 		case r.Moved == 0:
 			empty = append(empty, eval{c, r})
+			continue
 		case policy == v1.ConsolidationPolicyWhenEmpty:
 			d.Skipped[c.Node] = "consolidationPolicy is WhenEmpty and the node has pods"
+			continue
 		case len(r.Unschedulable) > 0:
 			d.Skipped[c.Node] = fmt.Sprintf("its pods would not fit elsewhere: pod %s/%s: %s", r.Unschedulable[0].Pod.Namespace, r.Unschedulable[0].Pod.Name, r.Unschedulable[0].Reason)
+			continue
+		}
+		movable = append(movable, c)
+		switch {
 		case len(r.Replacements) == 0:
 			deletable = append(deletable, eval{c, r})
 		case len(r.Replacements) > 1:
@@ -160,6 +177,24 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		del.Savings += e.c.Price
 	}
 	if len(del.Candidates) > 0 {
+		// The longest prefix whose pods kube-scheduler cannot strand.
+		saved := 0.0
+		n := sort.Search(len(del.Candidates), func(i int) bool {
+			saved = 0
+			for _, c := range del.Candidates[:i+1] {
+				saved += c.Price
+			}
+			_, ok := worthIt(snap, opts, del.Candidates[:i+1], nil, saved)
+			return !ok
+		})
+		for _, c := range del.Candidates[n:] {
+			d.Skipped[c.Node] = unsafeReason
+			del.Savings -= c.Price
+		}
+		del.Candidates = del.Candidates[:n]
+		del.Risk = kubeRisk(snap, del.Candidates, nil)
+	}
+	if len(del.Candidates) > 0 {
 		d.Commands = append(d.Commands, del)
 	}
 
@@ -176,6 +211,12 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			d.Skipped[e.c.Node] = "no cheaper replacement after other removals"
 			continue
 		}
+		savings := e.c.Price - totalPrice(r.Replacements)
+		risk, ok := worthIt(snap, opts, []Candidate{e.c}, r.Replacements, savings)
+		if !ok {
+			d.Skipped[e.c.Node] = unsafeReason
+			continue
+		}
 		if !take(e.c) {
 			continue
 		}
@@ -183,12 +224,58 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		if err != nil {
 			continue
 		}
-		cmd := Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: []Candidate{e.c}, Savings: e.c.Price}
+		cmd := Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: []Candidate{e.c}, Savings: e.c.Price, Risk: risk}
 		if len(r.Replacements) == 1 {
-			cmd.Replacement = r.Replacements[0]
-			cmd.Savings -= cmd.Replacement.Price()
+			cmd.Replacements = r.Replacements
+			cmd.Savings -= r.Replacements[0].Price()
 		}
 		d.Commands = append(d.Commands, cmd)
 	}
+	if len(d.Commands) == 0 {
+		if cmd, ok := repack(snap, movable, opts.Allowed, opts); ok {
+			for _, c := range cmd.Candidates {
+				delete(d.Skipped, c.Node)
+			}
+			d.Commands = append(d.Commands, cmd)
+		}
+	}
 	return d
+}
+
+const unsafeReason = "kube-scheduler could spread its pods so that some find no node with room, and new capacity for them would cost more than the savings"
+
+// kubeRisk is what the capacity for pods that kube-scheduler might strand
+// would cost, $/h, if cands go and repl are launched: zero when every pod
+// finds room in every order tried.
+func kubeRisk(snap scheduling.Snapshot, cands []Candidate, repl []*scheduling.NewNodeClaim) float64 {
+	removed := map[string]bool{}
+	for _, c := range cands {
+		removed[c.Node] = true
+	}
+	stranded := kubeStranded(movingPods(snap, removed), kubeTargets(snap, removed, repl))
+	if len(stranded) == 0 {
+		return 0
+	}
+	trial := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets}
+	for _, p := range stranded {
+		cp := p.DeepCopy()
+		cp.Spec.NodeName = ""
+		trial.Pods = append(trial.Pods, cp)
+	}
+	plan := scheduling.Solve(trial, scheduling.Options{})
+	if len(plan.Unschedulable) > 0 {
+		return math.Inf(1)
+	}
+	return plan.TotalPrice()
+}
+
+// worthIt returns a command's risk and whether it saves money even after
+// kube-scheduler's worst spreading; when cautious, only riskless commands
+// are worth it.
+func worthIt(snap scheduling.Snapshot, opts Options, cands []Candidate, repl []*scheduling.NewNodeClaim, savings float64) (float64, bool) {
+	risk := kubeRisk(snap, cands, repl)
+	if risk > 0 && opts.Cautious {
+		return risk, false
+	}
+	return risk, savings-risk > 1e-9
 }

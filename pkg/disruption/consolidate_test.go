@@ -105,10 +105,10 @@ func TestConsolidate(t *testing.T) {
 				return (&setup{}).add(node("big", "c6a.2xlarge", "on-demand", pod("inflate-0", "1", "1.5Gi")))
 			},
 			check: func(t *testing.T, d Decision) {
-				if len(d.Commands) != 1 || d.Commands[0].Replacement == nil {
+				if len(d.Commands) != 1 || len(d.Commands[0].Replacements) != 1 {
 					t.Fatalf("want one replace, got %+v skipped %v", d.Commands, d.Skipped)
 				}
-				r := d.Commands[0].Replacement
+				r := d.Commands[0].Replacements[0]
 				if r.Price() >= 0.306 || !strings.HasSuffix(r.InstanceType.Name, ".large") {
 					t.Fatalf("replacement %s at $%.4f", r.InstanceType.Name, r.Price())
 				}
@@ -116,7 +116,7 @@ func TestConsolidate(t *testing.T) {
 		{name: "an empty node is deleted", pool: guide03(),
 			setup: func() *setup { return (&setup{}).add(node("idle", "c6a.large", "on-demand")) },
 			check: func(t *testing.T, d Decision) {
-				if len(d.Commands) != 1 || d.Commands[0].Reason != v1.DisruptionReasonEmpty || d.Commands[0].Replacement != nil {
+				if len(d.Commands) != 1 || d.Commands[0].Reason != v1.DisruptionReasonEmpty || len(d.Commands[0].Replacements) != 0 {
 					t.Fatalf("%+v", d.Commands)
 				}
 			}},
@@ -127,7 +127,7 @@ func TestConsolidate(t *testing.T) {
 				return s.add(node("b", "c6a.2xlarge", "on-demand", pod("b1", "1", "1Gi")))
 			},
 			check: func(t *testing.T, d Decision) {
-				if len(d.Commands) != 1 || len(d.Commands[0].Candidates) != 1 || d.Commands[0].Replacement != nil {
+				if len(d.Commands) != 1 || len(d.Commands[0].Candidates) != 1 || len(d.Commands[0].Replacements) != 0 {
 					t.Fatalf("%+v skipped %v", d.Commands, d.Skipped)
 				}
 			}},
@@ -174,7 +174,7 @@ func TestConsolidate(t *testing.T) {
 			opts:  Options{SpotToSpot: true},
 			setup: func() *setup { return (&setup{}).add(node("spot", "m5.4xlarge", "spot", pod("p", "1", "1Gi"))) },
 			check: func(t *testing.T, d Decision) {
-				if len(d.Commands) != 1 || d.Commands[0].Replacement == nil || d.Commands[0].Savings <= 0 {
+				if len(d.Commands) != 1 || len(d.Commands[0].Replacements) != 1 || d.Commands[0].Savings <= 0 {
 					t.Fatalf("%+v %v", d.Commands, d.Skipped)
 				}
 			}},
@@ -302,10 +302,36 @@ func summary(d Decision) []string {
 		for _, cand := range c.Candidates {
 			s += " " + cand.Node
 		}
-		if c.Replacement != nil {
-			s += " -> " + c.Replacement.InstanceType.Name
+		for _, r := range c.Replacements {
+			s += " -> " + r.InstanceType.Name
 		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// BenchmarkRepack times the repack search alone, the last resort of a
+// decision, over every candidate of a cluster with a 10% budget:
+//
+//	go test -run '^$' -bench Repack -benchtime 1x ./pkg/disruption/
+func BenchmarkRepack(b *testing.B) {
+	for _, count := range []int{500, 2000} {
+		b.Run(fmt.Sprintf("nodes=%d", count), func(b *testing.B) {
+			snap, cands := scaledDownCluster(count)
+			var cmd Command
+			var ok bool
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				cmd, ok = repack(snap, cands, map[string]int{"default": count / 10}, Options{})
+			}
+			b.StopTimer()
+			if !ok {
+				b.Fatal("no repack found")
+			}
+			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/search")
+			b.ReportMetric(float64(len(cmd.Candidates)), "nodes-replaced")
+			b.ReportMetric(float64(len(cmd.Replacements)), "new-nodes")
+			b.ReportMetric(cmd.Savings, "saved-$/h")
+		})
+	}
 }

@@ -137,6 +137,9 @@ func (c *Cluster) remove(names []string) (Removal, error) {
 			r.Replacements = append(r.Replacements, nc)
 		}
 	}
+	if one := s.joinAll(s.virtual[s.journal.virtual:]); one != nil && one.Price() <= totalPrice(r.Replacements)+1e-9 {
+		r.Replacements = []*NewNodeClaim{one}
+	}
 	return r, nil
 }
 
@@ -163,4 +166,12 @@ func isDaemonPod(pod *corev1.Pod) bool {
 	}
 	_, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]
 	return mirror
+}
+
+func totalPrice(ncs []*NewNodeClaim) float64 {
+	total := 0.0
+	for _, nc := range ncs {
+		total += nc.Price()
+	}
+	return total
 }

@@ -510,17 +510,9 @@ const mergeCandidates = 24
 // Only nodes whose pods have no topology constraints or host ports move, so
 // no constraint needs re-checking.
 func (s *solver) merge() {
-	free := func(n *node) bool {
-		for g := range n.groups {
-			if len(g.matchedBy) > 0 || len(g.hostPorts) > 0 || len(g.variants[0].topologyKeys(g)) > 0 {
-				return false
-			}
-		}
-		return true
-	}
 	var cands []*node
 	for _, n := range s.virtual {
-		if free(n) {
+		if mergeable(n) {
 			cands = append(cands, n)
 		}
 	}
@@ -569,6 +561,17 @@ func (s *solver) merge() {
 		}
 	}
 	s.virtual = kept
+}
+
+// mergeable nodes hold only pods without topology constraints or host
+// ports, so their pods may share any node without re-checking.
+func mergeable(n *node) bool {
+	for g := range n.groups {
+		if len(g.matchedBy) > 0 || len(g.hostPorts) > 0 || len(g.variants[0].topologyKeys(g)) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // join returns a node holding both nodes' pods, if some instance type of

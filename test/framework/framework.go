@@ -88,6 +88,13 @@ func StartJoiner(t testing.TB, env ...string) *Joiner {
 	go func() { _ = j.cmd.Wait(); close(j.done) }()
 	t.Cleanup(func() {
 		j.Stop(syscall.SIGTERM)
+		// JOINER_TEST_LOGS=dir keeps every run's whole log for study.
+		if dir := os.Getenv("JOINER_TEST_LOGS"); dir != "" {
+			name := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".log")
+			if err := os.WriteFile(name, []byte(j.Logs()), 0o644); err != nil {
+				t.Logf("keeping the joiner log: %v", err)
+			}
+		}
 		if t.Failed() {
 			t.Logf("joiner logs:\n%s", TailLines(j.Logs(), 60))
 		}

@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/node/termination"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
@@ -44,7 +45,42 @@ type Controller struct {
 	ReadyTimeout time.Duration
 
 	explained map[string]string
+	// lastRisky is when the last command began that kube-scheduler could
+	// leave pods pending from; cautiousUntil, when such a command did leave
+	// pods pending, stops the taking of risks for a while.
+	lastRisky, cautiousUntil time.Time
+	strikes                  []time.Time
 }
+
+// strike counts a risky command that left pod p pending; the third within
+// CautionPeriod makes consolidation cautious for CautionPeriod.
+func (c *Controller) strike(ctx context.Context, p *corev1.Pod) {
+	now := c.Clock.Now()
+	c.lastRisky = time.Time{}
+	kept := c.strikes[:0]
+	for _, s := range c.strikes {
+		if now.Sub(s) < CautionPeriod {
+			kept = append(kept, s)
+		}
+	}
+	c.strikes = append(kept, now)
+	log.FromContext(ctx).Info("kube-scheduler left a pod pending after a consolidation that risked it", "Pod", map[string]string{"namespace": p.Namespace, "name": p.Name}, "strikes", len(c.strikes))
+	if len(c.strikes) >= CautionStrikes {
+		c.cautiousUntil = now.Add(CautionPeriod)
+		c.strikes = nil
+		log.FromContext(ctx).Info("consolidation takes no risk with kube-scheduler's placement for a while", "until", c.cautiousUntil.UTC().Format(time.RFC3339))
+	}
+}
+
+// Consolidation may take a command that kube-scheduler could make leave a
+// pod pending, when the savings exceed the cost of a node for such pods.
+// When that happens CautionStrikes times within CautionPeriod, it takes no
+// such risk for CautionPeriod: a plan kube-scheduler keeps not following
+// must not repeat, each time stranding a pod and launching a node.
+const (
+	CautionStrikes = 3
+	CautionPeriod  = time.Hour
+)
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
 func (c *Controller) NeedLeaderElection() bool { return true }
@@ -123,6 +159,10 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		}
 		for _, cond := range p.Status.Conditions {
 			if cond.Type == corev1.PodScheduled && c.Clock.Since(cond.LastTransitionTime.Time) < PendingGrace {
+				at := cond.LastTransitionTime.Time
+				if !c.lastRisky.IsZero() && !at.Before(c.lastRisky) && at.Before(c.lastRisky.Add(10*time.Minute)) {
+					c.strike(ctx, p)
+				}
 				log.FromContext(ctx).V(1).Info("waiting for pending pods to schedule before disrupting", "Pod", map[string]string{"namespace": p.Namespace, "name": p.Name})
 				return nil
 			}
@@ -143,7 +183,8 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if done, err := c.drift(ctx, snap, infos, pools); done || err != nil {
 		return err
 	}
-	opts := disruption.Options{Allowed: map[string]int{}, AllowedEmpty: map[string]int{}, Policy: map[string]v1.ConsolidationPolicy{}, SpotToSpot: c.SpotToSpot}
+	opts := disruption.Options{Allowed: map[string]int{}, AllowedEmpty: map[string]int{}, Policy: map[string]v1.ConsolidationPolicy{}, SpotToSpot: c.SpotToSpot,
+		Cautious: c.Clock.Now().Before(c.cautiousUntil)}
 	for name, p := range pools {
 		opts.Allowed[name] = c.allowed(ctx, p, v1.DisruptionReasonUnderutilized)
 		opts.AllowedEmpty[name] = c.allowed(ctx, p, v1.DisruptionReasonEmpty)
@@ -170,6 +211,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return nil
 	}
 	cmd := decision.Commands[0]
+	if cmd.Risk > 0 {
+		c.lastRisky = c.Clock.Now().Truncate(time.Second)
+	}
 	return c.execute(ctx, cmd, byNode)
 }
 
@@ -346,11 +390,9 @@ func (c *Controller) drift(ctx context.Context, snap scheduling.Snapshot, infos 
 			continue
 		}
 		cmd := disruption.Command{Reason: v1.DisruptionReasonDrifted, Candidates: []disruption.Candidate{info.cand}}
-		if len(r.Replacements) > 0 {
-			cmd.Replacement = r.Replacements[0]
-		}
+		cmd.Replacements = r.Replacements
 		c.explain(byNode, skipped)
-		return true, c.executeAll(ctx, cmd, r.Replacements, byNode)
+		return true, c.execute(ctx, cmd, byNode)
 	}
 	c.explain(byNode, skipped)
 	return false, nil
@@ -381,19 +423,12 @@ func (c *Controller) explain(byNode map[string]*candidateInfo, skipped map[strin
 	}
 }
 
-func (c *Controller) execute(ctx context.Context, cmd disruption.Command, byNode map[string]*candidateInfo) error {
-	var repl []*scheduling.NewNodeClaim
-	if cmd.Replacement != nil {
-		repl = []*scheduling.NewNodeClaim{cmd.Replacement}
-	}
-	return c.executeAll(ctx, cmd, repl, byNode)
-}
-
-// executeAll carries out a command: launch the replacements and wait until
+// execute carries out a command: launch the replacements and wait until
 // they are initialized, then taint the candidates and delete them (their
 // termination drains them through the Eviction API).
-func (c *Controller) executeAll(ctx context.Context, cmd disruption.Command, repl []*scheduling.NewNodeClaim, byNode map[string]*candidateInfo) error {
+func (c *Controller) execute(ctx context.Context, cmd disruption.Command, byNode map[string]*candidateInfo) error {
 	logger := log.FromContext(ctx)
+	repl := cmd.Replacements
 	how := "delete"
 	if len(repl) > 0 {
 		how = "replace"
@@ -408,12 +443,21 @@ func (c *Controller) executeAll(ctx context.Context, cmd disruption.Command, rep
 		}
 	}
 	msg := fmt.Sprintf("disrupting nodeclaim(s) via %s, terminating %d nodes (%d pods) %s", how, len(cmd.Candidates), pods, strings.Join(nodes, ", "))
-	if len(repl) > 0 {
+	var replacing []string
+	for _, r := range repl {
 		var names []string
-		for _, it := range repl[0].InstanceTypes {
+		for _, it := range r.InstanceTypes {
 			names = append(names, it.Name)
 		}
-		msg += fmt.Sprintf(" and replacing with %s node from types %s", repl[0].Offering.CapacityType, provisioning.FirstN(names, 5))
+		replacing = append(replacing, fmt.Sprintf("%s node from types %s", r.Offering.CapacityType, provisioning.FirstN(names, 5)))
+	}
+	switch {
+	case len(replacing) == 1:
+		msg += " and replacing with " + replacing[0]
+	case len(replacing) > 1:
+		// Karpenter never replaces with more than one node; Joiner's repack
+		// may, and lists each.
+		msg += fmt.Sprintf(" and replacing with %d nodes: %s", len(replacing), strings.Join(replacing, "; "))
 	}
 	logger.Info(msg, "reason", strings.ToLower(string(cmd.Reason)), "savings", fmt.Sprintf("$%.4f/h", cmd.Savings))
 
@@ -443,6 +487,20 @@ func (c *Controller) executeAll(ctx context.Context, cmd disruption.Command, rep
 			return nil
 		}
 	}
+	// Re-validate: while the replacements launched, a pod that must not be
+	// disrupted, or a PDB that allows no eviction, may have arrived.
+	if why, err := c.revalidate(ctx, cmd, byNode); err != nil || why != "" {
+		if why != "" {
+			logger.Info("abandoning the disruption: "+why, "reason", strings.ToLower(string(cmd.Reason)))
+			for _, cand := range cmd.Candidates {
+				if info := byNode[cand.Node]; info != nil {
+					c.Recorder.Event(info.nc, corev1.EventTypeNormal, "DisruptionBlocked", "disruption abandoned: "+why)
+				}
+			}
+		}
+		c.abandon(ctx, cmd, byNode)
+		return err
+	}
 	for _, cand := range cmd.Candidates {
 		info := byNode[cand.Node]
 		if info == nil {
@@ -460,6 +518,37 @@ func (c *Controller) executeAll(ctx context.Context, cmd disruption.Command, rep
 	// Decide again only once the candidates are gone: until their pods have
 	// moved, the replacement looks empty.
 	return c.waitGone(ctx, cmd.Candidates)
+}
+
+// revalidate says why a command's candidates may no longer be disrupted,
+// from fresh pods and PDBs; empty when they still may.
+func (c *Controller) revalidate(ctx context.Context, cmd disruption.Command, byNode map[string]*candidateInfo) (string, error) {
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := c.Client.List(ctx, &pdbs); err != nil {
+		return "", err
+	}
+	for _, cand := range cmd.Candidates {
+		info := byNode[cand.Node]
+		if info == nil {
+			continue
+		}
+		var node corev1.Node
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(info.node), &node); err != nil {
+			return "", client.IgnoreNotFound(err)
+		}
+		var pods corev1.PodList
+		if err := c.Client.List(ctx, &pods, client.MatchingFields{termination.NodeNameIndex: node.Name}); err != nil {
+			return "", err
+		}
+		var ptrs []*corev1.Pod
+		for i := range pods.Items {
+			ptrs = append(ptrs, &pods.Items[i])
+		}
+		if why := blocked(&node, ptrs, pdbs.Items); why != "" {
+			return fmt.Sprintf("node %s: %s", node.Name, why), nil
+		}
+	}
+	return "", nil
 }
 
 func (c *Controller) createReplacement(ctx context.Context, r *scheduling.NewNodeClaim, reason v1.DisruptionReason) (*v1.NodeClaim, error) {

@@ -6,11 +6,13 @@ package termination
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -126,6 +128,8 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *v1.NodeCl
 	if err := c.Client.List(ctx, &pods, client.MatchingFields{NodeNameIndex: node.Name}); err != nil {
 		return 0, err
 	}
+	// Largest first, the order consolidation plans for.
+	sort.SliceStable(pods.Items, func(i, j int) bool { return disruption.EvictFirst(&pods.Items[i], &pods.Items[j]) })
 	remaining := 0
 	for i := range pods.Items {
 		pod := &pods.Items[i]

@@ -1,0 +1,205 @@
+package disruption
+
+import (
+	"sort"
+	"strings"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// repackSizes are the set sizes repack tries: enough to find the few-into-
+// fewer merges that single-node moves cannot reach, without planning every
+// prefix of a large cluster.
+var repackSizes = []int{2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64, 96, 128}
+
+type scored struct {
+	c    Candidate
+	util float64
+	pods []*corev1.Pod
+}
+
+// repack looks for a set of nodes whose pods, planned afresh onto fewer new
+// nodes, cost less than the set: the fragmentation that deletes and
+// one-for-one replacements leave behind when every node is partly full and
+// no node's pods fit in the others' gaps.
+//
+// Sets are prefixes of the candidates, least utilized first, so the nodes
+// that hold the least work move first. The replacements take the pods of
+// the set and nothing else: other nodes are counted for topology but get
+// none of the set's pods. That costs some savings but makes the outcome
+// independent of where kube-scheduler puts the evicted pods: any node they
+// land on has room, so nothing goes pending and the cluster's price falls
+// by the planned savings whatever happens.
+func repack(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, opts Options) (Command, bool) {
+	nodes := map[string]*scheduling.Node{}
+	for _, n := range snap.Nodes {
+		nodes[n.Name] = n
+	}
+	var pool []scored
+	for _, c := range cands {
+		n := nodes[c.Node]
+		if n == nil {
+			continue
+		}
+		var pods []*corev1.Pod
+		used := scheduling.Resources{}
+		for _, p := range n.Pods {
+			if isDaemonSetPod(p) {
+				continue
+			}
+			pods = append(pods, p)
+			used = used.Add(scheduling.PodRequests(p))
+		}
+		if len(pods) == 0 {
+			continue
+		}
+		pool = append(pool, scored{c: c, util: used.Fraction(scheduling.FromResourceList(n.Allocatable)), pods: pods})
+	}
+	// Two orders: the least utilized first, whose pods are the fewest to
+	// move; and the most idle dollars first, where the money is.
+	orders := []func(a, b scored) bool{
+		func(a, b scored) bool { return a.util < b.util },
+		func(a, b scored) bool { return a.c.Price*(1-a.util) > b.c.Price*(1-b.util) },
+	}
+	var best Command
+	found := false
+	tried := map[string]bool{}
+	for _, less := range orders {
+		sort.SliceStable(pool, func(i, j int) bool {
+			if less(pool[i], pool[j]) != less(pool[j], pool[i]) {
+				return less(pool[i], pool[j])
+			}
+			return pool[i].c.Node < pool[j].c.Node
+		})
+		// The longest prefix the budgets allow.
+		left := map[string]int{}
+		for k, v := range allowed {
+			left[k] = v
+		}
+		var chosen []scored
+		for _, s := range pool {
+			if left[s.c.NodePool] <= 0 {
+				continue
+			}
+			left[s.c.NodePool]--
+			chosen = append(chosen, s)
+		}
+		for _, k := range repackSizes {
+			if k > len(chosen) {
+				break
+			}
+			var key []string
+			for _, s := range chosen[:k] {
+				key = append(key, s.c.Node)
+			}
+			sort.Strings(key)
+			if tried[strings.Join(key, ",")] {
+				continue
+			}
+			tried[strings.Join(key, ",")] = true
+			if cmd, ok := repackSet(snap, chosen[:k], opts); ok && (!found || cmd.Savings > best.Savings) {
+				best, found = cmd, true
+			}
+		}
+	}
+	return best, found
+}
+
+// repackSet plans the set's pods onto new nodes alone and returns the
+// cheapest safe replacement, if it saves money.
+func repackSet(snap scheduling.Snapshot, set []scored, opts Options) (Command, bool) {
+	k := len(set)
+	var best Command
+	found := false
+	in := map[string]bool{}
+	price := 0.0
+	trial := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets}
+	spot := false
+	var setCands []Candidate
+	for _, s := range set {
+		setCands = append(setCands, s.c)
+		in[s.c.Node] = true
+		price += s.c.Price
+		spot = spot || s.c.CapacityType == v1.CapacityTypeSpot
+		for _, p := range s.pods {
+			cp := p.DeepCopy()
+			cp.Spec.NodeName = ""
+			trial.Pods = append(trial.Pods, cp)
+		}
+	}
+	// withSlack lets the plan use the room other nodes have; without it
+	// the set's pods go to new nodes alone.
+	withSlack := trial
+	for _, n := range snap.Nodes {
+		if !in[n.Name] {
+			withSlack.Nodes = append(withSlack.Nodes, n)
+			cp := *n
+			cp.MarkedForDeletion = true
+			trial.Nodes = append(trial.Nodes, &cp)
+		}
+	}
+	// One new node that takes every pod is safe by construction; the other
+	// options are checked against kube-scheduler's spreading.
+	type option struct {
+		repl []*scheduling.NewNodeClaim
+		safe bool
+	}
+	var options []option
+	if one := scheduling.SolveOne(trial, scheduling.Options{}); one != nil {
+		options = append(options, option{repl: []*scheduling.NewNodeClaim{one}, safe: true})
+	}
+	if plan := scheduling.Solve(trial, scheduling.Options{}); len(plan.Unschedulable) == 0 && len(plan.NewNodeClaims) > 1 && len(plan.NewNodeClaims) <= k {
+		options = append(options, option{repl: plan.NewNodeClaims})
+	}
+	if plan := scheduling.Solve(withSlack, scheduling.Options{}); len(plan.Unschedulable) == 0 && len(plan.Existing) > 0 && len(plan.NewNodeClaims) <= k {
+		options = append(options, option{repl: plan.NewNodeClaims})
+	}
+	for _, o := range options {
+		repl := o.repl
+		savings := price - totalPrice(repl)
+		if savings <= 1e-9 || (found && savings <= best.Savings) {
+			continue
+		}
+		if spot && !opts.SpotToSpot && anySpot(repl) {
+			continue
+		}
+		risk := 0.0
+		if !o.safe {
+			var ok bool
+			if risk, ok = worthIt(snap, opts, setCands, repl, savings); !ok {
+				continue
+			}
+		}
+		best = Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: setCands, Replacements: repl, Savings: savings, Risk: risk}
+		found = true
+	}
+	return best, found
+}
+
+func anySpot(ncs []*scheduling.NewNodeClaim) bool {
+	for _, nc := range ncs {
+		if nc.Offering.CapacityType == v1.CapacityTypeSpot {
+			return true
+		}
+	}
+	return false
+}
+
+func isDaemonSetPod(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
+func totalPrice(ncs []*scheduling.NewNodeClaim) float64 {
+	t := 0.0
+	for _, nc := range ncs {
+		t += nc.Price()
+	}
+	return t
+}

@@ -1,0 +1,101 @@
+package disruption
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joiner-autoscaler/joiner/test/framework"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// steadyFor is how long TestSteadyState watches a converged cluster. The
+// suite uses 5 minutes at a 1 s decision interval: 300 decisions, more than
+// 30 minutes at Karpenter's 10 s. JOINER_STEADY_STATE=30m runs the
+// acceptance's full half hour.
+func steadyFor(t *testing.T) time.Duration {
+	if v := os.Getenv("JOINER_STEADY_STATE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("JOINER_STEADY_STATE=%q: %v; use a Go duration such as 30m", v, err)
+		}
+		return d
+	}
+	return 5 * time.Minute
+}
+
+// TestSteadyState scales a mixed workload up and down, waits until
+// consolidation has nothing left to do, and then checks that a steady
+// workload brings no disruption at all: no NodeClaim created or deleted, no
+// decision logged, no pod pending. A plan that kube-scheduler cannot follow,
+// or savings too small to be real, would show up here as a replace loop.
+func TestSteadyState(t *testing.T) {
+	j := framework.StartJoiner(t, "DISRUPTION_POLL=1s")
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	pool := strings.Replace(framework.PoolAndClass, "  template:\n", "  disruption: {consolidateAfter: 5s}\n  template:\n", 1)
+	framework.Kubectl(t, pool, "apply", "-f", "-")
+	shapes := [][2]string{{"2", "1Gi"}, {"500m", "4Gi"}, {"1", "2Gi"}, {"250m", "256Mi"}}
+	for i, s := range shapes {
+		framework.Kubectl(t, framework.Deployment(fmt.Sprintf("steady-%d", i), 12, s[0], s[1], ""), "apply", "-f", "-")
+	}
+	running := func(want int) (bool, string) {
+		n := 0
+		for i := range shapes {
+			c, _ := framework.Running(t, map[string]string{"app": fmt.Sprintf("steady-%d", i)})
+			n += c
+		}
+		return n == want, fmt.Sprintf("%d of %d pods running", n, want)
+	}
+	framework.Eventually(t, 3*time.Minute, "48 pods running", func() (bool, string) { return running(48) })
+	for i := range shapes {
+		framework.Kubectl(t, "", "scale", fmt.Sprintf("deployment/steady-%d", i), "--replicas=5")
+	}
+
+	// Converged: the same NodeClaims, none deleting, for a minute.
+	fingerprint := func() string {
+		var names []string
+		for _, nc := range framework.NodeClaims(t) {
+			s := nc.Name + "/" + nc.Labels[corev1.LabelInstanceTypeStable]
+			if nc.DeletionTimestamp != nil {
+				s += "(deleting)"
+			}
+			names = append(names, s)
+		}
+		sort.Strings(names)
+		return strings.Join(names, " ")
+	}
+	last, since := "", time.Now()
+	start := time.Now()
+	framework.Eventually(t, 10*time.Minute, "consolidation to settle", func() (bool, string) {
+		if ok, state := running(20); !ok {
+			last = ""
+			return false, state
+		}
+		fp := fingerprint()
+		if fp != last || strings.Contains(fp, "deleting") {
+			last, since = fp, time.Now()
+		}
+		return time.Since(since) >= time.Minute, fp
+	})
+	decisions := strings.Count(j.Logs(), "disrupting nodeclaim(s)")
+	t.Logf("settled after %s on %s, %d decisions", time.Since(start).Round(time.Second), last, decisions)
+
+	watch := steadyFor(t)
+	deadline := time.Now().Add(watch)
+	for time.Now().Before(deadline) {
+		if fp := fingerprint(); fp != last {
+			t.Fatalf("disruption in steady state after %s: NodeClaims went from %s to %s", time.Since(deadline.Add(-watch)).Round(time.Second), last, fp)
+		}
+		if ok, state := running(20); !ok {
+			t.Fatalf("in steady state: %s", state)
+		}
+		time.Sleep(5 * time.Second)
+	}
+	if n := strings.Count(j.Logs(), "disrupting nodeclaim(s)"); n != decisions {
+		t.Fatalf("%d disruption decisions logged during %s of steady state", n-decisions, watch)
+	}
+	t.Logf("%s of steady state: no NodeClaim created or deleted, no decision logged", watch)
+}
