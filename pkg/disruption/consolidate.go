@@ -2,7 +2,6 @@ package disruption
 
 import (
 	"fmt"
-	"math"
 	"sort"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -69,6 +68,7 @@ type Decision struct {
 func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Decision {
 	d := Decision{Skipped: map[string]string{}}
 	cluster := scheduling.NewCluster(snap, scheduling.Options{})
+	kube := newKubeModel(snap)
 	allowed := map[string]int{}
 	for k, v := range opts.Allowed {
 		allowed[k] = v
@@ -184,7 +184,7 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			for _, c := range del.Candidates[:i+1] {
 				saved += c.Price
 			}
-			_, ok := worthIt(snap, opts, del.Candidates[:i+1], nil, saved)
+			_, ok := worthIt(kube, opts, del.Candidates[:i+1], nil, saved)
 			return !ok
 		})
 		for _, c := range del.Candidates[n:] {
@@ -192,7 +192,7 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			del.Savings -= c.Price
 		}
 		del.Candidates = del.Candidates[:n]
-		del.Risk = kubeRisk(snap, del.Candidates, nil)
+		del.Risk = kube.risk(del.Candidates, nil)
 	}
 	if len(del.Candidates) > 0 {
 		d.Commands = append(d.Commands, del)
@@ -212,7 +212,7 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			continue
 		}
 		savings := e.c.Price - totalPrice(r.Replacements)
-		risk, ok := worthIt(snap, opts, []Candidate{e.c}, r.Replacements, savings)
+		risk, ok := worthIt(kube, opts, []Candidate{e.c}, r.Replacements, savings)
 		if !ok {
 			d.Skipped[e.c.Node] = unsafeReason
 			continue
@@ -232,7 +232,7 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		d.Commands = append(d.Commands, cmd)
 	}
 	if len(d.Commands) == 0 {
-		if cmd, ok := repack(snap, movable, opts.Allowed, opts); ok {
+		if cmd, ok := repack(snap, kube, movable, opts.Allowed, opts); ok {
 			for _, c := range cmd.Candidates {
 				delete(d.Skipped, c.Node)
 			}
@@ -244,36 +244,11 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 
 const unsafeReason = "kube-scheduler could spread its pods so that some find no node with room, and new capacity for them would cost more than the savings"
 
-// kubeRisk is what the capacity for pods that kube-scheduler might strand
-// would cost, $/h, if cands go and repl are launched: zero when every pod
-// finds room in every order tried.
-func kubeRisk(snap scheduling.Snapshot, cands []Candidate, repl []*scheduling.NewNodeClaim) float64 {
-	removed := map[string]bool{}
-	for _, c := range cands {
-		removed[c.Node] = true
-	}
-	stranded := kubeStranded(movingPods(snap, removed), kubeTargets(snap, removed, repl))
-	if len(stranded) == 0 {
-		return 0
-	}
-	trial := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets}
-	for _, p := range stranded {
-		cp := p.DeepCopy()
-		cp.Spec.NodeName = ""
-		trial.Pods = append(trial.Pods, cp)
-	}
-	plan := scheduling.Solve(trial, scheduling.Options{})
-	if len(plan.Unschedulable) > 0 {
-		return math.Inf(1)
-	}
-	return plan.TotalPrice()
-}
-
 // worthIt returns a command's risk and whether it saves money even after
 // kube-scheduler's worst spreading; when cautious, only riskless commands
 // are worth it.
-func worthIt(snap scheduling.Snapshot, opts Options, cands []Candidate, repl []*scheduling.NewNodeClaim, savings float64) (float64, bool) {
-	risk := kubeRisk(snap, cands, repl)
+func worthIt(kube *kubeModel, opts Options, cands []Candidate, repl []*scheduling.NewNodeClaim, savings float64) (float64, bool) {
+	risk := kube.risk(cands, repl)
 	if risk > 0 && opts.Cautious {
 		return risk, false
 	}

@@ -322,7 +322,7 @@ func BenchmarkRepack(b *testing.B) {
 			var ok bool
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				cmd, ok = repack(snap, cands, map[string]int{"default": count / 10}, Options{})
+				cmd, ok = repack(snap, newKubeModel(snap), cands, map[string]int{"default": count / 10}, Options{})
 			}
 			b.StopTimer()
 			if !ok {

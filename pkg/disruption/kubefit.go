@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -32,24 +33,75 @@ type kubeNode struct {
 	free  scheduling.Resources
 }
 
-// kubeTargets are the nodes displaced pods may land on: existing nodes not
-// being removed, and the replacements to launch.
-func kubeTargets(snap scheduling.Snapshot, removed map[string]bool, repl []*scheduling.NewNodeClaim) []kubeNode {
-	var out []kubeNode
-	taints := map[string][]corev1.Taint{}
+// kubeModel holds what every risk check of one decision shares: the nodes
+// pods may land on, with their free room, and the pods' requests.
+type kubeModel struct {
+	snap   scheduling.Snapshot
+	nodes  []kubeNode
+	taints map[string][]corev1.Taint
+	reqs   map[*corev1.Pod]scheduling.Resources
+	// interPod is whether any pod has pod (anti-)affinity or topology
+	// spread constraints, which make other nodes' pods matter.
+	interPod bool
+}
+
+// kubeTargetCap bounds the existing nodes a replay considers: the ones with
+// the most room, where least-allocated scoring sends pods. Leaving the rest
+// out can only overstate the risk.
+const kubeTargetCap = 256
+
+func newKubeModel(snap scheduling.Snapshot) *kubeModel {
+	m := &kubeModel{snap: snap, taints: map[string][]corev1.Taint{}, reqs: map[*corev1.Pod]scheduling.Resources{}}
 	for _, p := range snap.NodePools {
-		taints[p.NodePool.Name] = p.NodePool.Spec.Template.Spec.Taints
+		m.taints[p.NodePool.Name] = p.NodePool.Spec.Template.Spec.Taints
 	}
 	for _, n := range snap.Nodes {
-		if removed[n.Name] || n.MarkedForDeletion || hasDisruptedTaint(n.Taints) {
+		if n.MarkedForDeletion || hasDisruptedTaint(n.Taints) {
 			continue
 		}
 		alloc := scheduling.FromResourceList(n.Allocatable)
 		free := alloc
 		for _, p := range n.Pods {
-			free = free.Sub(scheduling.PodRequests(p))
+			free = free.Sub(m.req(p))
+			a := p.Spec.Affinity
+			if len(p.Spec.TopologySpreadConstraints) > 0 || (a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)) {
+				m.interPod = true
+			}
 		}
-		out = append(out, kubeNode{node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}, Spec: corev1.NodeSpec{Taints: n.Taints}}, alloc: alloc, free: free})
+		m.nodes = append(m.nodes, kubeNode{node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}, Spec: corev1.NodeSpec{Taints: n.Taints}}, alloc: alloc, free: free})
+	}
+	// Most room first, so the cap keeps the likeliest targets.
+	sort.SliceStable(m.nodes, func(i, j int) bool { return roomy(m.nodes[i]) > roomy(m.nodes[j]) })
+	return m
+}
+
+func roomy(n kubeNode) float64 {
+	if n.alloc.CPU <= 0 || n.alloc.Memory <= 0 {
+		return 0
+	}
+	return float64(n.free.CPU)/float64(n.alloc.CPU) + float64(n.free.Memory)/float64(n.alloc.Memory)
+}
+
+func (m *kubeModel) req(p *corev1.Pod) scheduling.Resources {
+	r, ok := m.reqs[p]
+	if !ok {
+		r = scheduling.PodRequests(p)
+		m.reqs[p] = r
+	}
+	return r
+}
+
+// targets are the nodes displaced pods may land on: existing nodes not
+// being removed, and the replacements to launch.
+func (m *kubeModel) targets(removed map[string]bool, repl []*scheduling.NewNodeClaim) []kubeNode {
+	var out []kubeNode
+	for _, n := range m.nodes {
+		if len(out) == kubeTargetCap {
+			break
+		}
+		if !removed[n.node.Name] {
+			out = append(out, n)
+		}
 	}
 	for i, nc := range repl {
 		labels := map[string]string{v1.LabelNodePool: nc.NodePool, corev1.LabelTopologyZone: nc.Offering.Zone, v1.LabelCapacityType: nc.Offering.CapacityType}
@@ -60,12 +112,37 @@ func kubeTargets(snap scheduling.Snapshot, removed map[string]bool, repl []*sche
 		// Requests include the DaemonSet pods the node will run.
 		free := alloc.Sub(nc.Requests)
 		for _, p := range nc.Pods {
-			free = free.Add(scheduling.PodRequests(p))
+			free = free.Add(m.req(p))
 		}
 		name := fmt.Sprintf("replacement-%d", i)
-		out = append(out, kubeNode{node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints[nc.NodePool]}}, alloc: alloc, free: free})
+		out = append(out, kubeNode{node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: m.taints[nc.NodePool]}}, alloc: alloc, free: free})
 	}
 	return out
+}
+
+// risk is what the capacity for pods that kube-scheduler might strand
+// would cost, $/h, if cands go and repl are launched: zero when every pod
+// finds room in every order tried.
+func (m *kubeModel) risk(cands []Candidate, repl []*scheduling.NewNodeClaim) float64 {
+	removed := map[string]bool{}
+	for _, c := range cands {
+		removed[c.Node] = true
+	}
+	stranded := m.stranded(movingPods(m.snap, removed), m.targets(removed, repl))
+	if len(stranded) == 0 {
+		return 0
+	}
+	trial := scheduling.Snapshot{NodePools: m.snap.NodePools, DaemonSets: m.snap.DaemonSets}
+	for _, p := range stranded {
+		cp := p.DeepCopy()
+		cp.Spec.NodeName = ""
+		trial.Pods = append(trial.Pods, cp)
+	}
+	plan := scheduling.Solve(trial, scheduling.Options{})
+	if len(plan.Unschedulable) > 0 {
+		return math.Inf(1)
+	}
+	return plan.TotalPrice()
 }
 
 func hasDisruptedTaint(taints []corev1.Taint) bool {
@@ -75,12 +152,6 @@ func hasDisruptedTaint(taints []corev1.Taint) bool {
 		}
 	}
 	return false
-}
-
-// kubeFits reports whether the pods of each draining node (groups) fit on
-// targets in every arrival order tried.
-func kubeFits(groups [][]*corev1.Pod, targets []kubeNode) bool {
-	return len(kubeStranded(groups, targets)) == 0
 }
 
 // EvictFirst orders a node's pods for eviction: largest first. The
@@ -95,19 +166,19 @@ func EvictFirst(a, b *corev1.Pod) bool {
 	return ra.Memory > rb.Memory
 }
 
-// kubeStranded returns the pods left without a node in the worst of the
-// arrival orders tried. Each draining node evicts largest first; the
-// orders are all nodes' pods merged largest first, and the nodes' queues
-// taken in turn, as when they drain side by side. Arbitrary orders are not
-// tried: smallest first is the adversary of least-allocated scoring and
-// would veto nearly every plan that packs at all.
-func kubeStranded(groups [][]*corev1.Pod, targets []kubeNode) []*corev1.Pod {
-	var pods []*corev1.Pod
-	var turns []*corev1.Pod
+// stranded returns the pods left without a node in the worst of the
+// arrival orders tried, given the pods of each draining node (groups).
+// Each node evicts largest first; the orders are all nodes' pods merged
+// largest first, and the nodes' queues taken in turn, as when they drain
+// side by side. Arbitrary orders are not tried: smallest first is the
+// adversary of least-allocated scoring and would veto nearly every plan
+// that packs at all.
+func (m *kubeModel) stranded(groups [][]*corev1.Pod, targets []kubeNode) []*corev1.Pod {
+	var pods, turns []*corev1.Pod
 	sorted := make([][]*corev1.Pod, len(groups))
 	for i, g := range groups {
 		sorted[i] = append([]*corev1.Pod{}, g...)
-		sort.SliceStable(sorted[i], func(a, b int) bool { return EvictFirst(sorted[i][a], sorted[i][b]) })
+		sort.SliceStable(sorted[i], func(a, b int) bool { return m.before(sorted[i][a], sorted[i][b]) })
 		pods = append(pods, g...)
 	}
 	if len(pods) == 0 {
@@ -121,7 +192,12 @@ func kubeStranded(groups [][]*corev1.Pod, targets []kubeNode) []*corev1.Pod {
 		}
 	}
 	merged := append([]*corev1.Pod{}, pods...)
-	sort.SliceStable(merged, func(a, b int) bool { return EvictFirst(merged[a], merged[b]) })
+	sort.SliceStable(merged, func(a, b int) bool { return m.before(merged[a], merged[b]) })
+	admitted := map[[2]int]bool{}
+	podIdx := map[*corev1.Pod]int{}
+	for i, p := range pods {
+		podIdx[p] = i
+	}
 
 	var worst []*corev1.Pod
 	worstSize := 0.0
@@ -133,13 +209,23 @@ func kubeStranded(groups [][]*corev1.Pod, targets []kubeNode) []*corev1.Pod {
 		var stranded []*corev1.Pod
 		strandedSize := 0.0
 		for _, p := range order {
-			req := scheduling.PodRequests(p)
+			req := m.req(p)
 			best, bestScore := -1, -1.0
-			for ti, t := range targets {
-				if !req.Fits(free[ti]) || !admits(p, t.node) {
+			for ti := range targets {
+				f := &free[ti]
+				if req.CPU > f.CPU || req.Memory > f.Memory || req.Pods > f.Pods || req.Ephemeral > f.Ephemeral || (req.Ext != nil && !req.Fits(*f)) {
 					continue
 				}
-				if s := kubeScore(req, free[ti], t.alloc); s > bestScore {
+				key := [2]int{podIdx[p], ti}
+				ok, seen := admitted[key]
+				if !seen {
+					ok = admits(p, targets[ti].node)
+					admitted[key] = ok
+				}
+				if !ok {
+					continue
+				}
+				if s := kubeScore(req, *f, targets[ti].alloc); s > bestScore {
 					best, bestScore = ti, s
 				}
 			}
@@ -148,7 +234,11 @@ func kubeStranded(groups [][]*corev1.Pod, targets []kubeNode) []*corev1.Pod {
 				strandedSize += float64(req.CPU)/1000 + float64(req.Memory)/(1<<30)/4
 				continue
 			}
-			free[best] = free[best].Sub(req)
+			f := &free[best]
+			f.CPU, f.Memory, f.Pods, f.Ephemeral = f.CPU-req.CPU, f.Memory-req.Memory, f.Pods-req.Pods, f.Ephemeral-req.Ephemeral
+			if req.Ext != nil {
+				*f = f.Sub(scheduling.Resources{Ext: req.Ext})
+			}
 		}
 		if strandedSize > worstSize {
 			worst, worstSize = stranded, strandedSize
@@ -157,15 +247,22 @@ func kubeStranded(groups [][]*corev1.Pod, targets []kubeNode) []*corev1.Pod {
 	return worst
 }
 
+func (m *kubeModel) before(a, b *corev1.Pod) bool {
+	ra, rb := m.req(a), m.req(b)
+	if ra.CPU != rb.CPU {
+		return ra.CPU > rb.CPU
+	}
+	return ra.Memory > rb.Memory
+}
+
 // kubeScore is the default profile's resource scoring: least allocated plus
 // balanced allocation, for CPU and memory after placing the pod.
 func kubeScore(req, free, alloc scheduling.Resources) float64 {
 	if alloc.CPU <= 0 || alloc.Memory <= 0 {
 		return 0
 	}
-	after := free.Sub(req)
-	cpu := float64(after.CPU) / float64(alloc.CPU)
-	mem := float64(after.Memory) / float64(alloc.Memory)
+	cpu := float64(free.CPU-req.CPU) / float64(alloc.CPU)
+	mem := float64(free.Memory-req.Memory) / float64(alloc.Memory)
 	diff := cpu - mem
 	if diff < 0 {
 		diff = -diff

@@ -39,8 +39,8 @@ func TestKubeFits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := kubeFits([][]*corev1.Pod{tc.pods}, tc.targets); got != tc.want {
-				t.Fatalf("kubeFits = %v, want %v", got, tc.want)
+			if got := len((&kubeModel{reqs: map[*corev1.Pod]scheduling.Resources{}}).stranded([][]*corev1.Pod{tc.pods}, tc.targets)) == 0; got != tc.want {
+				t.Fatalf("fits = %v, want %v", got, tc.want)
 			}
 		})
 	}

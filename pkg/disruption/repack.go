@@ -12,6 +12,9 @@ import (
 // repackSizes are the set sizes repack tries: enough to find the few-into-
 // fewer merges that single-node moves cannot reach, without planning every
 // prefix of a large cluster.
+// repackSlackMax is the largest set planned with other nodes' room.
+const repackSlackMax = 16
+
 var repackSizes = []int{2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64, 96, 128}
 
 type scored struct {
@@ -32,7 +35,7 @@ type scored struct {
 // independent of where kube-scheduler puts the evicted pods: any node they
 // land on has room, so nothing goes pending and the cluster's price falls
 // by the planned savings whatever happens.
-func repack(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, opts Options) (Command, bool) {
+func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowed map[string]int, opts Options) (Command, bool) {
 	nodes := map[string]*scheduling.Node{}
 	for _, n := range snap.Nodes {
 		nodes[n.Name] = n
@@ -99,7 +102,7 @@ func repack(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int,
 				continue
 			}
 			tried[strings.Join(key, ",")] = true
-			if cmd, ok := repackSet(snap, chosen[:k], opts); ok && (!found || cmd.Savings > best.Savings) {
+			if cmd, ok := repackSet(snap, kube, chosen[:k], opts); ok && (!found || cmd.Savings > best.Savings) {
 				best, found = cmd, true
 			}
 		}
@@ -109,7 +112,7 @@ func repack(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int,
 
 // repackSet plans the set's pods onto new nodes alone and returns the
 // cheapest safe replacement, if it saves money.
-func repackSet(snap scheduling.Snapshot, set []scored, opts Options) (Command, bool) {
+func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Options) (Command, bool) {
 	k := len(set)
 	var best Command
 	found := false
@@ -135,9 +138,13 @@ func repackSet(snap scheduling.Snapshot, set []scored, opts Options) (Command, b
 	for _, n := range snap.Nodes {
 		if !in[n.Name] {
 			withSlack.Nodes = append(withSlack.Nodes, n)
-			cp := *n
-			cp.MarkedForDeletion = true
-			trial.Nodes = append(trial.Nodes, &cp)
+			// Without pod (anti-)affinity or topology spread anywhere, the
+			// other nodes cannot matter to where the set's pods may go.
+			if kube.interPod {
+				cp := *n
+				cp.MarkedForDeletion = true
+				trial.Nodes = append(trial.Nodes, &cp)
+			}
 		}
 	}
 	// One new node that takes every pod is safe by construction; the other
@@ -153,7 +160,10 @@ func repackSet(snap scheduling.Snapshot, set []scored, opts Options) (Command, b
 	if plan := scheduling.Solve(trial, scheduling.Options{}); len(plan.Unschedulable) == 0 && len(plan.NewNodeClaims) > 1 && len(plan.NewNodeClaims) <= k {
 		options = append(options, option{repl: plan.NewNodeClaims})
 	}
-	if plan := scheduling.Solve(withSlack, scheduling.Options{}); len(plan.Unschedulable) == 0 && len(plan.Existing) > 0 && len(plan.NewNodeClaims) <= k {
+	// Using other nodes' room means planning over all of them: worth it
+	// for small sets, where room elsewhere matters most.
+	if k > repackSlackMax {
+	} else if plan := scheduling.Solve(withSlack, scheduling.Options{}); len(plan.Unschedulable) == 0 && len(plan.Existing) > 0 && len(plan.NewNodeClaims) <= k {
 		options = append(options, option{repl: plan.NewNodeClaims})
 	}
 	for _, o := range options {
@@ -168,7 +178,7 @@ func repackSet(snap scheduling.Snapshot, set []scored, opts Options) (Command, b
 		risk := 0.0
 		if !o.safe {
 			var ok bool
-			if risk, ok = worthIt(snap, opts, setCands, repl, savings); !ok {
+			if risk, ok = worthIt(kube, opts, setCands, repl, savings); !ok {
 				continue
 			}
 		}
