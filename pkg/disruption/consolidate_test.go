@@ -178,6 +178,22 @@ func TestConsolidate(t *testing.T) {
 					t.Fatalf("%+v %v", d.Commands, d.Skipped)
 				}
 			}},
+		{name: "one big node becomes several cheaper ones", pool: guide03(),
+			setup: func() *setup {
+				var pods []*corev1.Pod
+				for i, sh := range [][2]string{{"2", "1Gi"}, {"500m", "4Gi"}, {"1", "2Gi"}, {"250m", "256Mi"}} {
+					for j := 0; j < 5; j++ {
+						pods = append(pods, pod(fmt.Sprintf("p%d-%d", i, j), sh[0], sh[1]))
+					}
+				}
+				// 18.75 CPUs: no single type cheaper than an 8xlarge fits them.
+				return (&setup{}).add(node("huge", "c6a.8xlarge", "on-demand", pods...))
+			},
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 1 || len(d.Commands[0].Candidates) != 1 || len(d.Commands[0].Replacements) < 2 || d.Commands[0].Savings < 0.1*d.Commands[0].Candidates[0].Price {
+					t.Fatalf("%v skipped %v", summary(d), d.Skipped)
+				}
+			}},
 		{name: "pods that fit nowhere keep their node", pool: nodePool("default", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c6a.large")),
 			setup: func() *setup { return (&setup{}).add(node("only", "c6a.2xlarge", "on-demand", pod("p", "4", "1Gi"))) },
 			check: func(t *testing.T, d Decision) {

@@ -32,6 +32,7 @@ type sim struct {
 	cautious bool
 	stranded int
 	strikes  int
+	repacks  int
 }
 
 type simNode struct {
@@ -160,6 +161,9 @@ func (s *sim) step() bool {
 	}
 	s.steps++
 	cmd := d.Commands[0]
+	if len(cmd.Candidates) > 1 && len(cmd.Replacements) > 0 {
+		s.repacks++
+	}
 	if s.log != nil {
 		s.log(summary(Decision{Commands: []Command{cmd}})[0])
 	}
@@ -324,8 +328,8 @@ func testScaleDown(t *testing.T, batch int) {
 	}
 	sort.Strings(types)
 	ratio := s.price() / s.bound(t)
-	t.Logf("converged after %d commands: %d nodes %s; $%.3f/h, %.3fx; %d moves, %.2f per pod, at most %d; %d pods stranded, cautious=%v",
-		s.steps, len(s.nodes), strings.Join(types, " "), s.price(), ratio, total, float64(total)/200, most, s.stranded, s.cautious)
+	t.Logf("converged after %d commands (%d repacks): %d nodes %s; $%.3f/h, %.3fx; %d moves, %.2f per pod, at most %d; %d pods stranded, cautious=%v",
+		s.steps, s.repacks, len(s.nodes), strings.Join(types, " "), s.price(), ratio, total, float64(total)/200, most, s.stranded, s.cautious)
 	if pods != 200 {
 		t.Errorf("%d pods on nodes, want 200", pods)
 	}

@@ -9,13 +9,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// repackSizes are the set sizes repack tries: enough to find the few-into-
-// fewer merges that single-node moves cannot reach, without planning every
-// prefix of a large cluster.
+// repackSizes are the set sizes repack tries: enough to find the
+// few-into-fewer merges that single-node moves cannot reach, without
+// planning every prefix of a large cluster.
+var repackSizes = []int{1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64, 96, 128}
+
+// repackSplitSavings is the share of a set's price that replacing it with
+// more nodes than it had must save.
+const repackSplitSavings = 0.1
+
 // repackSlackMax is the largest set planned with other nodes' room.
 const repackSlackMax = 16
-
-var repackSizes = []int{2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64, 96, 128}
 
 type scored struct {
 	c    Candidate
@@ -23,18 +27,20 @@ type scored struct {
 	pods []*corev1.Pod
 }
 
-// repack looks for a set of nodes whose pods, planned afresh onto fewer new
-// nodes, cost less than the set: the fragmentation that deletes and
-// one-for-one replacements leave behind when every node is partly full and
-// no node's pods fit in the others' gaps.
+// repack looks for a set of nodes whose pods, planned afresh, cost less
+// than the set: the fragmentation that deletes and one-for-one
+// replacements leave behind when every node is partly full and no node's
+// pods fit in the others' gaps.
 //
-// Sets are prefixes of the candidates, least utilized first, so the nodes
-// that hold the least work move first. The replacements take the pods of
-// the set and nothing else: other nodes are counted for topology but get
-// none of the set's pods. That costs some savings but makes the outcome
-// independent of where kube-scheduler puts the evicted pods: any node they
-// land on has room, so nothing goes pending and the cluster's price falls
-// by the planned savings whatever happens.
+// Sets are prefixes of the candidates in two orders (least utilized first,
+// and most idle dollars first) within the budgets. Each set is planned
+// three ways: onto one new node, which has room for every pod whatever
+// kube-scheduler does; onto new nodes alone; and onto new nodes and the
+// room other nodes have. The last two must beat kube-scheduler's spreading
+// (see kubeModel). A set becomes more nodes than it had only when that
+// saves at least 10% of its price: Karpenter never replaces one node with
+// several, but a 48xlarge left holding pods that smaller nodes fit for
+// less is waste.
 func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowed map[string]int, opts Options) (Command, bool) {
 	nodes := map[string]*scheduling.Node{}
 	for _, n := range snap.Nodes {
@@ -157,19 +163,23 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 	if one := scheduling.SolveOne(trial, scheduling.Options{}); one != nil {
 		options = append(options, option{repl: []*scheduling.NewNodeClaim{one}, safe: true})
 	}
-	if plan := scheduling.Solve(trial, scheduling.Options{}); len(plan.Unschedulable) == 0 && len(plan.NewNodeClaims) > 1 && len(plan.NewNodeClaims) <= k {
+	if plan := scheduling.Solve(trial, scheduling.Options{}); len(plan.Unschedulable) == 0 && len(plan.NewNodeClaims) > 1 {
 		options = append(options, option{repl: plan.NewNodeClaims})
 	}
 	// Using other nodes' room means planning over all of them: worth it
 	// for small sets, where room elsewhere matters most.
 	if k > repackSlackMax {
-	} else if plan := scheduling.Solve(withSlack, scheduling.Options{}); len(plan.Unschedulable) == 0 && len(plan.Existing) > 0 && len(plan.NewNodeClaims) <= k {
+	} else if plan := scheduling.Solve(withSlack, scheduling.Options{}); len(plan.Unschedulable) == 0 && len(plan.Existing) > 0 {
 		options = append(options, option{repl: plan.NewNodeClaims})
 	}
 	for _, o := range options {
 		repl := o.repl
 		savings := price - totalPrice(repl)
 		if savings <= 1e-9 || (found && savings <= best.Savings) {
+			continue
+		}
+		// More nodes than before must be clearly worth it.
+		if len(repl) > k && savings < repackSplitSavings*price {
 			continue
 		}
 		if spot && !opts.SpotToSpot && anySpot(repl) {
