@@ -69,6 +69,7 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 	d := Decision{Skipped: map[string]string{}}
 	cluster := scheduling.NewCluster(snap, scheduling.Options{})
 	kube := newKubeModel(snap)
+	totals := totalsByPool(snap, cands)
 	allowed := map[string]int{}
 	for k, v := range opts.Allowed {
 		allowed[k] = v
@@ -194,6 +195,12 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		del.Candidates = del.Candidates[:n]
 		del.Risk = kube.risk(del.Candidates, nil)
 	}
+	if why := balanced(snap, totals, opts.Policy, del); why != "" && len(del.Candidates) > 0 {
+		for _, c := range del.Candidates {
+			d.Skipped[c.Node] = why
+		}
+		del.Candidates = nil
+	}
 	if len(del.Candidates) > 0 {
 		d.Commands = append(d.Commands, del)
 	}
@@ -217,6 +224,10 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			d.Skipped[e.c.Node] = unsafeReason
 			continue
 		}
+		if why := balanced(snap, totals, opts.Policy, Command{Candidates: []Candidate{e.c}, Savings: savings}); why != "" {
+			d.Skipped[e.c.Node] = why
+			continue
+		}
 		if !take(e.c) {
 			continue
 		}
@@ -232,7 +243,7 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		d.Commands = append(d.Commands, cmd)
 	}
 	if len(d.Commands) == 0 {
-		if cmd, ok := repack(snap, kube, movable, opts.Allowed, opts); ok {
+		if cmd, ok := repack(snap, kube, movable, opts.Allowed, opts, totals); ok {
 			for _, c := range cmd.Candidates {
 				delete(d.Skipped, c.Node)
 			}

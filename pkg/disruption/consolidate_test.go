@@ -194,6 +194,31 @@ func TestConsolidate(t *testing.T) {
 					t.Fatalf("%v skipped %v", summary(d), d.Skipped)
 				}
 			}},
+		{name: "Balanced approves a replacement that saves much for few moves", pool: guide03(),
+			opts: Options{Policy: map[string]v1.ConsolidationPolicy{"default": v1.ConsolidationPolicyBalanced}},
+			setup: func() *setup {
+				s := (&setup{}).add(node("big", "c6a.2xlarge", "on-demand", pod("p", "1", "1Gi")))
+				return s.add(node("full", "c6a.large", "on-demand", pod("q", "1500m", "1Gi")))
+			},
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 1 || d.Commands[0].Candidates[0].Node != "big" || len(d.Commands[0].Replacements) != 1 {
+					t.Fatalf("%v skipped %v", summary(d), d.Skipped)
+				}
+			}},
+		{name: "Balanced rejects a replacement that saves little for many moves", pool: guide03(),
+			opts:  Options{Policy: map[string]v1.ConsolidationPolicy{"default": v1.ConsolidationPolicyBalanced}},
+			setup: balancedSetup,
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 0 || !strings.Contains(d.Skipped["small"], "consolidationPolicy is Balanced") {
+					t.Fatalf("%v skipped %v", summary(d), d.Skipped)
+				}
+			}},
+		{name: "WhenEmptyOrUnderutilized takes that replacement", pool: guide03(), setup: balancedSetup,
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 1 || d.Commands[0].Candidates[0].Node != "small" {
+					t.Fatalf("%v skipped %v", summary(d), d.Skipped)
+				}
+			}},
 		{name: "pods that fit nowhere keep their node", pool: nodePool("default", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c6a.large")),
 			setup: func() *setup { return (&setup{}).add(node("only", "c6a.2xlarge", "on-demand", pod("p", "4", "1Gi"))) },
 			check: func(t *testing.T, d Decision) {
@@ -213,6 +238,16 @@ func TestConsolidate(t *testing.T) {
 			tc.check(t, Consolidate(snap, s.cands, opts))
 		})
 	}
+}
+
+// balancedSetup is a pool where replacing one node saves 2% of the cost but
+// moves 4 of its 14 pods.
+func balancedSetup() *setup {
+	s := (&setup{}).add(node("small", "c6a.2xlarge", "on-demand", pod("a", "500m", "1Gi"), pod("b", "500m", "1Gi"), pod("c", "500m", "1Gi"), pod("d", "500m", "1Gi")))
+	for i := 0; i < 10; i++ {
+		s.add(node(fmt.Sprintf("full-%d", i), "c6a.4xlarge", "on-demand", pod(fmt.Sprintf("f%d", i), "12", "1Gi")))
+	}
+	return s
 }
 
 // BenchmarkConsolidationDecision times one decision over every candidate of
@@ -338,7 +373,7 @@ func BenchmarkRepack(b *testing.B) {
 			var ok bool
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				cmd, ok = repack(snap, newKubeModel(snap), cands, map[string]int{"default": count / 10}, Options{})
+				cmd, ok = repack(snap, newKubeModel(snap), cands, map[string]int{"default": count / 10}, Options{}, totalsByPool(snap, cands))
 			}
 			b.StopTimer()
 			if !ok {

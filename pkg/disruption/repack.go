@@ -41,7 +41,7 @@ type scored struct {
 // saves at least 10% of its price: Karpenter never replaces one node with
 // several, but a 48xlarge left holding pods that smaller nodes fit for
 // less is waste.
-func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowed map[string]int, opts Options) (Command, bool) {
+func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowed map[string]int, opts Options, totals map[string]*poolTotals) (Command, bool) {
 	nodes := map[string]*scheduling.Node{}
 	for _, n := range snap.Nodes {
 		nodes[n.Name] = n
@@ -108,7 +108,7 @@ func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowe
 				continue
 			}
 			tried[strings.Join(key, ",")] = true
-			if cmd, ok := repackSet(snap, kube, chosen[:k], opts); ok && (!found || cmd.Savings > best.Savings) {
+			if cmd, ok := repackSet(snap, kube, chosen[:k], opts, totals); ok && (!found || cmd.Savings > best.Savings) {
 				best, found = cmd, true
 			}
 		}
@@ -118,7 +118,7 @@ func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowe
 
 // repackSet plans the set's pods onto new nodes alone and returns the
 // cheapest safe replacement, if it saves money.
-func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Options) (Command, bool) {
+func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Options, totals map[string]*poolTotals) (Command, bool) {
 	k := len(set)
 	var best Command
 	found := false
@@ -192,8 +192,11 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 				continue
 			}
 		}
-		best = Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: setCands, Replacements: repl, Savings: savings, Risk: risk}
-		found = true
+		cmd := Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: setCands, Replacements: repl, Savings: savings, Risk: risk}
+		if balanced(snap, totals, opts.Policy, cmd) != "" {
+			continue
+		}
+		best, found = cmd, true
 	}
 	return best, found
 }
