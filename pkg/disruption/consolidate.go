@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -70,6 +71,10 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 	cluster := scheduling.NewCluster(snap, scheduling.Options{})
 	kube := newKubeModel(snap)
 	totals := totalsByPool(snap, cands)
+	types := map[string][]*cloudprovider.InstanceType{}
+	for _, p := range snap.NodePools {
+		types[p.NodePool.Name] = p.InstanceTypes
+	}
 	allowed := map[string]int{}
 	for k, v := range opts.Allowed {
 		allowed[k] = v
@@ -126,6 +131,8 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 				d.Skipped[c.Node] = fmt.Sprintf("no cheaper replacement: its pods need a %s at $%.4f/h, the node costs $%.4f/h", repl.InstanceType.Name, repl.Price(), c.Price)
 			case c.CapacityType == v1.CapacityTypeSpot && repl.Offering.CapacityType == v1.CapacityTypeSpot && !opts.SpotToSpot:
 				d.Skipped[c.Node] = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+			case c.CapacityType == v1.CapacityTypeSpot && repl.Offering.CapacityType == v1.CapacityTypeSpot && spotWhy(c.Price, repl, types[c.NodePool]) != "":
+				d.Skipped[c.Node] = spotWhy(c.Price, repl, types[c.NodePool])
 			default:
 				replaceable = append(replaceable, eval{c, r})
 			}
@@ -237,8 +244,14 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		}
 		cmd := Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: []Candidate{e.c}, Savings: e.c.Price, Risk: risk}
 		if len(r.Replacements) == 1 {
-			cmd.Replacements = r.Replacements
-			cmd.Savings -= r.Replacements[0].Price()
+			repl := r.Replacements[0]
+			if e.c.CapacityType == v1.CapacityTypeSpot && repl.Offering.CapacityType == v1.CapacityTypeSpot {
+				if narrowed, _ := spotToSpot(e.c.Price, repl, types[e.c.NodePool]); narrowed != nil {
+					repl = narrowed
+				}
+			}
+			cmd.Replacements = pinSpot([]*scheduling.NewNodeClaim{repl})
+			cmd.Savings -= repl.Price()
 		}
 		d.Commands = append(d.Commands, cmd)
 	}
@@ -264,4 +277,9 @@ func worthIt(kube *kubeModel, opts Options, cands []Candidate, repl []*schedulin
 		return risk, false
 	}
 	return risk, savings-risk > 1e-9
+}
+
+func spotWhy(price float64, repl *scheduling.NewNodeClaim, types []*cloudprovider.InstanceType) string {
+	_, why := spotToSpot(price, repl, types)
+	return why
 }

@@ -177,6 +177,18 @@ func TestConsolidate(t *testing.T) {
 				if len(d.Commands) != 1 || len(d.Commands[0].Replacements) != 1 || d.Commands[0].Savings <= 0 {
 					t.Fatalf("%+v %v", d.Commands, d.Skipped)
 				}
+				r := d.Commands[0].Replacements[0]
+				if len(r.InstanceTypes) != SpotToSpotMinTypes || r.Requirements[v1.LabelCapacityType].Len() != 1 || !r.Requirements[v1.LabelCapacityType].Has("spot") {
+					t.Fatalf("replacement options %d, capacity types %v; want %d spot options", len(r.InstanceTypes), r.Requirements[v1.LabelCapacityType], SpotToSpotMinTypes)
+				}
+			}},
+		{name: "spot to spot needs 15 cheaper types", pool: nodePool("default", req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, "spot"), req("karpenter.k8s.aws/instance-family", corev1.NodeSelectorOpIn, "m5")),
+			opts:  Options{SpotToSpot: true},
+			setup: func() *setup { return (&setup{}).add(node("spot", "m5.4xlarge", "spot", pod("p", "1", "1Gi"))) },
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 0 || !strings.Contains(d.Skipped["spot"], "needs 15 instance types cheaper") {
+					t.Fatalf("%v %v", summary(d), d.Skipped)
+				}
 			}},
 		{name: "one big node becomes several cheaper ones", pool: guide03(),
 			setup: func() *setup {

@@ -1,10 +1,12 @@
 package disruption
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -182,8 +184,25 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 		if len(repl) > k && savings < repackSplitSavings*price {
 			continue
 		}
-		if spot && !opts.SpotToSpot && anySpot(repl) {
-			continue
+		if spot && anySpot(repl) {
+			if !opts.SpotToSpot {
+				continue
+			}
+			// Spot nodes become spot nodes only with enough cheaper types.
+			narrowed := make([]*scheduling.NewNodeClaim, len(repl))
+			for i, nc := range repl {
+				narrowed[i] = nc
+				if nc.Offering.CapacityType != v1.CapacityTypeSpot {
+					continue
+				}
+				if narrowed[i], _ = spotToSpot(price, nc, poolTypes(snap, nc.NodePool)); narrowed[i] == nil {
+					break
+				}
+			}
+			if slices.Contains(narrowed, nil) {
+				continue
+			}
+			repl = narrowed
 		}
 		risk := 0.0
 		if !o.safe {
@@ -192,7 +211,7 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 				continue
 			}
 		}
-		cmd := Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: setCands, Replacements: repl, Savings: savings, Risk: risk}
+		cmd := Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: setCands, Replacements: pinSpot(repl), Savings: savings, Risk: risk}
 		if balanced(snap, totals, opts.Policy, cmd) != "" {
 			continue
 		}
@@ -225,4 +244,13 @@ func totalPrice(ncs []*scheduling.NewNodeClaim) float64 {
 		t += nc.Price()
 	}
 	return t
+}
+
+func poolTypes(snap scheduling.Snapshot, name string) []*cloudprovider.InstanceType {
+	for _, p := range snap.NodePools {
+		if p.NodePool.Name == name {
+			return p.InstanceTypes
+		}
+	}
+	return nil
 }
