@@ -13,7 +13,7 @@ import (
 )
 
 // steadyFor is how long TestSteadyState watches a converged cluster. The
-// suite uses 5 minutes at a 1 s decision interval: 300 decisions, more than
+// suite uses 3 minutes at a 1 s decision interval: 180 decisions, as many as
 // 30 minutes at Karpenter's 10 s. JOINER_STEADY_STATE=30m runs the
 // acceptance's full half hour.
 func steadyFor(t *testing.T) time.Duration {
@@ -24,7 +24,7 @@ func steadyFor(t *testing.T) time.Duration {
 		}
 		return d
 	}
-	return 5 * time.Minute
+	return 3 * time.Minute
 }
 
 // TestSteadyState scales a mixed workload up and down, waits until
