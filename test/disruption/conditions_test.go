@@ -122,3 +122,36 @@ func TestExpiration(t *testing.T) {
 		t.Errorf("no expiration in the logs")
 	}
 }
+
+// TestExpirationPastDoNotDisrupt expires a node whose pod has
+// do-not-disrupt: expiration is forceful, so the node goes anyway, but the
+// pod is only deleted when terminationGracePeriod ends.
+func TestExpirationPastDoNotDisrupt(t *testing.T) {
+	framework.StartJoiner(t)
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	p := strings.Replace(pool("Never", "20s"), "      expireAfter:", "      terminationGracePeriod: 20s\n      expireAfter:", 1)
+	framework.Kubectl(t, p, "apply", "-f", "-")
+	framework.Kubectl(t, doNotDisrupt(framework.Deployment("web", 1, "500m", "512Mi", "      terminationGracePeriodSeconds: 0\n")), "apply", "-f", "-")
+	first := initialized(t, 1)[0]
+	var deleting time.Time
+	framework.Eventually(t, time.Minute, "the NodeClaim expired", func() (bool, string) {
+		for _, nc := range framework.NodeClaims(t) {
+			if nc.Name == first.Name && nc.DeletionTimestamp != nil {
+				deleting = nc.DeletionTimestamp.Time
+				return true, ""
+			}
+		}
+		return false, "not deleting"
+	})
+	framework.Eventually(t, 2*time.Minute, "the expired NodeClaim gone at its terminationGracePeriod", func() (bool, string) {
+		return !exists(t, first.Name), "still there"
+	})
+	// The pod held the node until the deadline, 20s after deletion began.
+	if held := time.Since(deleting); held < 15*time.Second {
+		t.Errorf("the node went %s after expiring; its do-not-disrupt pod should have held it for the 20s terminationGracePeriod", held.Round(time.Second))
+	}
+	out := framework.Kubectl(t, "", "get", "events", "-A", "--field-selector", "reason=TerminationGracePeriodExpiring,involvedObject.name="+first.Name, "-o", "custom-columns=MSG:.message", "--no-headers")
+	if !strings.Contains(out, "terminationGracePeriod ends at") {
+		t.Errorf("no TerminationGracePeriodExpiring event: %q", out)
+	}
+}
