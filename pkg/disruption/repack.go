@@ -20,6 +20,11 @@ var repackSizes = []int{1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64, 96, 128
 // more nodes than it had must save.
 const repackSplitSavings = 0.1
 
+// repackSwapSavings is the share of a set's price that replacing it with as
+// many nodes must save: it moves every pod of the set, for less gain than
+// a merge.
+const repackSwapSavings = 0.05
+
 // repackSlackMax is the largest set planned with other nodes' room.
 const repackSlackMax = 16
 
@@ -180,8 +185,9 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 		if savings <= 1e-9 || (found && savings <= best.Savings) {
 			continue
 		}
-		// More nodes than before must be clearly worth it.
-		if len(repl) > k && savings < repackSplitSavings*price {
+		// As many nodes as before, or more, must be clearly worth moving
+		// every pod of the set for.
+		if len(repl) > k && savings < repackSplitSavings*price || len(repl) == k && savings < repackSwapSavings*price {
 			continue
 		}
 		if spot && anySpot(repl) {
