@@ -63,8 +63,11 @@ func TestDrift(t *testing.T) {
 	cases := []struct {
 		name   string
 		change string // a merge patch of the NodePool
+		class  string // a merge patch of the EC2NodeClass
 		want   string
 	}{
+		{name: "the EC2NodeClass changes", class: `{"spec":{"tags":{"team":"payments"}}}`, want: "True/NodeClassDrift"},
+		{name: "a selector term change is not static drift", class: `{"spec":{"subnetSelectorTerms":[{"tags":{"karpenter.sh/discovery":"other"}}]}}`, want: "absent"},
 		{name: "template labels change", change: `{"spec":{"template":{"metadata":{"labels":{"team":"payments"}}}}}`, want: "True/NodePoolDrifted"},
 		{name: "taints change", change: `{"spec":{"template":{"spec":{"taints":[{"key":"dedicated","effect":"NoSchedule"}]}}}}`, want: "True/NodePoolDrifted"},
 		{name: "requirements the node no longer meets", change: `{"spec":{"template":{"spec":{"requirements":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}]}}}}`, want: "True/RequirementsDrifted"},
@@ -79,7 +82,11 @@ func TestDrift(t *testing.T) {
 				claims := framework.NodeClaims(t)
 				return len(claims) == 1 && meta.IsStatusConditionTrue(claims[0].Status.Conditions, v1.ConditionTypeInitialized), fmt.Sprint(len(claims))
 			})
-			framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", tc.change)
+			if tc.class != "" {
+				framework.Kubectl(t, "", "patch", "ec2nodeclass", "default", "--type=merge", "-p", tc.class)
+			} else {
+				framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", tc.change)
+			}
 			if tc.want == "absent" {
 				time.Sleep(5 * time.Second)
 				if got := condition(framework.NodeClaims(t)[0], v1.ConditionTypeDrifted); got != "absent" {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
@@ -135,9 +136,57 @@ func (c *CloudProvider) InstanceTypes(context.Context, *v1.NodePool) ([]*cloudpr
 	return slices.Clone(c.types), nil
 }
 
-// IsDrifted never reports drift: a kwok machine has no NodeClass, image or
-// network settings that could fall out of date.
-func (c *CloudProvider) IsDrifted(context.Context, *v1.NodeClaim) (string, error) { return "", nil }
+// IsDrifted reports NodeClassDrift when the EC2NodeClass changed since the
+// machine launched: its hash differs from the one stamped on the NodeClaim,
+// under the same hash version. A kwok machine has no image, subnets or
+// security groups that could drift on their own.
+func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (string, error) {
+	class, err := c.nodeClass(ctx, nodeClaim)
+	if err != nil || class == nil {
+		return "", err
+	}
+	stamped, version := nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash], nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHashVersion]
+	current := class.Annotations[awsv1.AnnotationEC2NodeClassHash]
+	if stamped == "" || current == "" || version != class.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] {
+		return "", nil
+	}
+	if stamped != current {
+		return "NodeClassDrift", nil
+	}
+	return "", nil
+}
+
+// nodeClass is the EC2NodeClass a NodeClaim refers to, or nil when it
+// refers to none.
+func (c *CloudProvider) nodeClass(ctx context.Context, nodeClaim *v1.NodeClaim) (*awsv1.EC2NodeClass, error) {
+	ref := nodeClaim.Spec.NodeClassRef
+	if ref == nil || ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass" {
+		return nil, nil
+	}
+	class := &awsv1.EC2NodeClass{}
+	if err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, class); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return class, nil
+}
+
+// stampNodeClass copies the class's hash annotations onto the NodeClaim
+// Create returns, so drift can be judged later.
+func (c *CloudProvider) stampNodeClass(ctx context.Context, out *v1.NodeClaim) error {
+	class, err := c.nodeClass(ctx, out)
+	if err != nil || class == nil || class.Annotations[awsv1.AnnotationEC2NodeClassHash] == "" {
+		return err
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = class.Annotations[awsv1.AnnotationEC2NodeClassHash]
+	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = class.Annotations[awsv1.AnnotationEC2NodeClassHashVersion]
+	return nil
+}
 
 // Create launches the cheapest available offering the NodeClaim allows. A
 // retried Create for a NodeClaim whose Node already exists returns that Node,
@@ -150,7 +199,8 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 		if err := c.ensureStatus(ctx, node); err != nil {
 			return nil, err
 		}
-		return c.launched(nodeClaim, node), nil
+		out := c.launched(nodeClaim, node)
+		return out, c.stampNodeClass(ctx, out)
 	}
 	it, offering, err := c.choose(nodeClaim)
 	if err != nil {
@@ -182,7 +232,8 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 	if err := c.ensureStatus(ctx, node); err != nil {
 		return nil, err
 	}
-	return c.launched(nodeClaim, node), nil
+	out := c.launched(nodeClaim, node)
+	return out, c.stampNodeClass(ctx, out)
 }
 
 // launchedBefore returns the Node an earlier Create made for this NodeClaim,

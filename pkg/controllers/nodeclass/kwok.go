@@ -32,6 +32,19 @@ func (c *KwokController) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := c.Client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	// The hash annotations, which NodeClaims launched from the class carry
+	// and drift is judged by.
+	if hash := nc.Hash(); nc.Annotations[awsv1.AnnotationEC2NodeClassHash] != hash || nc.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] != awsv1.EC2NodeClassHashVersion {
+		stored := nc.DeepCopy()
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[awsv1.AnnotationEC2NodeClassHash] = hash
+		nc.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = awsv1.EC2NodeClassHashVersion
+		if err := c.Client.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
 	stored := nc.DeepCopy()
 	now := metav1.NewTime(c.Clock.Now())
 	for _, t := range []string{"AMIsReady", "SubnetsReady", "SecurityGroupsReady", "InstanceProfileReady", "ValidationSucceeded", "Ready"} {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"time"
 
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -39,6 +40,20 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 			out := make([]reconcile.Request, 0, len(claims.Items))
 			for _, nc := range claims.Items {
 				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
+			}
+			return out
+		})).
+		// An EC2NodeClass change may drift every NodeClaim launched from it.
+		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var claims v1.NodeClaimList
+			if err := c.Client.List(ctx, &claims); err != nil {
+				return nil
+			}
+			var out []reconcile.Request
+			for _, nc := range claims.Items {
+				if ref := nc.Spec.NodeClassRef; ref != nil && ref.Group == awsv1.Group && ref.Name == o.GetName() {
+					out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
+				}
 			}
 			return out
 		})).
