@@ -22,6 +22,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -567,13 +568,23 @@ func (c *Controller) createReplacement(ctx context.Context, r *scheduling.NewNod
 	return nc, nil
 }
 
+// cacheGrace is how long a NodeClaim just created may be missing from the
+// informer cache before it counts as deleted.
+const cacheGrace = 10 * time.Second
+
 func (c *Controller) waitInitialized(ctx context.Context, claims []*v1.NodeClaim) error {
-	deadline := c.Clock.Now().Add(c.ReadyTimeout)
+	start := c.Clock.Now()
+	deadline := start.Add(c.ReadyTimeout)
 	for {
 		ready := 0
 		for _, want := range claims {
 			var nc v1.NodeClaim
 			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(want), &nc); err != nil {
+				// The cache may not have seen a NodeClaim just created; one
+				// still missing after that was deleted (a failed launch).
+				if apierrors.IsNotFound(err) && c.Clock.Since(start) < cacheGrace {
+					continue
+				}
 				return fmt.Errorf("replacement %s: %w", want.Name, err)
 			}
 			if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
