@@ -24,29 +24,15 @@ import (
 func TestMultiNodeScaleDown(t *testing.T) {
 	framework.StartJoiner(t, "DISRUPTION_POLL=5s")
 	t.Cleanup(func() { framework.ResetCluster(t) })
-	poolYAML := strings.Replace(framework.PoolAndClass, "  template:\n", "  disruption: {consolidateAfter: 10s}\n  template:\n", 1)
-	framework.Kubectl(t, poolYAML, "apply", "-f", "-")
-	shapes := [][2]string{{"2", "1Gi"}, {"500m", "4Gi"}, {"1", "2Gi"}, {"250m", "256Mi"}}
-	for i, s := range shapes {
-		framework.Kubectl(t, framework.Deployment(fmt.Sprintf("load-%d", i), 250, s[0], s[1], ""), "apply", "-f", "-")
-	}
-	framework.Eventually(t, 5*time.Minute, "1,000 pods running", func() (bool, string) {
-		n := 0
-		for i := range shapes {
-			c, _ := framework.Running(t, map[string]string{"app": fmt.Sprintf("load-%d", i)})
-			n += c
-		}
-		return n == 1000, fmt.Sprint(n)
-	})
+	poolYAML := mixed(t, "load", "10s", 250)
+	framework.Eventually(t, 5*time.Minute, "1,000 pods running", func() (bool, string) { return mixedRunning(t, "load", 1000) })
 	before := len(framework.NodeClaims(t))
 	var initial []string
 	for _, nc := range framework.NodeClaims(t) {
 		initial = append(initial, nc.Labels[corev1.LabelInstanceTypeStable])
 	}
 	t.Logf("initial nodes: %v", initial)
-	for i := range shapes {
-		framework.Kubectl(t, "", "scale", fmt.Sprintf("deployment/load-%d", i), "--replicas=50")
-	}
+	scaleMixed(t, "load", 50)
 	its, err := catalog.InstanceTypes(catalog.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +109,35 @@ func TestMultiNodeScaleDown(t *testing.T) {
 	t.Logf("final nodes: %v", kinds)
 	t.Logf("1,000 pods on %d nodes scaled to 200: within 1.15x after %s; settled at $%.3f/h, %.3fx the LP bound of $%.3f/h, on %d nodes, after %s; %d evictions, %.2f per pod",
 		before, reached.Round(time.Second), price, ratio, bound, len(framework.NodeClaims(t)), settled.Sub(start).Round(time.Second), evictions, float64(evictions)/200)
+}
+
+// mixedShapes are four pod shapes, CPU-heavy to memory-heavy.
+var mixedShapes = [][2]string{{"2", "1Gi"}, {"500m", "4Gi"}, {"1", "2Gi"}, {"250m", "256Mi"}}
+
+// mixed applies the test NodePool with consolidateAfter and a Deployment
+// prefix-i of each shape with replicas each, and returns the pool's YAML.
+func mixed(t *testing.T, prefix, consolidateAfter string, replicas int) string {
+	pool := strings.Replace(framework.PoolAndClass, "  template:\n", "  disruption: {consolidateAfter: "+consolidateAfter+"}\n  template:\n", 1)
+	framework.Kubectl(t, pool, "apply", "-f", "-")
+	for i, s := range mixedShapes {
+		framework.Kubectl(t, framework.Deployment(fmt.Sprintf("%s-%d", prefix, i), replicas, s[0], s[1], ""), "apply", "-f", "-")
+	}
+	return pool
+}
+
+func scaleMixed(t *testing.T, prefix string, replicas int) {
+	for i := range mixedShapes {
+		framework.Kubectl(t, "", "scale", fmt.Sprintf("deployment/%s-%d", prefix, i), fmt.Sprintf("--replicas=%d", replicas))
+	}
+}
+
+func mixedRunning(t *testing.T, prefix string, want int) (bool, string) {
+	n := 0
+	for i := range mixedShapes {
+		c, _ := framework.Running(t, map[string]string{"app": fmt.Sprintf("%s-%d", prefix, i)})
+		n += c
+	}
+	return n == want, fmt.Sprintf("%d of %d pods running", n, want)
 }
 
 func clusterPrice(claims []v1.NodeClaim, its []*cloudprovider.InstanceType) float64 {

@@ -1,7 +1,6 @@
 package disruption
 
 import (
-	"fmt"
 	"os"
 	"sort"
 	"strings"
@@ -35,24 +34,10 @@ func steadyFor(t *testing.T) time.Duration {
 func TestSteadyState(t *testing.T) {
 	j := framework.StartJoiner(t, "DISRUPTION_POLL=1s")
 	t.Cleanup(func() { framework.ResetCluster(t) })
-	pool := strings.Replace(framework.PoolAndClass, "  template:\n", "  disruption: {consolidateAfter: 5s}\n  template:\n", 1)
-	framework.Kubectl(t, pool, "apply", "-f", "-")
-	shapes := [][2]string{{"2", "1Gi"}, {"500m", "4Gi"}, {"1", "2Gi"}, {"250m", "256Mi"}}
-	for i, s := range shapes {
-		framework.Kubectl(t, framework.Deployment(fmt.Sprintf("steady-%d", i), 12, s[0], s[1], ""), "apply", "-f", "-")
-	}
-	running := func(want int) (bool, string) {
-		n := 0
-		for i := range shapes {
-			c, _ := framework.Running(t, map[string]string{"app": fmt.Sprintf("steady-%d", i)})
-			n += c
-		}
-		return n == want, fmt.Sprintf("%d of %d pods running", n, want)
-	}
+	mixed(t, "steady", "5s", 12)
+	running := func(want int) (bool, string) { return mixedRunning(t, "steady", want) }
 	framework.Eventually(t, 3*time.Minute, "48 pods running", func() (bool, string) { return running(48) })
-	for i := range shapes {
-		framework.Kubectl(t, "", "scale", fmt.Sprintf("deployment/steady-%d", i), "--replicas=5")
-	}
+	scaleMixed(t, "steady", 5)
 
 	// Converged: the same NodeClaims, none deleting, for a minute.
 	fingerprint := func() string {
