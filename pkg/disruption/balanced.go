@@ -32,7 +32,7 @@ func totalsByPool(snap scheduling.Snapshot, cands []Candidate) map[string]*poolT
 	for _, n := range snap.Nodes {
 		if t := out[n.NodePool]; t != nil {
 			for _, p := range n.Pods {
-				if !isDaemonSetPod(p) {
+				if !scheduling.IsDaemonPod(p) {
 					t.pods++
 				}
 			}

@@ -126,13 +126,18 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			d.Skipped[c.Node] = fmt.Sprintf("its pods would need %d new nodes; consolidation replaces one node with at most one", len(r.Replacements))
 		default:
 			repl := r.Replacements[0]
+			bothSpot := c.CapacityType == v1.CapacityTypeSpot && repl.Offering.CapacityType == v1.CapacityTypeSpot
+			spotWhy := ""
+			if bothSpot && opts.SpotToSpot {
+				spotWhy = spotToSpotWhy(c.Price, repl, types[c.NodePool])
+			}
 			switch {
 			case repl.Price() >= c.Price-1e-9:
 				d.Skipped[c.Node] = fmt.Sprintf("no cheaper replacement: its pods need a %s at $%.4f/h, the node costs $%.4f/h", repl.InstanceType.Name, repl.Price(), c.Price)
-			case c.CapacityType == v1.CapacityTypeSpot && repl.Offering.CapacityType == v1.CapacityTypeSpot && !opts.SpotToSpot:
+			case bothSpot && !opts.SpotToSpot:
 				d.Skipped[c.Node] = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
-			case c.CapacityType == v1.CapacityTypeSpot && repl.Offering.CapacityType == v1.CapacityTypeSpot && spotWhy(c.Price, repl, types[c.NodePool]) != "":
-				d.Skipped[c.Node] = spotWhy(c.Price, repl, types[c.NodePool])
+			case spotWhy != "":
+				d.Skipped[c.Node] = spotWhy
 			default:
 				replaceable = append(replaceable, eval{c, r})
 			}
@@ -225,7 +230,7 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			d.Skipped[e.c.Node] = "no cheaper replacement after other removals"
 			continue
 		}
-		savings := e.c.Price - totalPrice(r.Replacements)
+		savings := e.c.Price - scheduling.TotalPrice(r.Replacements)
 		risk, ok := worthIt(kube, opts, []Candidate{e.c}, r.Replacements, savings)
 		if !ok {
 			d.Skipped[e.c.Node] = unsafeReason
@@ -279,7 +284,7 @@ func worthIt(kube *kubeModel, opts Options, cands []Candidate, repl []*schedulin
 	return risk, savings-risk > 1e-9
 }
 
-func spotWhy(price float64, repl *scheduling.NewNodeClaim, types []*cloudprovider.InstanceType) string {
+func spotToSpotWhy(price float64, repl *scheduling.NewNodeClaim, types []*cloudprovider.InstanceType) string {
 	_, why := spotToSpot(price, repl, types)
 	return why
 }

@@ -113,14 +113,6 @@ func (s *sim) schedule(pods []*corev1.Pod) int {
 			if !req.Fits(n.free) {
 				continue
 			}
-			alloc := scheduling.FromResourceList(n.Allocatable)
-			after := n.free.Sub(req)
-			cpu := float64(after.CPU) / float64(alloc.CPU)
-			mem := float64(after.Memory) / float64(alloc.Memory)
-			diff := cpu - mem
-			if diff < 0 {
-				diff = -diff
-			}
 			// kube-scheduler also spreads a ReplicaSet's pods across
 			// nodes (the default topology spread constraints).
 			same := 0
@@ -129,7 +121,7 @@ func (s *sim) schedule(pods []*corev1.Pod) int {
 					same++
 				}
 			}
-			score := (cpu+mem)/2 + (1 - diff/2) - 0.01*float64(same)
+			score := kubeScore(req, n.free, scheduling.FromResourceList(n.Allocatable)) - 0.01*float64(same)
 			if score > bestScore {
 				best, bestScore = n, score
 			}

@@ -159,11 +159,14 @@ func hasDisruptedTaint(taints []corev1.Taint) bool {
 // them in it, and the large pods placed before the small ones is what keeps
 // the small ones from taking the gaps the large ones need.
 func EvictFirst(a, b *corev1.Pod) bool {
-	ra, rb := scheduling.PodRequests(a), scheduling.PodRequests(b)
-	if ra.CPU != rb.CPU {
-		return ra.CPU > rb.CPU
+	return larger(scheduling.PodRequests(a), scheduling.PodRequests(b))
+}
+
+func larger(a, b scheduling.Resources) bool {
+	if a.CPU != b.CPU {
+		return a.CPU > b.CPU
 	}
-	return ra.Memory > rb.Memory
+	return a.Memory > b.Memory
 }
 
 // stranded returns the pods left without a node in the worst of the
@@ -247,13 +250,8 @@ func (m *kubeModel) stranded(groups [][]*corev1.Pod, targets []kubeNode) []*core
 	return worst
 }
 
-func (m *kubeModel) before(a, b *corev1.Pod) bool {
-	ra, rb := m.req(a), m.req(b)
-	if ra.CPU != rb.CPU {
-		return ra.CPU > rb.CPU
-	}
-	return ra.Memory > rb.Memory
-}
+// before is EvictFirst on the model's cached requests.
+func (m *kubeModel) before(a, b *corev1.Pod) bool { return larger(m.req(a), m.req(b)) }
 
 // kubeScore is the default profile's resource scoring: least allocated plus
 // balanced allocation, for CPU and memory after placing the pod.
@@ -290,7 +288,7 @@ func movingPods(snap scheduling.Snapshot, names map[string]bool) [][]*corev1.Pod
 		}
 		var pods []*corev1.Pod
 		for _, p := range n.Pods {
-			if !isDaemonSetPod(p) {
+			if !scheduling.IsDaemonPod(p) {
 				pods = append(pods, p)
 			}
 		}

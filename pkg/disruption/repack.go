@@ -62,7 +62,7 @@ func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowe
 		var pods []*corev1.Pod
 		used := scheduling.Resources{}
 		for _, p := range n.Pods {
-			if isDaemonSetPod(p) {
+			if scheduling.IsDaemonPod(p) {
 				continue
 			}
 			pods = append(pods, p)
@@ -181,7 +181,7 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 	}
 	for _, o := range options {
 		repl := o.repl
-		savings := price - totalPrice(repl)
+		savings := price - scheduling.TotalPrice(repl)
 		if savings <= 1e-9 || (found && savings <= best.Savings) {
 			continue
 		}
@@ -233,23 +233,6 @@ func anySpot(ncs []*scheduling.NewNodeClaim) bool {
 		}
 	}
 	return false
-}
-
-func isDaemonSetPod(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
-}
-
-func totalPrice(ncs []*scheduling.NewNodeClaim) float64 {
-	t := 0.0
-	for _, nc := range ncs {
-		t += nc.Price()
-	}
-	return t
 }
 
 func poolTypes(snap scheduling.Snapshot, name string) []*cloudprovider.InstanceType {

@@ -103,7 +103,7 @@ func Run(ctx context.Context, opts *Options) error {
 		if derr != nil {
 			return derr
 		}
-		provider, err = kwok.New(direct, kwok.Options{Region: opts.KwokRegion, Zones: opts.KwokZones, LaunchDelay: opts.KwokLaunchDelay, Clock: clk})
+		provider, err = kwok.New(direct, kwok.Options{Region: opts.KwokRegion, Zones: opts.KwokZones, LaunchDelay: opts.KwokLaunchDelay, Clock: clk, NodeClasses: mgr.GetClient()})
 		if err != nil {
 			return err
 		}

@@ -84,7 +84,7 @@ func (c *Cluster) remove(names []string) (Removal, error) {
 		s.touchNode(n)
 		n.deleting = true
 		for _, pod := range n.pods {
-			if isDaemonPod(pod) {
+			if IsDaemonPod(pod) {
 				continue
 			}
 			if g := s.groupOf[pod]; g != nil {
@@ -137,7 +137,7 @@ func (c *Cluster) remove(names []string) (Removal, error) {
 			r.Replacements = append(r.Replacements, nc)
 		}
 	}
-	if one := s.joinAll(s.virtual[s.journal.virtual:]); one != nil && one.Price() <= totalPrice(r.Replacements)+1e-9 {
+	if one := s.joinAll(s.virtual[s.journal.virtual:]); one != nil && one.Price() <= TotalPrice(r.Replacements)+1e-9 {
 		r.Replacements = []*NewNodeClaim{one}
 	}
 	return r, nil
@@ -158,7 +158,9 @@ func groupBefore(a, b *podGroup) bool {
 	return a.id < b.id
 }
 
-func isDaemonPod(pod *corev1.Pod) bool {
+// IsDaemonPod is whether a pod belongs to its node (a DaemonSet or mirror
+// pod): it never moves, and goes with the node.
+func IsDaemonPod(pod *corev1.Pod) bool {
 	for _, o := range pod.OwnerReferences {
 		if o.Kind == "DaemonSet" {
 			return true
@@ -166,12 +168,4 @@ func isDaemonPod(pod *corev1.Pod) bool {
 	}
 	_, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]
 	return mirror
-}
-
-func totalPrice(ncs []*NewNodeClaim) float64 {
-	total := 0.0
-	for _, nc := range ncs {
-		total += nc.Price()
-	}
-	return total
 }

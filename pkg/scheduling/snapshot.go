@@ -90,9 +90,12 @@ type PodError struct {
 func (n *NewNodeClaim) Price() float64 { return n.Offering.Price }
 
 // TotalPrice sums the price of the new NodeClaims, $/h.
-func (p *Plan) TotalPrice() float64 {
+func (p *Plan) TotalPrice() float64 { return TotalPrice(p.NewNodeClaims) }
+
+// TotalPrice sums the price of NodeClaims, $/h.
+func TotalPrice(ncs []*NewNodeClaim) float64 {
 	total := 0.0
-	for _, n := range p.NewNodeClaims {
+	for _, n := range ncs {
 		total += n.Price()
 	}
 	return total

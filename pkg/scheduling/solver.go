@@ -451,19 +451,7 @@ func (s *solver) buildGroups(snap Snapshot) {
 	}
 	// Pods that need a node of their own go first, so that they lay out the
 	// nodes and everything else fills around them; then largest first.
-	sort.SliceStable(s.groups, func(i, j int) bool {
-		a, b := s.groups[i], s.groups[j]
-		if (a.perNodeLimit > 0) != (b.perNodeLimit > 0) {
-			return a.perNodeLimit > 0
-		}
-		if a.requests.CPU != b.requests.CPU {
-			return a.requests.CPU > b.requests.CPU
-		}
-		if a.requests.Memory != b.requests.Memory {
-			return a.requests.Memory > b.requests.Memory
-		}
-		return a.id < b.id
-	})
+	sort.SliceStable(s.groups, func(i, j int) bool { return groupBefore(s.groups[i], s.groups[j]) })
 }
 
 // value sets the group's per-pod lower-bound price: the cheapest share of

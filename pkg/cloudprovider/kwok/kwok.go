@@ -55,6 +55,10 @@ type Options struct {
 	// can exercise the window in which a NodeClaim is launched but not yet
 	// registered, as with a real machine booting.
 	LaunchDelay time.Duration
+	// NodeClasses reads EC2NodeClasses for drift checks, which run on every
+	// NodeClaim reconcile: the controller passes its cached client so they
+	// cost no API call. Default: the provider's own client.
+	NodeClasses client.Reader
 	// InsufficientCapacity lists offerings the cloud is out of, so tests can
 	// drive Joiner's fallback and ICE handling deterministically.
 	InsufficientCapacity []Unavailable
@@ -104,6 +108,9 @@ func New(kubeClient client.Client, opts Options) (*CloudProvider, error) {
 	}
 	opts.Zones = slices.Clone(opts.Zones)
 	opts.InsufficientCapacity = slices.Clone(opts.InsufficientCapacity)
+	if opts.NodeClasses == nil {
+		opts.NodeClasses = kubeClient
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -164,7 +171,7 @@ func (c *CloudProvider) nodeClass(ctx context.Context, nodeClaim *v1.NodeClaim) 
 		return nil, nil
 	}
 	class := &awsv1.EC2NodeClass{}
-	if err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, class); err != nil {
+	if err := c.opts.NodeClasses.Get(ctx, types.NamespacedName{Name: ref.Name}, class); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}

@@ -275,7 +275,7 @@ func (c *Controller) candidates(ctx context.Context, snap scheduling.Snapshot) (
 			cand: disruption.Candidate{Node: node.Name, NodeClaim: nc.Name, NodePool: pool.np.Name, InstanceType: typ, CapacityType: ct, Price: price}}
 		pods := podsByNode[node.Name]
 		for _, p := range pods {
-			if !isDaemon(p) {
+			if !scheduling.IsDaemonPod(p) {
 				info.pods++
 			}
 		}
@@ -295,7 +295,7 @@ func blocked(node *corev1.Node, pods []*corev1.Pod, pdbs []policyv1.PodDisruptio
 		return fmt.Sprintf("node has %q", v1.AnnotationDoNotDisrupt+": true")
 	}
 	for _, p := range pods {
-		if isDaemon(p) || state.IsTerminal(p) {
+		if scheduling.IsDaemonPod(p) || state.IsTerminal(p) {
 			continue
 		}
 		if p.Annotations[v1.AnnotationDoNotDisrupt] == "true" {
@@ -321,15 +321,6 @@ func blocked(node *corev1.Node, pods []*corev1.Pod, pdbs []policyv1.PodDisruptio
 		}
 	}
 	return ""
-}
-
-func isDaemon(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
 }
 
 // allowed is the pool's budget for reason less what is disrupting now.
