@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -32,7 +33,7 @@ func totalsByPool(snap scheduling.Snapshot, cands []Candidate) map[string]*poolT
 	for _, n := range snap.Nodes {
 		if t := out[n.NodePool]; t != nil {
 			for _, p := range n.Pods {
-				if !scheduling.IsDaemonPod(p) {
+				if !pods.IsOwnedByNode(p) {
 					t.pods++
 				}
 			}

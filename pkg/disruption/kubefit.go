@@ -6,7 +6,9 @@ import (
 	"sort"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -145,13 +147,8 @@ func (m *kubeModel) risk(cands []Candidate, repl []*scheduling.NewNodeClaim) flo
 	return plan.TotalPrice()
 }
 
-func hasDisruptedTaint(taints []corev1.Taint) bool {
-	for _, t := range taints {
-		if t.Key == v1.DisruptedNoScheduleTaint.Key {
-			return true
-		}
-	}
-	return false
+func hasDisruptedTaint(ts []corev1.Taint) bool {
+	return taints.Has(ts, v1.DisruptedNoScheduleTaint)
 }
 
 // EvictFirst orders a node's pods for eviction: largest first. The
@@ -286,13 +283,13 @@ func movingPods(snap scheduling.Snapshot, names map[string]bool) [][]*corev1.Pod
 		if !names[n.Name] {
 			continue
 		}
-		var pods []*corev1.Pod
+		var moving []*corev1.Pod
 		for _, p := range n.Pods {
-			if !scheduling.IsDaemonPod(p) {
-				pods = append(pods, p)
+			if !pods.IsOwnedByNode(p) {
+				moving = append(moving, p)
 			}
 		}
-		out = append(out, pods)
+		out = append(out, moving)
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -59,19 +60,19 @@ func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowe
 		if n == nil {
 			continue
 		}
-		var pods []*corev1.Pod
+		var moving []*corev1.Pod
 		used := scheduling.Resources{}
 		for _, p := range n.Pods {
-			if scheduling.IsDaemonPod(p) {
+			if pods.IsOwnedByNode(p) {
 				continue
 			}
-			pods = append(pods, p)
+			moving = append(moving, p)
 			used = used.Add(scheduling.PodRequests(p))
 		}
-		if len(pods) == 0 {
+		if len(moving) == 0 {
 			continue
 		}
-		pool = append(pool, scored{c: c, util: used.Fraction(scheduling.FromResourceList(n.Allocatable)), pods: pods})
+		pool = append(pool, scored{c: c, util: used.Fraction(scheduling.FromResourceList(n.Allocatable)), pods: moving})
 	}
 	// Two orders: the least utilized first, whose pods are the fewest to
 	// move; and the most idle dollars first, where the money is.

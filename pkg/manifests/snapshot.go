@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"fmt"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
@@ -46,7 +47,7 @@ func (o *Objects) Snapshot(instanceTypes []*cloudprovider.InstanceType) (schedul
 			Allocatable: n.Status.Allocatable, Pods: podsByNode[n.Name], MarkedForDeletion: n.Spec.Unschedulable})
 	}
 	for _, ds := range o.DaemonSets {
-		snap.DaemonSets = append(snap.DaemonSets, state.DaemonSetPod(ds))
+		snap.DaemonSets = append(snap.DaemonSets, pods.DaemonSetPod(ds))
 	}
 	return snap, problems
 }

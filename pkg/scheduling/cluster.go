@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -84,7 +85,7 @@ func (c *Cluster) remove(names []string) (Removal, error) {
 		s.touchNode(n)
 		n.deleting = true
 		for _, pod := range n.pods {
-			if IsDaemonPod(pod) {
+			if pods.IsOwnedByNode(pod) {
 				continue
 			}
 			if g := s.groupOf[pod]; g != nil {
@@ -156,16 +157,4 @@ func groupBefore(a, b *podGroup) bool {
 		return a.requests.Memory > b.requests.Memory
 	}
 	return a.id < b.id
-}
-
-// IsDaemonPod is whether a pod belongs to its node (a DaemonSet or mirror
-// pod): it never moves, and goes with the node.
-func IsDaemonPod(pod *corev1.Pod) bool {
-	for _, o := range pod.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	_, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]
-	return mirror
 }

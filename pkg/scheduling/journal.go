@@ -1,6 +1,9 @@
 package scheduling
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	corev1 "k8s.io/api/core/v1"
+)
 
 // journal records what a trial changes so that it can be undone: trying
 // the removal of each of 2,000 nodes against one shared model is far
@@ -17,7 +20,7 @@ type journal struct {
 type nodeSave struct {
 	used      Resources
 	pods      []*corev1.Pod
-	hostPorts []hostPort
+	hostPorts []pods.HostPort
 	groups    map[*podGroup]int
 	deleting  bool
 }

@@ -104,8 +104,8 @@ func (s *solver) check(pg *podGroup, pc *podConstraints, n *node) *rejection {
 	}
 	for _, hp := range pg.hostPorts {
 		for _, used := range n.hostPorts {
-			if hp.conflicts(used) {
-				return &rejection{err: fmt.Errorf("host port %d/%s is in use", hp.port, hp.protocol), monotonic: true}
+			if hp.Conflicts(used) {
+				return &rejection{err: fmt.Errorf("host port %d/%s is in use", hp.Port, hp.Protocol), monotonic: true}
 			}
 		}
 	}

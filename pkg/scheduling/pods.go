@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,7 +26,7 @@ type podGroup struct {
 	requests  Resources
 	// tolerations decide which taints the pods accept.
 	tolerations []corev1.Toleration
-	hostPorts   []hostPort
+	hostPorts   []pods.HostPort
 	// variants is the relaxation ladder: the strictest constraints first,
 	// then with required terms and preferences dropped in Karpenter's order.
 	variants []*podConstraints
@@ -65,20 +66,6 @@ type podConstraints struct {
 	relaxed string
 }
 
-type hostPort struct {
-	ip       string
-	port     int32
-	protocol corev1.Protocol
-}
-
-func (h hostPort) conflicts(o hostPort) bool {
-	if h.port != o.port || h.protocol != o.protocol {
-		return false
-	}
-	wild := func(ip string) bool { return ip == "" || ip == "0.0.0.0" || ip == "::" }
-	return h.ip == o.ip || wild(h.ip) || wild(o.ip)
-}
-
 // groupKey identifies pods that schedule identically.
 func groupKey(pod *corev1.Pod) string {
 	spec := struct {
@@ -103,17 +90,7 @@ func groupKey(pod *corev1.Pod) string {
 // analyze builds the group of a pod (the first pod of its kind).
 func (s *solver) analyze(pod *corev1.Pod) *podGroup {
 	pg := &podGroup{namespace: pod.Namespace, labels: labels.Set(pod.Labels), requests: PodRequests(pod), tolerations: pod.Spec.Tolerations}
-	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		for _, p := range c.Ports {
-			if p.HostPort > 0 {
-				proto := p.Protocol
-				if proto == "" {
-					proto = corev1.ProtocolTCP
-				}
-				pg.hostPorts = append(pg.hostPorts, hostPort{ip: p.HostIP, port: p.HostPort, protocol: proto})
-			}
-		}
-	}
+	pg.hostPorts = pods.HostPorts(pod)
 	variants, err := s.constraintLadder(pod, pg)
 	if err != nil {
 		pg.err = err

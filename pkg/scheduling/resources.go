@@ -5,9 +5,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Resources is a resource vector in integer units: millicores, bytes and
@@ -52,7 +52,7 @@ func (r *Resources) set(name corev1.ResourceName, q resource.Quantity) {
 // PodRequests returns what a pod asks of a node, including init and sidecar
 // containers and pod overhead, plus one pod slot.
 func PodRequests(pod *corev1.Pod) Resources {
-	r := FromResourceList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	r := FromResourceList(pods.Requests(pod))
 	r.Pods = 1
 	return r
 }

@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -151,7 +152,7 @@ type node struct {
 	used         Resources
 	target       *itype
 	pods         []*corev1.Pod
-	hostPorts    []hostPort
+	hostPorts    []pods.HostPort
 	groups       map[*podGroup]int
 }
 
@@ -353,7 +354,7 @@ func (s *solver) buildExisting(nodes []*Node) {
 		n := &node{name: in.Name, existing: true, deleting: in.MarkedForDeletion, requirements: LabelRequirements(in.Labels),
 			capacity: FromResourceList(in.Allocatable), groups: map[*podGroup]int{}}
 		for _, t := range in.Taints {
-			if t.Key == v1.DisruptedNoScheduleTaint.Key {
+			if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
 				n.deleting = true
 			}
 			if in.InFlight && v1.IsEphemeralTaint(t) {
@@ -364,17 +365,7 @@ func (s *solver) buildExisting(nodes []*Node) {
 		for _, pod := range in.Pods {
 			n.used = n.used.Add(PodRequests(pod))
 			n.pods = append(n.pods, pod)
-			for _, c := range pod.Spec.Containers {
-				for _, port := range c.Ports {
-					if port.HostPort > 0 {
-						proto := port.Protocol
-						if proto == "" {
-							proto = corev1.ProtocolTCP
-						}
-						n.hostPorts = append(n.hostPorts, hostPort{ip: port.HostIP, port: port.HostPort, protocol: proto})
-					}
-				}
-			}
+			n.hostPorts = append(n.hostPorts, pods.HostPorts(pod)...)
 		}
 		for k, v := range in.Labels {
 			s.topo.addDomain(k, v)

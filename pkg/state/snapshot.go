@@ -8,6 +8,7 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,8 +47,8 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	if err := c.Client.List(ctx, &nodes); err != nil {
 		return snap, nil, err
 	}
-	var pods corev1.PodList
-	if err := c.Client.List(ctx, &pods); err != nil {
+	var podList corev1.PodList
+	if err := c.Client.List(ctx, &podList); err != nil {
 		return snap, nil, err
 	}
 	var daemonSets appsv1.DaemonSetList
@@ -55,7 +56,7 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		return snap, nil, err
 	}
 	for i := range daemonSets.Items {
-		snap.DaemonSets = append(snap.DaemonSets, DaemonSetPod(&daemonSets.Items[i]))
+		snap.DaemonSets = append(snap.DaemonSets, pods.DaemonSetPod(&daemonSets.Items[i]))
 	}
 
 	var problems []NodePoolProblem
@@ -78,9 +79,9 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	}
 
 	podsByNode := map[string][]*corev1.Pod{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.NodeName != "" && !IsTerminal(p) {
+	for i := range podList.Items {
+		p := &podList.Items[i]
+		if p.Spec.NodeName != "" && !pods.IsTerminal(p) {
 			podsByNode[p.Spec.NodeName] = append(podsByNode[p.Spec.NodeName], p)
 		}
 	}

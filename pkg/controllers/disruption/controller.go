@@ -18,6 +18,8 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
@@ -149,13 +151,13 @@ const PendingGrace = 2 * time.Minute
 
 // Reconcile makes one decision and carries it out.
 func (c *Controller) Reconcile(ctx context.Context) error {
-	var pods corev1.PodList
-	if err := c.Client.List(ctx, &pods); err != nil {
+	var all corev1.PodList
+	if err := c.Client.List(ctx, &all); err != nil {
 		return err
 	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if !state.IsProvisionable(p) {
+	for i := range all.Items {
+		p := &all.Items[i]
+		if !pods.IsProvisionable(p) {
 			continue
 		}
 		for _, cond := range p.Status.Conditions {
@@ -273,13 +275,13 @@ func (c *Controller) candidates(ctx context.Context, snap scheduling.Snapshot) (
 		}
 		info := &candidateInfo{nc: nc, node: node, drift: meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeDrifted),
 			cand: disruption.Candidate{Node: node.Name, NodeClaim: nc.Name, NodePool: pool.np.Name, InstanceType: typ, CapacityType: ct, Price: price}}
-		pods := podsByNode[node.Name]
-		for _, p := range pods {
-			if !scheduling.IsDaemonPod(p) {
+		onNode := podsByNode[node.Name]
+		for _, p := range onNode {
+			if !pods.IsOwnedByNode(p) {
 				info.pods++
 			}
 		}
-		info.cand.Blocked = blocked(node, pods, pdbs.Items)
+		info.cand.Blocked = blocked(node, onNode, pdbs.Items)
 		if math.IsInf(price, 1) && info.cand.Blocked == "" {
 			info.cand.Blocked = fmt.Sprintf("no price known for %s %s in %s", ct, typ, zone)
 		}
@@ -290,15 +292,15 @@ func (c *Controller) candidates(ctx context.Context, snap scheduling.Snapshot) (
 }
 
 // blocked says why a node's voluntary disruption is not allowed now.
-func blocked(node *corev1.Node, pods []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget) string {
+func blocked(node *corev1.Node, onNode []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget) string {
 	if node.Annotations[v1.AnnotationDoNotDisrupt] == "true" {
 		return fmt.Sprintf("node has %q", v1.AnnotationDoNotDisrupt+": true")
 	}
-	for _, p := range pods {
-		if scheduling.IsDaemonPod(p) || state.IsTerminal(p) {
+	for _, p := range onNode {
+		if pods.IsOwnedByNode(p) || pods.IsTerminal(p) {
 			continue
 		}
-		if p.Annotations[v1.AnnotationDoNotDisrupt] == "true" {
+		if pods.DoNotDisrupt(p) {
 			return fmt.Sprintf("pod %s/%s has %q", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt+": true")
 		}
 		var matching []string
@@ -528,13 +530,13 @@ func (c *Controller) revalidate(ctx context.Context, cmd disruption.Command, byN
 		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(info.node), &node); err != nil {
 			return "", client.IgnoreNotFound(err)
 		}
-		var pods corev1.PodList
-		if err := c.Client.List(ctx, &pods, client.MatchingFields{termination.NodeNameIndex: node.Name}); err != nil {
+		var onNode corev1.PodList
+		if err := c.Client.List(ctx, &onNode, client.MatchingFields{termination.NodeNameIndex: node.Name}); err != nil {
 			return "", err
 		}
 		var ptrs []*corev1.Pod
-		for i := range pods.Items {
-			ptrs = append(ptrs, &pods.Items[i])
+		for i := range onNode.Items {
+			ptrs = append(ptrs, &onNode.Items[i])
 		}
 		if why := blocked(&node, ptrs, pdbs.Items); why != "" {
 			return fmt.Sprintf("node %s: %s", node.Name, why), nil
@@ -649,10 +651,8 @@ func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
 	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(node), &fresh); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	for _, t := range fresh.Spec.Taints {
-		if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
-			return nil
-		}
+	if taints.Has(fresh.Spec.Taints, v1.DisruptedNoScheduleTaint) {
+		return nil
 	}
 	stored := fresh.DeepCopy()
 	fresh.Spec.Taints = append(fresh.Spec.Taints, v1.DisruptedNoScheduleTaint)

@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"context"
 	"fmt"
 	"sort"
@@ -68,14 +69,14 @@ func (p *Provisioner) NeedLeaderElection() bool { return true }
 func (p *Provisioner) Reconcile(ctx context.Context) error {
 	logger := log.FromContext(ctx)
 	start := p.Clock.Now()
-	var pods corev1.PodList
-	if err := p.Client.List(ctx, &pods); err != nil {
+	var all corev1.PodList
+	if err := p.Client.List(ctx, &all); err != nil {
 		return err
 	}
 	var pending []*corev1.Pod
-	for i := range pods.Items {
-		if state.IsProvisionable(&pods.Items[i]) {
-			pending = append(pending, &pods.Items[i])
+	for i := range all.Items {
+		if pods.IsProvisionable(&all.Items[i]) {
+			pending = append(pending, &all.Items[i])
 		}
 	}
 	if len(pending) == 0 {
@@ -236,7 +237,7 @@ type PodTrigger struct {
 
 // Observe is called for every pod event.
 func (t *PodTrigger) Observe(pod *corev1.Pod) {
-	if state.IsProvisionable(pod) {
+	if pods.IsProvisionable(pod) {
 		t.Batcher.Trigger()
 	}
 }

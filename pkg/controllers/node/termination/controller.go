@@ -13,7 +13,8 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
-	"github.com/joiner-autoscaler/joiner/pkg/state"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,7 +63,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 	}
-	if !hasTaint(node, v1.DisruptedNoScheduleTaint) {
+	if !taints.Has(node.Spec.Taints, v1.DisruptedNoScheduleTaint) {
 		stored := node.DeepCopy()
 		node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedNoScheduleTaint)
 		if err := c.Client.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
@@ -111,29 +112,20 @@ func (c *Controller) nodeClaim(ctx context.Context, node *corev1.Node) (*v1.Node
 	return &claims.Items[0], nil
 }
 
-func hasTaint(node *corev1.Node, t corev1.Taint) bool {
-	for i := range node.Spec.Taints {
-		if node.Spec.Taints[i].MatchTaint(&t) {
-			return true
-		}
-	}
-	return false
-}
-
 // drain evicts the pods that must leave and returns how many are left.
 // DaemonSet pods, mirror pods and pods that tolerate the disrupted taint stay;
 // they go with the node.
 func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *v1.NodeClaim, deadline *time.Time) (int, error) {
-	var pods corev1.PodList
-	if err := c.Client.List(ctx, &pods, client.MatchingFields{NodeNameIndex: node.Name}); err != nil {
+	var onNode corev1.PodList
+	if err := c.Client.List(ctx, &onNode, client.MatchingFields{NodeNameIndex: node.Name}); err != nil {
 		return 0, err
 	}
 	// Largest first, the order consolidation plans for.
-	sort.SliceStable(pods.Items, func(i, j int) bool { return disruption.EvictFirst(&pods.Items[i], &pods.Items[j]) })
+	sort.SliceStable(onNode.Items, func(i, j int) bool { return disruption.EvictFirst(&onNode.Items[i], &onNode.Items[j]) })
 	remaining := 0
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if state.IsTerminal(pod) || !mustLeave(pod) {
+	for i := range onNode.Items {
+		pod := &onNode.Items[i]
+		if pods.IsTerminal(pod) || !mustLeave(pod) {
 			continue
 		}
 		remaining++
@@ -164,7 +156,7 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *v1.NodeCl
 			}
 		}
 		// do-not-disrupt pods wait for the deadline; without one the drain waits for them.
-		if pod.Annotations[v1.AnnotationDoNotDisrupt] == "true" {
+		if pods.DoNotDisrupt(pod) {
 			continue
 		}
 		err := c.Client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}})
@@ -183,13 +175,8 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *v1.NodeCl
 }
 
 func mustLeave(pod *corev1.Pod) bool {
-	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+	if pods.IsOwnedByNode(pod) {
 		return false
-	}
-	for _, o := range pod.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return false
-		}
 	}
 	for _, t := range pod.Spec.Tolerations {
 		if t.ToleratesTaint(nopLogger, &v1.DisruptedNoScheduleTaint, false) {

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
+	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -234,18 +235,18 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	}
 	if node.Labels[v1.LabelDoNotSyncTaints] != "true" {
 		for _, t := range append(append([]corev1.Taint{}, nc.Spec.Taints...), nc.Spec.StartupTaints...) {
-			if !hasTaint(node.Spec.Taints, t) {
+			if !taints.Has(node.Spec.Taints, t) {
 				node.Spec.Taints = append(node.Spec.Taints, t)
 			}
 		}
 	}
-	var taints []corev1.Taint
+	var kept []corev1.Taint
 	for _, t := range node.Spec.Taints {
 		if !t.MatchTaint(&v1.UnregisteredNoExecuteTaint) {
-			taints = append(taints, t)
+			kept = append(kept, t)
 		}
 	}
-	node.Spec.Taints = taints
+	node.Spec.Taints = kept
 	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
 	if err := controllerutil.SetOwnerReference(nc, node, c.Client.Scheme()); err != nil {
 		return reconcile.Result{}, err
@@ -262,15 +263,6 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	metrics.NodeClaimsRegistered.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	logger.Info("registered nodeclaim", "Node", map[string]string{"name": node.Name})
 	return c.initialize(ctx, nc)
-}
-
-func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
-	for i := range taints {
-		if taints[i].MatchTaint(&t) {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
@@ -292,7 +284,7 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 		if reason != "" {
 			break
 		}
-		if hasTaint(nc.Spec.StartupTaints, t) {
+		if taints.Has(nc.Spec.StartupTaints, t) {
 			reason, message = "StartupTaintsExist", fmt.Sprintf("StartupTaint %q still exists", t.ToString())
 		} else if v1.IsEphemeralTaint(t) {
 			reason, message = "KnownEphemeralTaintsExist", fmt.Sprintf("KnownEphemeralTaint %q still exists", t.ToString())

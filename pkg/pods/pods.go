@@ -1,0 +1,90 @@
+// Package pods holds the facts about a pod that several controllers need to
+// agree on: whether it belongs to its node, which host ports it takes, what
+// it requests, and whether it waits for capacity. Each question has one
+// answer here, so that the provisioner, consolidation and the drain never
+// disagree about the same pod.
+package pods
+
+import (
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// IsOwnedByDaemonSet reports a pod a DaemonSet runs. Such a pod is recreated
+// on the same node if evicted, so draining it achieves nothing, and moving
+// its node's other pods never moves it.
+func IsOwnedByDaemonSet(pod *corev1.Pod) bool {
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "DaemonSet" && (o.APIVersion == "" || o.APIVersion == appsv1.SchemeGroupVersion.String()) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsMirror reports a static pod's mirror: the kubelet owns it, and the API
+// server cannot evict it.
+func IsMirror(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]
+	return ok
+}
+
+// IsOwnedByNode reports a pod that lives and dies with its node (a
+// DaemonSet or mirror pod): it never moves elsewhere, is never evicted, and
+// does not make a node non-empty.
+func IsOwnedByNode(pod *corev1.Pod) bool {
+	return IsOwnedByDaemonSet(pod) || IsMirror(pod)
+}
+
+// IsTerminal reports a pod that no longer uses its node's resources.
+func IsTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// IsProvisionable reports whether a pod is waiting for capacity: the
+// scheduler found no node for it, it is not bound, not preempting its way in,
+// not a DaemonSet or mirror pod, and not finished or going away.
+func IsProvisionable(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Status.NominatedNodeName != "" {
+		return false
+	}
+	if IsTerminal(pod) || IsOwnedByNode(pod) {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+// IsCritical reports a pod of the two system priority classes. The drain
+// evicts these last, so that DNS, CNI helpers and the like keep serving the
+// node's other pods until those are gone.
+func IsCritical(pod *corev1.Pod) bool {
+	switch pod.Spec.PriorityClassName {
+	case "system-cluster-critical", "system-node-critical":
+		return true
+	}
+	return false
+}
+
+// DoNotDisrupt reports the karpenter.sh/do-not-disrupt annotation.
+func DoNotDisrupt(pod *corev1.Pod) bool {
+	return pod.Annotations[v1.AnnotationDoNotDisrupt] == "true"
+}
+
+// Requests is what a pod asks of a node: containers, init and sidecar
+// containers, pod-level resources and overhead, as kube-scheduler counts it.
+func Requests(pod *corev1.Pod) corev1.ResourceList {
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+}
+
+// DaemonSetPod is the pod a DaemonSet would run on a new node.
+func DaemonSetPod(ds *appsv1.DaemonSet) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels}, Spec: *ds.Spec.Template.Spec.DeepCopy()}
+}
