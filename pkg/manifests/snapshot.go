@@ -1,8 +1,8 @@
 package manifests
 
 import (
-	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"fmt"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"

@@ -66,7 +66,9 @@ func TestHostPorts(t *testing.T) {
 }
 
 func TestHostPortConflicts(t *testing.T) {
-	tcp := func(ip string, port int32) HostPort { return HostPort{IP: ip, Port: port, Protocol: corev1.ProtocolTCP} }
+	tcp := func(ip string, port int32) HostPort {
+		return HostPort{IP: ip, Port: port, Protocol: corev1.ProtocolTCP}
+	}
 	cases := []struct {
 		name string
 		a, b HostPort

@@ -1,9 +1,9 @@
 package provisioning
 
 import (
-	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"context"
 	"fmt"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"sort"
 	"strings"
 	"time"
