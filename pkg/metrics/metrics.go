@@ -12,43 +12,43 @@ var (
 	// NodeClaimsCreated counts NodeClaims created, by reason and NodePool.
 	NodeClaimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "created_total",
-		Help: "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was created and the owning nodepool.",
+		Help: "NodeClaims Joiner has created, by why it created them (provisioned, or the disruption reason of a replacement) and by NodePool.",
 	}, []string{"reason", "nodepool"})
 	// NodeClaimsLaunched counts NodeClaims whose instance launched.
 	NodeClaimsLaunched = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "launched_total",
-		Help: "Number of nodeclaims launched in total by Karpenter. Labeled by the owning nodepool.",
+		Help: "NodeClaims whose instance the cloud provider has started, by NodePool.",
 	}, []string{"nodepool"})
 	// NodeClaimsRegistered counts NodeClaims whose node registered.
 	NodeClaimsRegistered = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "registered_total",
-		Help: "Number of nodeclaims registered in total by Karpenter. Labeled by the owning nodepool.",
+		Help: "NodeClaims whose Node has joined the cluster, by NodePool.",
 	}, []string{"nodepool"})
 	// NodeClaimsInitialized counts NodeClaims whose node initialized.
 	NodeClaimsInitialized = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "initialized_total",
-		Help: "Number of nodeclaims initialized in total by Karpenter. Labeled by the owning nodepool.",
+		Help: "NodeClaims whose Node became Ready with its startup taints gone, by NodePool.",
 	}, []string{"nodepool"})
 	// NodeClaimsTerminated counts NodeClaims deleted, by reason.
 	NodeClaimsTerminated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "terminated_total",
-		Help: "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool.",
+		Help: "NodeClaims whose instance has been terminated and whose object is gone, by NodePool.",
 	}, []string{"nodepool"})
 	// NodeClaimsDisrupted counts NodeClaims disrupted, by reason.
 	NodeClaimsDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "disrupted_total",
-		Help: "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted and the owning nodepool.",
+		Help: "NodeClaims removed by voluntary disruption, by reason (empty, underutilized, drifted, expired) and NodePool.",
 	}, []string{"reason", "nodepool"})
 	// SchedulingDuration times one provisioning plan.
 	SchedulingDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "karpenter", Subsystem: "provisioner", Name: "scheduling_duration_seconds",
-		Help:    "Duration of scheduling simulations used for deprovisioning and provisioning in seconds.",
+		Help:    "Seconds one planning pass of the scheduling core takes, for provisioning or a disruption decision.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 	})
 	// UnschedulablePods is the number of pods the last plan could not place.
 	UnschedulablePods = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: "karpenter", Subsystem: "scheduler", Name: "unschedulable_pods_count",
-		Help: "The number of unschedulable Pods.",
+		Help: "Pending pods the last provisioning plan could place on no NodePool.",
 	})
 )
 
