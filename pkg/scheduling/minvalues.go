@@ -194,18 +194,8 @@ func (s *solver) minValuesReachable(pg *podGroup, pc *podConstraints, n *node) e
 	if r, ok := pc.nodeReqs[v1.LabelCapacityType]; ok && ctReq != nil {
 		ctReq = ctReq.Intersect(r)
 	}
-	accept := func(o cloudprovider.Offering) bool {
-		return (zoneReq == nil || zoneReq.Has(o.Zone)) && (ctReq == nil || ctReq.Has(o.CapacityType))
-	}
-	narrowed := Requirements{}
-	for k, r := range n.requirements {
-		if k == corev1.LabelTopologyZone || k == v1.LabelCapacityType {
-			continue
-		}
-		if pr, ok := p.reqs[k]; !ok || pr != r {
-			narrowed[k] = r
-		}
-	}
+	accept := offeringFilter(zoneReq, ctReq)
+	narrowed := n.narrowed()
 	seen := make([]map[string]struct{}, len(p.minValues))
 	for i := range seen {
 		seen[i] = map[string]struct{}{}

@@ -627,25 +627,37 @@ func (s *solver) rightSize(n *node, commit bool) *NewNodeClaim {
 	return nc
 }
 
-// size is rightSize, saying why a node cannot be launched.
-func (s *solver) size(n *node, commit bool) (*NewNodeClaim, error) {
-	p := n.pool
-	zoneReq, ctReq := n.requirements[corev1.LabelTopologyZone], n.requirements[v1.LabelCapacityType]
-	accept := func(o cloudprovider.Offering) bool {
-		return (zoneReq == nil || zoneReq.Has(o.Zone)) && (ctReq == nil || ctReq.Has(o.CapacityType))
-	}
-	need := n.used.Add(p.overhead)
-	// Only what pods narrowed needs checking: every pool type satisfies the
-	// pool's own requirements, and offerings decide zone and capacity type.
-	narrowed := Requirements{}
+// narrowed are the node's requirements that its pods narrowed, but zone
+// and capacity type: only those need checking against a type, since every
+// type of the pool satisfies the pool's own requirements and offerings
+// decide zone and capacity type.
+func (n *node) narrowed() Requirements {
+	out := Requirements{}
 	for k, r := range n.requirements {
 		if k == corev1.LabelTopologyZone || k == v1.LabelCapacityType {
 			continue
 		}
-		if pr, ok := p.reqs[k]; !ok || pr != r {
-			narrowed[k] = r
+		if pr, ok := n.pool.reqs[k]; !ok || pr != r {
+			out[k] = r
 		}
 	}
+	return out
+}
+
+// offeringFilter accepts the offerings in the zones and capacity types
+// allowed; a nil requirement allows any.
+func offeringFilter(zoneReq, ctReq *Requirement) func(cloudprovider.Offering) bool {
+	return func(o cloudprovider.Offering) bool {
+		return (zoneReq == nil || zoneReq.Has(o.Zone)) && (ctReq == nil || ctReq.Has(o.CapacityType))
+	}
+}
+
+// size is rightSize, saying why a node cannot be launched.
+func (s *solver) size(n *node, commit bool) (*NewNodeClaim, error) {
+	p := n.pool
+	accept := offeringFilter(n.requirements[corev1.LabelTopologyZone], n.requirements[v1.LabelCapacityType])
+	need := n.used.Add(p.overhead)
+	narrowed := n.narrowed()
 	hasMinValues := len(p.minValues) > 0
 	var opts []option
 	bound := math.Inf(1)

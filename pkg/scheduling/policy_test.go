@@ -10,20 +10,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func solveWith(t testing.TB, opts Options, pools []*v1.NodePool, pods []*corev1.Pod, mods ...func(*Snapshot)) *Plan {
-	t.Helper()
-	snap := Snapshot{Pods: pods}
-	for _, np := range pools {
-		snap.NodePools = append(snap.NodePools, NodePool{NodePool: np, InstanceTypes: testCatalog(t)})
-	}
-	for _, m := range mods {
-		m(&snap)
-	}
-	return Solve(snap, opts)
-}
-
 func zonesOf(nc *NewNodeClaim) []string {
 	return nc.Requirements[corev1.LabelTopologyZone].Values()
+}
+
+// wantZones expects the first NodeClaim to allow exactly zones.
+func wantZones(zones ...string) func(*testing.T, *Plan) {
+	return func(t *testing.T, p *Plan) {
+		t.Helper()
+		if z := zonesOf(p.NewNodeClaims[0]); strings.Join(z, ",") != strings.Join(zones, ",") {
+			t.Fatalf("zones %v, want %v", z, zones)
+		}
+	}
 }
 
 func preferredAntiAffinity(key string, labels map[string]string) podOpt {
@@ -78,16 +76,7 @@ func TestPreferencePolicy(t *testing.T) {
 		ignore  func(*testing.T, *Plan)
 	}{
 		{name: "preferred node affinity", pools: []*v1.NodePool{od}, pods: []*corev1.Pod{mkPod("p", "1", "1Gi", preferredZone("us-east-1b"))},
-			respect: func(t *testing.T, p *Plan) {
-				if z := zonesOf(p.NewNodeClaims[0]); len(z) != 1 || z[0] != "us-east-1b" {
-					t.Fatalf("zones %v, want the preferred us-east-1b", z)
-				}
-			},
-			ignore: func(t *testing.T, p *Plan) {
-				if z := zonesOf(p.NewNodeClaims[0]); len(z) != 3 {
-					t.Fatalf("zones %v, want all three", z)
-				}
-			}},
+			respect: wantZones("us-east-1b"), ignore: wantZones("us-east-1a", "us-east-1b", "us-east-1c")},
 		{name: "preferred pod anti-affinity", pools: []*v1.NodePool{od},
 			pods:    replicas(3, "a", "500m", "512Mi", withLabels("app", "a"), preferredAntiAffinity(corev1.LabelHostname, map[string]string{"app": "a"})),
 			respect: wantNodes(3), ignore: wantNodes(1)},
@@ -107,16 +96,7 @@ func TestPreferencePolicy(t *testing.T) {
 			ignore: wantNodes(1)},
 		{name: "preferred pod affinity", pools: []*v1.NodePool{od}, mod: leaderNode,
 			pods: []*corev1.Pod{mkPod("follower", "1", "1Gi", preferredAffinity(corev1.LabelTopologyZone, map[string]string{"app": "leader"}))},
-			respect: func(t *testing.T, p *Plan) {
-				if z := zonesOf(p.NewNodeClaims[0]); len(z) != 1 || z[0] != "us-east-1c" {
-					t.Fatalf("zones %v, want the leader's us-east-1c", z)
-				}
-			},
-			ignore: func(t *testing.T, p *Plan) {
-				if z := zonesOf(p.NewNodeClaims[0]); len(z) != 3 {
-					t.Fatalf("zones %v, want all three", z)
-				}
-			}},
+			respect: wantZones("us-east-1c"), ignore: wantZones("us-east-1a", "us-east-1b", "us-east-1c")},
 		{name: "a PreferNoSchedule pool is avoided while another fits", pools: []*v1.NodePool{taintedPool("tainted", 50), od},
 			pods: []*corev1.Pod{mkPod("p", "1", "1Gi")},
 			respect: func(t *testing.T, p *Plan) {

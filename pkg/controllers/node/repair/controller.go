@@ -154,19 +154,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
+// nodeClaim is the node's NodeClaim, or nil when it has none (not Joiner's
+// node) or several (ambiguous, so nothing is touched).
 func (c *Controller) nodeClaim(ctx context.Context, node *corev1.Node) (*v1.NodeClaim, error) {
-	if node.Spec.ProviderID == "" {
-		return nil, nil
-	}
-	var claims v1.NodeClaimList
-	if err := c.Client.List(ctx, &claims, client.MatchingFields{lifecycle.ProviderIDIndex: node.Spec.ProviderID}); err != nil {
+	claims, err := lifecycle.NodeClaimsOf(ctx, c.Client, node)
+	if err != nil || len(claims) != 1 {
 		return nil, err
 	}
-	// None: not Joiner's node. More than one: ambiguous, so touch nothing.
-	if len(claims.Items) != 1 {
-		return nil, nil
-	}
-	return &claims.Items[0], nil
+	return &claims[0], nil
 }
 
 // unhealthy returns the node's condition that matches a policy and is due
