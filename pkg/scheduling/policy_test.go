@@ -95,7 +95,7 @@ func TestPreferencePolicy(t *testing.T) {
 			},
 			ignore: wantNodes(1)},
 		{name: "preferred pod affinity", pools: []*v1.NodePool{od}, mod: leaderNode,
-			pods: []*corev1.Pod{mkPod("follower", "1", "1Gi", preferredAffinity(corev1.LabelTopologyZone, map[string]string{"app": "leader"}))},
+			pods:    []*corev1.Pod{mkPod("follower", "1", "1Gi", preferredAffinity(corev1.LabelTopologyZone, map[string]string{"app": "leader"}))},
 			respect: wantZones("us-east-1c"), ignore: wantZones("us-east-1a", "us-east-1b", "us-east-1c")},
 		{name: "a PreferNoSchedule pool is avoided while another fits", pools: []*v1.NodePool{taintedPool("tainted", 50), od},
 			pods: []*corev1.Pod{mkPod("p", "1", "1Gi")},
