@@ -99,6 +99,18 @@ func (sf shortfall) relaxed(r *Requirement) *Requirement {
 // requirement left short.
 func (s *solver) chooseOptions(n *node, opts []option, accept func(cloudprovider.Offering) bool) ([]option, []shortfall) {
 	keys, max := n.pool.minValues, s.opts.MaxInstanceTypes
+	cheapest := opts[0].price
+	if len(keys) == 0 {
+		// The common case, on every trial sizing: the band, in price order.
+		var chosen []option
+		for _, o := range opts {
+			if len(chosen) >= max || o.price > cheapest*s.opts.PriceBand+1e-9 {
+				break
+			}
+			chosen = append(chosen, o)
+		}
+		return chosen, nil
+	}
 	in := map[*itype]bool{}
 	var seen map[string]map[string]struct{}
 	var chosen []option
@@ -147,7 +159,6 @@ func (s *solver) chooseOptions(n *node, opts []option, accept func(cloudprovider
 		chosen = chosen[:max]
 		count()
 	}
-	cheapest := opts[0].price
 	for _, o := range opts {
 		if len(chosen) >= max || o.price > cheapest*s.opts.PriceBand+1e-9 {
 			break
