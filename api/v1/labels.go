@@ -23,6 +23,7 @@ const (
 	AnnotationNodePoolHash                  = Group + "/nodepool-hash"
 	AnnotationNodePoolHashVersion           = Group + "/nodepool-hash-version"
 	AnnotationNodeClaimTerminationTimestamp = Group + "/nodeclaim-termination-timestamp"
+	AnnotationNodeClaimMinValuesRelaxed     = Group + "/nodeclaim-min-values-relaxed"
 
 	TerminationFinalizer = Group + "/termination"
 )

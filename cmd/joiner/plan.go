@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/joiner-autoscaler/joiner/pkg/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/manifests"
+	"github.com/joiner-autoscaler/joiner/pkg/operator"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	"github.com/spf13/cobra"
@@ -18,6 +20,7 @@ import (
 func newPlanCommand() *cobra.Command {
 	var files, zones []string
 	var region, output string
+	policies := map[string]*string{}
 	cmd := &cobra.Command{
 		Use:   "plan -f FILE...",
 		Short: "Show, offline, the NodeClaims Joiner would create for some manifests",
@@ -37,12 +40,24 @@ priced with the embedded EC2 catalog. Nothing is applied anywhere.`,
 			if err != nil {
 				return err
 			}
+			// The controller's settings, from the same flags or variables,
+			// so the plan is the one the controller would make.
+			var settingArgs []string
+			for name, v := range policies {
+				if cmd.Flags().Changed(name) {
+					settingArgs = append(settingArgs, "--"+name+"="+*v)
+				}
+			}
+			opts, err := operator.ParsePlanning(settingArgs, os.Getenv)
+			if err != nil {
+				return err
+			}
 			its, err := catalog.InstanceTypes(catalog.Options{Region: region, Zones: zones})
 			if err != nil {
 				return err
 			}
 			snap, problems := objs.Snapshot(its)
-			plan := scheduling.Solve(snap, scheduling.Options{})
+			plan := scheduling.Solve(snap, opts)
 			doc := toDocument(plan, problems)
 			if output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -57,6 +72,9 @@ priced with the embedded EC2 catalog. Nothing is applied anywhere.`,
 	cmd.Flags().StringVar(&region, "region", catalog.DefaultRegion, "catalog region")
 	cmd.Flags().StringSliceVar(&zones, "zones", nil, "catalog zones (default: <region>a,b,c)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	for _, ps := range operator.PlanningSettings() {
+		policies[ps.Flag] = cmd.Flags().String(ps.Flag, ps.Default, fmt.Sprintf("%s (env %s)", ps.Usage, ps.Env))
+	}
 	return cmd
 }
 

@@ -39,6 +39,8 @@ type Options struct {
 	// Cautious allows only commands whose pods find room however
 	// kube-scheduler spreads them: set after a command left pods pending.
 	Cautious bool
+	// Scheduling are the operator's scheduling settings, for every plan.
+	Scheduling scheduling.Options
 }
 
 // Command is one disruption to carry out.
@@ -68,8 +70,9 @@ type Decision struct {
 // strictly cheaper single node can replace. Budgets cap each NodePool.
 func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Decision {
 	d := Decision{Skipped: map[string]string{}}
-	cluster := scheduling.NewCluster(snap, scheduling.Options{})
+	cluster := scheduling.NewCluster(snap, opts.Scheduling)
 	kube := newKubeModel(snap)
+	kube.sched = opts.Scheduling
 	totals := totalsByPool(snap, cands)
 	types := map[string][]*cloudprovider.InstanceType{}
 	for _, p := range snap.NodePools {

@@ -45,6 +45,8 @@ type kubeModel struct {
 	// interPod is whether any pod has pod (anti-)affinity or topology
 	// spread constraints, which make other nodes' pods matter.
 	interPod bool
+	// sched are the scheduling settings of the plans it makes.
+	sched scheduling.Options
 }
 
 // kubeTargetCap bounds the existing nodes a replay considers: the ones with
@@ -140,7 +142,7 @@ func (m *kubeModel) risk(cands []Candidate, repl []*scheduling.NewNodeClaim) flo
 		cp.Spec.NodeName = ""
 		trial.Pods = append(trial.Pods, cp)
 	}
-	plan := scheduling.Solve(trial, scheduling.Options{})
+	plan := scheduling.Solve(trial, m.sched)
 	if len(plan.Unschedulable) > 0 {
 		return math.Inf(1)
 	}

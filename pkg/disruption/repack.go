@@ -168,16 +168,16 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 		safe bool
 	}
 	var options []option
-	if one := scheduling.SolveOne(trial, scheduling.Options{}); one != nil {
+	if one := scheduling.SolveOne(trial, opts.Scheduling); one != nil {
 		options = append(options, option{repl: []*scheduling.NewNodeClaim{one}, safe: true})
 	}
-	if plan := scheduling.Solve(trial, scheduling.Options{}); len(plan.Unschedulable) == 0 && len(plan.NewNodeClaims) > 1 {
+	if plan := scheduling.Solve(trial, opts.Scheduling); len(plan.Unschedulable) == 0 && len(plan.NewNodeClaims) > 1 {
 		options = append(options, option{repl: plan.NewNodeClaims})
 	}
 	// Using other nodes' room means planning over all of them: worth it
 	// for small sets, where room elsewhere matters most.
 	if k > repackSlackMax {
-	} else if plan := scheduling.Solve(withSlack, scheduling.Options{}); len(plan.Unschedulable) == 0 && len(plan.Existing) > 0 {
+	} else if plan := scheduling.Solve(withSlack, opts.Scheduling); len(plan.Unschedulable) == 0 && len(plan.Existing) > 0 {
 		options = append(options, option{repl: plan.NewNodeClaims})
 	}
 	for _, o := range options {

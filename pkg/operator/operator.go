@@ -12,6 +12,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	disruptionctrl "github.com/joiner-autoscaler/joiner/pkg/controllers/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/node/repair"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/node/termination"
 	ncdisruption "github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/expiration"
@@ -114,9 +115,10 @@ func Run(ctx context.Context, opts *Options) error {
 		return fmt.Errorf("cloud provider %q is not available yet; use --cloud-provider=kwok", opts.CloudProvider)
 	}
 	recorder := mgr.GetEventRecorderFor("karpenter")
+	sched := opts.Scheduling()
 	batcher := provisioning.NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration)
 	prov := &provisioning.Provisioner{Client: mgr.GetClient(), Cluster: &state.Cluster{Client: mgr.GetClient(), CloudProvider: provider},
-		Batcher: batcher, Recorder: recorder, Clock: clk, Resync: 10 * time.Second}
+		Batcher: batcher, Recorder: recorder, Clock: clk, Resync: 10 * time.Second, Scheduling: sched}
 	if err := mgr.Add(prov); err != nil {
 		return err
 	}
@@ -144,14 +146,20 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	if err := mgr.Add(&disruptionctrl.Controller{Client: mgr.GetClient(), Cluster: &state.Cluster{Client: mgr.GetClient(), CloudProvider: provider},
 		CloudProvider: provider, Recorder: recorder, Clock: clk, Poll: opts.DisruptionPoll, SpotToSpot: opts.FeatureGates.SpotToSpotConsolidation,
-		ReadyTimeout: 10 * time.Minute}); err != nil {
+		ReadyTimeout: 10 * time.Minute, Scheduling: sched}); err != nil {
 		return err
+	}
+	if opts.FeatureGates.NodeRepair {
+		if err := (&repair.Controller{Client: mgr.GetClient(), Recorder: recorder, Clock: clk, Policies: repair.EKSPolicies}).Register(mgr); err != nil {
+			return err
+		}
 	}
 	if err := mgr.Add(&garbagecollection.Controller{Client: mgr.GetClient(), CloudProvider: provider, Clock: clk,
 		Interval: opts.GarbageCollectInterval, MinAge: opts.GarbageCollectMinAge}); err != nil {
 		return err
 	}
-	logger.Info("starting joiner", "cloud-provider", opts.CloudProvider, "batch-idle-duration", opts.BatchIdleDuration.String(), "batch-max-duration", opts.BatchMaxDuration.String())
+	logger.Info("starting joiner", "cloud-provider", opts.CloudProvider, "batch-idle-duration", opts.BatchIdleDuration.String(), "batch-max-duration", opts.BatchMaxDuration.String(),
+		"preference-policy", string(sched.PreferencePolicy), "min-values-policy", string(sched.MinValuesPolicy), "node-repair", opts.FeatureGates.NodeRepair)
 	return mgr.Start(ctx)
 }
 

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
 // Options are Karpenter's settings, read from flags or the same-named
@@ -44,13 +46,31 @@ type Options struct {
 	DisruptionPoll         time.Duration
 }
 
-// FeatureGates are Karpenter's feature gates.
+// FeatureGates are Karpenter's feature gates. Every gate Karpenter's Helm
+// chart writes is accepted, so its FEATURE_GATES value carries over; a gate
+// Joiner cannot honour is refused at start when turned on, never ignored.
 type FeatureGates struct {
 	SpotToSpotConsolidation bool
 	NodeRepair              bool
 	ReservedCapacity        bool
 	StaticCapacity          bool
 	NodeOverlay             bool
+	CapacityBuffer          bool
+}
+
+// unsupported lists why the gates that are on but not implemented cannot be.
+func (fg FeatureGates) unsupported() []string {
+	var out []string
+	if fg.NodeOverlay {
+		out = append(out, "NodeOverlay=true needs the NodeOverlay CRD (karpenter.sh/v1alpha1), which Joiner does not serve, so overlays would be ignored; remove it or set NodeOverlay=false")
+	}
+	if fg.StaticCapacity {
+		out = append(out, "StaticCapacity=true (static NodePools, spec.replicas) is not supported by Joiner yet; remove it or set StaticCapacity=false (NodePools with spec.replicas are then left out of provisioning, and their status says why)")
+	}
+	if fg.CapacityBuffer {
+		out = append(out, "CapacityBuffer=true needs the CapacityBuffer CRD (autoscaling.x-k8s.io/v1beta1), which Joiner does not serve, so buffers would be ignored; remove it or set CapacityBuffer=false")
+	}
+	return out
 }
 
 type setting struct {
@@ -121,12 +141,18 @@ var settings = []setting{
 	boolSetting("disable-leader-election", "DISABLE_LEADER_ELECTION", "false", "run without leader election (one replica only)", func(o *Options) *bool { return &o.DisableLeaderElection }),
 	stringSetting("leader-election-name", "LEADER_ELECTION_NAME", "joiner-leader-election", "name of the leader election Lease", func(o *Options) *string { return &o.LeaderElectionName }),
 	stringSetting("leader-election-namespace", "LEADER_ELECTION_NAMESPACE", "", "namespace of the Lease; the pod's namespace or kube-system when empty", func(o *Options) *string { return &o.LeaderElectionNS }),
-	enumSetting("preference-policy", "PREFERENCE_POLICY", "Respect", "Respect or Ignore preferred scheduling terms", []string{"Respect", "Ignore"}, func(o *Options) *string { return &o.PreferencePolicy }),
-	enumSetting("min-values-policy", "MIN_VALUES_POLICY", "Strict", "Strict or BestEffort handling of minValues", []string{"Strict", "BestEffort"}, func(o *Options) *string { return &o.MinValuesPolicy }),
-	{"feature-gates", "FEATURE_GATES", "", "feature gates, e.g. SpotToSpotConsolidation=true,NodeRepair=false", func(o *Options, v string) error {
+	enumSetting("preference-policy", "PREFERENCE_POLICY", "Respect", "Respect preferred scheduling terms (dropped one by one while a pod does not fit) or Ignore them", []string{"Respect", "Ignore"}, func(o *Options) *string { return &o.PreferencePolicy }),
+	enumSetting("min-values-policy", "MIN_VALUES_POLICY", "Strict", "Strict: launch no NodeClaim whose instance types miss a requirement's minValues; BestEffort: launch with fewer and mark it", []string{"Strict", "BestEffort"}, func(o *Options) *string { return &o.MinValuesPolicy }),
+	{"feature-gates", "FEATURE_GATES", "", "feature gates, e.g. SpotToSpotConsolidation=true,NodeRepair=true", func(o *Options, v string) error {
 		fg, err := ParseFeatureGates(v)
 		o.FeatureGates = fg
-		return err
+		if err != nil {
+			return err
+		}
+		if bad := fg.unsupported(); len(bad) > 0 {
+			return errors.New(strings.Join(bad, "; "))
+		}
+		return nil
 	}},
 	stringSetting("interruption-queue", "INTERRUPTION_QUEUE", "", "SQS queue name for spot interruption and health events (aws)", func(o *Options) *string { return &o.InterruptionQueue }),
 	stringSetting("kwok-region", "KWOK_REGION", "us-east-1", "region of the kwok provider's catalog", func(o *Options) *string { return &o.KwokRegion }),
@@ -150,30 +176,9 @@ var settings = []setting{
 // Parse reads settings from args (flags win) and the environment. Every
 // error names the setting, its flag and variable, the bad value and the fix.
 func Parse(args []string, getenv func(string) string) (*Options, error) {
-	fs := flag.NewFlagSet("joiner", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	values := map[string]*string{}
-	for _, s := range settings {
-		values[s.flag] = fs.String(s.flag, "", fmt.Sprintf("%s (env %s, default %q)", s.usage, s.env, s.def))
-	}
-	if err := fs.Parse(args); err != nil {
+	o, errs, err := parse(settings, args, getenv)
+	if err != nil {
 		return nil, err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	o := &Options{}
-	var errs []error
-	for _, s := range settings {
-		v, source := s.def, "default"
-		if env := getenv(s.env); env != "" {
-			v, source = env, "env "+s.env
-		}
-		if set[s.flag] {
-			v, source = *values[s.flag], "flag --"+s.flag
-		}
-		if err := s.parse(o, v); err != nil {
-			errs = append(errs, fmt.Errorf("invalid setting %s (--%s, from %s) %q: %w", s.env, s.flag, source, v, err))
-		}
 	}
 	if o.BatchMaxDuration < o.BatchIdleDuration {
 		errs = append(errs, fmt.Errorf("invalid setting BATCH_MAX_DURATION %s: must not be shorter than BATCH_IDLE_DURATION %s", o.BatchMaxDuration, o.BatchIdleDuration))
@@ -190,12 +195,91 @@ func Parse(args []string, getenv func(string) string) (*Options, error) {
 	return o, nil
 }
 
+func parse(list []setting, args []string, getenv func(string) string) (*Options, []error, error) {
+	fs := flag.NewFlagSet("joiner", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	values := map[string]*string{}
+	for _, s := range list {
+		values[s.flag] = fs.String(s.flag, "", fmt.Sprintf("%s (env %s, default %q)", s.usage, s.env, s.def))
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o := &Options{}
+	var errs []error
+	for _, s := range list {
+		v, source := s.def, "default"
+		if env := getenv(s.env); env != "" {
+			v, source = env, "env "+s.env
+		}
+		if set[s.flag] {
+			v, source = *values[s.flag], "flag --"+s.flag
+		}
+		if err := s.parse(o, v); err != nil {
+			errs = append(errs, fmt.Errorf("invalid setting %s (--%s, from %s) %q: %w", s.env, s.flag, source, v, err))
+		}
+	}
+	return o, errs, nil
+}
+
+// Scheduling is the solver configuration the settings make. The
+// provisioner, disruption and `joiner plan` all plan with it, so one
+// setting shapes every plan alike.
+func (o *Options) Scheduling() scheduling.Options {
+	return scheduling.Options{
+		PreferencePolicy: scheduling.PreferencePolicy(o.PreferencePolicy),
+		MinValuesPolicy:  scheduling.MinValuesPolicy(o.MinValuesPolicy),
+	}
+}
+
+// PlanningSetting describes a setting that shapes plans, for a command
+// that plans without the controller to offer as a flag.
+type PlanningSetting struct {
+	Flag, Env, Default, Usage string
+}
+
+// planning names the settings that shape plans.
+var planning = map[string]bool{"preference-policy": true, "min-values-policy": true}
+
+// PlanningSettings lists the settings that shape plans.
+func PlanningSettings() []PlanningSetting {
+	var out []PlanningSetting
+	for _, s := range settings {
+		if planning[s.flag] {
+			out = append(out, PlanningSetting{Flag: s.flag, Env: s.env, Default: s.def, Usage: s.usage})
+		}
+	}
+	return out
+}
+
+// ParsePlanning reads only the settings that shape plans, from args (flags
+// win) and the environment, with Parse's errors.
+func ParsePlanning(args []string, getenv func(string) string) (scheduling.Options, error) {
+	var list []setting
+	for _, s := range settings {
+		if planning[s.flag] {
+			list = append(list, s)
+		}
+	}
+	o, errs, err := parse(list, args, getenv)
+	if err != nil {
+		return scheduling.Options{}, err
+	}
+	if len(errs) > 0 {
+		return scheduling.Options{}, errors.Join(errs...)
+	}
+	return o.Scheduling(), nil
+}
+
 // ParseFeatureGates parses "Name=bool,..." with Karpenter's gate names.
 func ParseFeatureGates(v string) (FeatureGates, error) {
 	fg := FeatureGates{ReservedCapacity: true}
 	gates := map[string]*bool{
 		"SpotToSpotConsolidation": &fg.SpotToSpotConsolidation, "NodeRepair": &fg.NodeRepair,
 		"ReservedCapacity": &fg.ReservedCapacity, "StaticCapacity": &fg.StaticCapacity, "NodeOverlay": &fg.NodeOverlay,
+		"CapacityBuffer": &fg.CapacityBuffer,
 	}
 	for _, part := range strings.Split(v, ",") {
 		part = strings.TrimSpace(part)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
 func TestParse(t *testing.T) {
@@ -36,6 +38,38 @@ func TestParse(t *testing.T) {
 		{name: "max shorter than idle", env: map[string]string{"BATCH_MAX_DURATION": "1s", "BATCH_IDLE_DURATION": "5s"}, wantErr: "must not be shorter than BATCH_IDLE_DURATION"},
 		{name: "aws needs a cluster name", args: []string{"--cloud-provider=aws"}, wantErr: "missing setting CLUSTER_NAME"},
 		{name: "bad log level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: "want one of debug, info, error"},
+		{name: "policies default to Respect and Strict", check: func(t *testing.T, o *Options) {
+			if s := o.Scheduling(); s.PreferencePolicy != scheduling.PreferencePolicyRespect || s.MinValuesPolicy != scheduling.MinValuesPolicyStrict {
+				t.Fatalf("%+v", s)
+			}
+		}},
+		{name: "policies reach the solver", env: map[string]string{"PREFERENCE_POLICY": "ignore", "MIN_VALUES_POLICY": "BestEffort"}, check: func(t *testing.T, o *Options) {
+			if s := o.Scheduling(); s.PreferencePolicy != scheduling.PreferencePolicyIgnore || s.MinValuesPolicy != scheduling.MinValuesPolicyBestEffort {
+				t.Fatalf("%+v", s)
+			}
+		}},
+		{name: "bad preference policy", env: map[string]string{"PREFERENCE_POLICY": "Sometimes"},
+			wantErr: `invalid setting PREFERENCE_POLICY (--preference-policy, from env PREFERENCE_POLICY) "Sometimes": want one of Respect, Ignore`},
+		{name: "bad min values policy", args: []string{"--min-values-policy=Lenient"},
+			wantErr: `invalid setting MIN_VALUES_POLICY (--min-values-policy, from flag --min-values-policy) "Lenient": want one of Strict, BestEffort`},
+		{name: "Karpenter's Helm default gates carry over", env: map[string]string{"FEATURE_GATES": "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"},
+			check: func(t *testing.T, o *Options) {
+				if o.FeatureGates != (FeatureGates{ReservedCapacity: true}) {
+					t.Fatalf("%+v", o.FeatureGates)
+				}
+			}},
+		{name: "NodeRepair is available", env: map[string]string{"FEATURE_GATES": "NodeRepair=true"}, check: func(t *testing.T, o *Options) {
+			if !o.FeatureGates.NodeRepair {
+				t.Fatalf("%+v", o.FeatureGates)
+			}
+		}},
+		{name: "NodeOverlay is refused", env: map[string]string{"FEATURE_GATES": "NodeOverlay=true"},
+			wantErr: `invalid setting FEATURE_GATES (--feature-gates, from env FEATURE_GATES) "NodeOverlay=true": NodeOverlay=true needs the NodeOverlay CRD (karpenter.sh/v1alpha1), which Joiner does not serve, so overlays would be ignored; remove it or set NodeOverlay=false`},
+		{name: "StaticCapacity is refused", args: []string{"--feature-gates=SpotToSpotConsolidation=true,StaticCapacity=true"},
+			wantErr: `invalid setting FEATURE_GATES (--feature-gates, from flag --feature-gates) "SpotToSpotConsolidation=true,StaticCapacity=true": StaticCapacity=true (static NodePools, spec.replicas) is not supported by Joiner yet; remove it or set StaticCapacity=false`},
+		{name: "CapacityBuffer is refused", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=true"}, wantErr: `CapacityBuffer=true needs the CapacityBuffer CRD (autoscaling.x-k8s.io/v1beta1), which Joiner does not serve`},
+		{name: "every refused gate is named", env: map[string]string{"FEATURE_GATES": "NodeOverlay=true,StaticCapacity=true"}, wantErr: "set NodeOverlay=false; StaticCapacity=true"},
+		{name: "a gate needs a bool", env: map[string]string{"FEATURE_GATES": "NodeRepair=maybe"}, wantErr: `feature gate "NodeRepair" needs =true or =false`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,6 +84,41 @@ func TestParse(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.check(t, o)
+		})
+	}
+}
+
+// joiner plan takes the policies from the same flags and variables, and
+// nothing else the controller reads can stop it.
+func TestParsePlanning(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    scheduling.Options
+		wantErr string
+	}{
+		{name: "defaults", want: scheduling.Options{PreferencePolicy: scheduling.PreferencePolicyRespect, MinValuesPolicy: scheduling.MinValuesPolicyStrict}},
+		{name: "env", env: map[string]string{"PREFERENCE_POLICY": "Ignore", "MIN_VALUES_POLICY": "BestEffort"},
+			want: scheduling.Options{PreferencePolicy: scheduling.PreferencePolicyIgnore, MinValuesPolicy: scheduling.MinValuesPolicyBestEffort}},
+		{name: "flag wins", args: []string{"--min-values-policy=Strict"}, env: map[string]string{"MIN_VALUES_POLICY": "BestEffort"},
+			want: scheduling.Options{PreferencePolicy: scheduling.PreferencePolicyRespect, MinValuesPolicy: scheduling.MinValuesPolicyStrict}},
+		{name: "other settings do not matter", env: map[string]string{"BATCH_IDLE_DURATION": "soon", "CLOUD_PROVIDER": "aws"},
+			want: scheduling.Options{PreferencePolicy: scheduling.PreferencePolicyRespect, MinValuesPolicy: scheduling.MinValuesPolicyStrict}},
+		{name: "bad value", args: []string{"--preference-policy=Never"}, wantErr: `invalid setting PREFERENCE_POLICY (--preference-policy, from flag --preference-policy) "Never": want one of Respect, Ignore`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParsePlanning(tc.args, func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("want error containing %q, got %v", tc.wantErr, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("%+v, %v", got, err)
+			}
 		})
 	}
 }

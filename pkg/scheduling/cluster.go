@@ -134,9 +134,14 @@ func (c *Cluster) remove(names []string) (Removal, error) {
 		}
 	}
 	for _, n := range s.virtual[s.journal.virtual:] {
-		if nc := s.rightSize(n, false); nc != nil {
-			r.Replacements = append(r.Replacements, nc)
+		nc, err := s.size(n, false)
+		if err != nil {
+			for _, pod := range n.pods {
+				r.Unschedulable = append(r.Unschedulable, PodError{Pod: pod, Reason: fmt.Sprintf("nodepool %q: %v", n.pool.name, err)})
+			}
+			continue
 		}
+		r.Replacements = append(r.Replacements, nc)
 	}
 	if one := s.joinAll(s.virtual[s.journal.virtual:]); one != nil && one.Price() <= TotalPrice(r.Replacements)+1e-9 {
 		r.Replacements = []*NewNodeClaim{one}

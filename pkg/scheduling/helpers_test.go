@@ -87,6 +87,12 @@ func guide03Pool() *v1.NodePool {
 
 func solve(t testing.TB, pools []*v1.NodePool, pods []*corev1.Pod, mods ...func(*Snapshot)) *Plan {
 	t.Helper()
+	return solveWith(t, Options{}, pools, pods, mods...)
+}
+
+// solveWith plans pods on pools offering the whole catalog, with opts.
+func solveWith(t testing.TB, opts Options, pools []*v1.NodePool, pods []*corev1.Pod, mods ...func(*Snapshot)) *Plan {
+	t.Helper()
 	snap := Snapshot{Pods: pods}
 	for _, np := range pools {
 		snap.NodePools = append(snap.NodePools, NodePool{NodePool: np, InstanceTypes: testCatalog(t)})
@@ -94,7 +100,7 @@ func solve(t testing.TB, pools []*v1.NodePool, pods []*corev1.Pod, mods ...func(
 	for _, m := range mods {
 		m(&snap)
 	}
-	return Solve(snap, Options{})
+	return Solve(snap, opts)
 }
 
 func summary(p *Plan) string {

@@ -123,6 +123,11 @@ func (s *solver) check(pg *podGroup, pc *podConstraints, n *node) *rejection {
 		}
 		return &rejection{err: err, monotonic: mono}
 	}
+	if !n.existing && len(n.pool.minValues) > 0 && s.opts.MinValuesPolicy == MinValuesPolicyStrict {
+		if err := s.minValuesReachable(pg, pc, n); err != nil {
+			return &rejection{err: err, monotonic: true}
+		}
+	}
 	return nil
 }
 
@@ -495,7 +500,15 @@ func (s *solver) finish() {
 	s.squeeze()
 	s.merge()
 	for _, n := range s.virtual {
-		nc := s.rightSize(n, true)
+		nc, err := s.size(n, true)
+		if err != nil {
+			// Placement checks minValues as pods join; this catches what
+			// only the cap on options shows.
+			for _, pod := range n.pods {
+				s.plan.Unschedulable = append(s.plan.Unschedulable, PodError{Pod: pod, Reason: fmt.Sprintf("nodepool %q: %v", n.pool.name, err)})
+			}
+			continue
+		}
 		s.plan.NewNodeClaims = append(s.plan.NewNodeClaims, nc)
 	}
 }
@@ -606,26 +619,46 @@ func (s *solver) join(a, b *node) (*node, bool) {
 }
 
 // rightSize picks the cheapest instance type for the node's pods and the
-// options to launch with. commit records the choice in the pool's usage.
+// options to launch with, or returns nil when the node cannot be launched:
+// no type holds its pods, or, under the Strict policy, its options cannot
+// meet a minValues. commit records the choice in the pool's usage.
 func (s *solver) rightSize(n *node, commit bool) *NewNodeClaim {
-	p := n.pool
-	zoneReq, ctReq := n.requirements[corev1.LabelTopologyZone], n.requirements[v1.LabelCapacityType]
-	accept := func(o cloudprovider.Offering) bool {
-		return (zoneReq == nil || zoneReq.Has(o.Zone)) && (ctReq == nil || ctReq.Has(o.CapacityType))
-	}
-	need := n.used.Add(p.overhead)
-	// Only what pods narrowed needs checking: every pool type satisfies the
-	// pool's own requirements, and offerings decide zone and capacity type.
-	narrowed := Requirements{}
+	nc, _ := s.size(n, commit)
+	return nc
+}
+
+// narrowed are the node's requirements that its pods narrowed, but zone
+// and capacity type: only those need checking against a type, since every
+// type of the pool satisfies the pool's own requirements and offerings
+// decide zone and capacity type.
+func (n *node) narrowed() Requirements {
+	out := Requirements{}
 	for k, r := range n.requirements {
 		if k == corev1.LabelTopologyZone || k == v1.LabelCapacityType {
 			continue
 		}
-		if pr, ok := p.reqs[k]; !ok || pr != r {
-			narrowed[k] = r
+		if pr, ok := n.pool.reqs[k]; !ok || pr != r {
+			out[k] = r
 		}
 	}
-	_, hasMinValues := minValuesKeys(p)
+	return out
+}
+
+// offeringFilter accepts the offerings in the zones and capacity types
+// allowed; a nil requirement allows any.
+func offeringFilter(zoneReq, ctReq *Requirement) func(cloudprovider.Offering) bool {
+	return func(o cloudprovider.Offering) bool {
+		return (zoneReq == nil || zoneReq.Has(o.Zone)) && (ctReq == nil || ctReq.Has(o.CapacityType))
+	}
+}
+
+// size is rightSize, saying why a node cannot be launched.
+func (s *solver) size(n *node, commit bool) (*NewNodeClaim, error) {
+	p := n.pool
+	accept := offeringFilter(n.requirements[corev1.LabelTopologyZone], n.requirements[v1.LabelCapacityType])
+	need := n.used.Add(p.overhead)
+	narrowed := n.narrowed()
+	hasMinValues := len(p.minValues) > 0
 	var opts []option
 	bound := math.Inf(1)
 	for _, t := range p.types {
@@ -663,20 +696,20 @@ func (s *solver) rightSize(n *node, commit bool) *NewNodeClaim {
 	})
 	if len(opts) == 0 {
 		if !commit {
-			return nil // a trial that fits no type
+			return nil, errors.New("no instance type holds the pods") // a trial
 		}
 		// The target always fits a committed node; this guards against a bug, not input.
 		off, _ := n.target.it.CheapestOffering(accept)
 		opts = []option{{t: n.target, price: off.Price, off: off}}
 	}
-	cheapest := opts[0].price
-	var chosen []option
-	for _, o := range opts {
-		if o.price <= cheapest*s.opts.PriceBand+1e-9 && len(chosen) < s.opts.MaxInstanceTypes {
-			chosen = append(chosen, o)
+	chosen, short := s.chooseOptions(n, opts, accept)
+	if len(short) > 0 && s.opts.MinValuesPolicy == MinValuesPolicyStrict {
+		if commit {
+			p.usage = p.usage.Sub(n.target.cap)
+			p.nodes--
 		}
+		return nil, short[0]
 	}
-	chosen = s.satisfyMinValues(n, opts, chosen)
 	if commit {
 		p.usage = p.usage.Sub(n.target.cap).Add(chosen[0].t.cap)
 	}
@@ -698,8 +731,12 @@ func (s *solver) rightSize(n *node, commit bool) *NewNodeClaim {
 	reqs.Add(&Requirement{Key: corev1.LabelInstanceTypeStable, values: setOf(names)})
 	reqs.Add(&Requirement{Key: corev1.LabelTopologyZone, values: zones})
 	reqs.Add(&Requirement{Key: v1.LabelCapacityType, values: cts})
+	for _, sf := range short {
+		reqs[sf.key] = sf.relaxed(reqs[sf.key])
+		nc.MinValuesRelaxed = true
+	}
 	nc.Requirements = reqs
-	return nc
+	return nc, nil
 }
 
 // podsCompatibleWithType re-checks the node's pods against another type's
@@ -714,45 +751,4 @@ func (s *solver) podsCompatibleWithType(n *node, t *itype) bool {
 		}
 	}
 	return true
-}
-
-// minValuesKeys lists, in order, the pool's requirement keys with minValues.
-func minValuesKeys(p *pool) ([]string, bool) {
-	var keys []string
-	for k, r := range p.reqs {
-		if r.MinValues != nil {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys, len(keys) > 0
-}
-
-// option is one instance type a NodeClaim may launch as, at its best price.
-type option struct {
-	t     *itype
-	price float64
-	off   cloudprovider.Offering
-}
-
-// satisfyMinValues widens the options past the price band until every
-// requirement's minValues is met, as far as the compatible types allow.
-func (s *solver) satisfyMinValues(n *node, all, chosen []option) []option {
-	keys, _ := minValuesKeys(n.pool)
-	for _, k := range keys {
-		r := n.pool.reqs[k]
-		distinct := func(opts []option) int {
-			seen := map[string]struct{}{}
-			for _, o := range opts {
-				if v, ok := o.t.it.Labels[k]; ok {
-					seen[v] = struct{}{}
-				}
-			}
-			return len(seen)
-		}
-		for i := len(chosen); distinct(chosen) < *r.MinValues && i < len(all); i++ {
-			chosen = append(chosen, all[i])
-		}
-	}
-	return chosen
 }

@@ -131,10 +131,17 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 		terms = []Requirements{base}
 	}
 
+	// Under PREFERENCE_POLICY=Ignore preferences are never built, so they
+	// neither constrain the pod nor count in anyone's topology.
+	ignore := s.opts.PreferencePolicy == PreferencePolicyIgnore
+
 	// Required pod-level topology: always enforced.
 	var spreads, affinity, anti []*topoGroup
 	var prefs []relaxation
 	for _, tsc := range pod.Spec.TopologySpreadConstraints {
+		if ignore && tsc.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			continue
+		}
 		sel := tsc.LabelSelector
 		if len(tsc.MatchLabelKeys) > 0 && sel != nil {
 			sel = sel.DeepCopy()
@@ -172,6 +179,9 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 			affinity = append(affinity, g)
 		}
 		for _, wt := range sortedWeighted(aff.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) {
+			if ignore {
+				break
+			}
 			g, err := s.topo.group(topoAffinity, wt.PodAffinityTerm.TopologyKey, termNamespaces(pod.Namespace, wt.PodAffinityTerm), wt.PodAffinityTerm.LabelSelector, 0, 0)
 			if err != nil {
 				return nil, err
@@ -193,6 +203,9 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 			}
 		}
 		for _, wt := range sortedWeighted(aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) {
+			if ignore {
+				break
+			}
 			g, err := s.topo.group(topoAntiAffinity, wt.PodAffinityTerm.TopologyKey, termNamespaces(pod.Namespace, wt.PodAffinityTerm), wt.PodAffinityTerm.LabelSelector, 0, 0)
 			if err != nil {
 				return nil, err
@@ -204,7 +217,7 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 	// anti-affinity, preferred node affinity (heaviest first), ScheduleAnyway
 	// spreads, then PreferNoSchedule taints.
 	ordered := append(append([]relaxation{}, prefAffinity...), prefAnti...)
-	if aff != nil && aff.NodeAffinity != nil {
+	if aff != nil && aff.NodeAffinity != nil && !ignore {
 		pref := append([]corev1.PreferredSchedulingTerm{}, aff.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution...)
 		sort.SliceStable(pref, func(i, j int) bool { return pref[i].Weight > pref[j].Weight })
 		for _, p := range pref {

@@ -78,6 +78,9 @@ type NewNodeClaim struct {
 	// Requests are the pods' requests plus DaemonSet overhead.
 	Requests Resources
 	Pods     []*corev1.Pod
+	// MinValuesRelaxed says the options meet some requirement's minValues
+	// only as lowered in Requirements (MIN_VALUES_POLICY=BestEffort).
+	MinValuesRelaxed bool
 }
 
 // PodError says why a pod cannot be placed.

@@ -21,7 +21,38 @@ type Options struct {
 	PriceBand float64
 	// MaxInstanceTypes caps a NodeClaim's options. Default 60, CreateFleet's limit.
 	MaxInstanceTypes int
+	// PreferencePolicy is Karpenter's PREFERENCE_POLICY. Default Respect.
+	PreferencePolicy PreferencePolicy
+	// MinValuesPolicy is Karpenter's MIN_VALUES_POLICY. Default Strict.
+	MinValuesPolicy MinValuesPolicy
 }
+
+// PreferencePolicy says whether preferred scheduling terms shape a plan.
+type PreferencePolicy string
+
+const (
+	// PreferencePolicyRespect treats preferences as required first and
+	// drops them one at a time while a pod does not fit.
+	PreferencePolicyRespect PreferencePolicy = "Respect"
+	// PreferencePolicyIgnore drops preferred node affinity, preferred pod
+	// affinity and anti-affinity and ScheduleAnyway spreads before planning,
+	// so they cost nothing. PreferNoSchedule taints are still avoided until
+	// a pod fits nowhere else, as Karpenter does under either policy.
+	PreferencePolicyIgnore PreferencePolicy = "Ignore"
+)
+
+// MinValuesPolicy says what happens when a NodeClaim's instance-type
+// options cannot meet a requirement's minValues.
+type MinValuesPolicy string
+
+const (
+	// MinValuesPolicyStrict leaves such a NodeClaim out: its pods try the
+	// next NodePool, or stay pending with the requirement named.
+	MinValuesPolicyStrict MinValuesPolicy = "Strict"
+	// MinValuesPolicyBestEffort launches with as many values as the options
+	// have, lowers minValues on the NodeClaim to match and marks it relaxed.
+	MinValuesPolicyBestEffort MinValuesPolicy = "BestEffort"
+)
 
 func (o Options) withDefaults() Options {
 	if o.PriceBand <= 1 {
@@ -29,6 +60,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxInstanceTypes <= 0 {
 		o.MaxInstanceTypes = 60
+	}
+	if o.PreferencePolicy == "" {
+		o.PreferencePolicy = PreferencePolicyRespect
+	}
+	if o.MinValuesPolicy == "" {
+		o.MinValuesPolicy = MinValuesPolicyStrict
 	}
 	return o
 }
@@ -128,6 +165,8 @@ type pool struct {
 	usage    Resources
 	nodes    int64
 	err      error
+	// minValues are the requirement keys with minValues, sorted.
+	minValues []string
 }
 
 type itype struct {
@@ -206,6 +245,7 @@ func (s *solver) buildPools(snap Snapshot) {
 		}
 		reqs.Add(&Requirement{Key: v1.LabelNodePool, values: map[string]struct{}{np.Name: {}}})
 		p.reqs = reqs
+		p.minValues = minValuesKeys(reqs)
 		usage := FromResourceList(in.InUse)
 		if n, ok := in.InUse["nodes"]; ok {
 			p.nodes = n.Value()

@@ -67,6 +67,10 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			problems = append(problems, NodePoolProblem{np.Name, "the NodePool is being deleted"})
 			continue
 		}
+		if reason := StaticNodePool(np); reason != "" {
+			problems = append(problems, NodePoolProblem{np.Name, reason})
+			continue
+		}
 		if reason := c.nodeClassProblem(ctx, np); reason != "" {
 			problems = append(problems, NodePoolProblem{np.Name, reason})
 			continue
@@ -175,6 +179,21 @@ func (c *Cluster) hasNode(nodes []corev1.Node, providerID string) bool {
 		}
 	}
 	return false
+}
+
+// StaticNodePool says why a NodePool with spec.replicas launches nothing,
+// or returns "" for a dynamic NodePool. Such a NodePool is static: it
+// would keep a fixed number of nodes under the StaticCapacity feature gate,
+// which Joiner does not support, and using it for pending pods instead
+// would launch nodes its owner never asked for. Leaving it out of every
+// snapshot also keeps disruption off its nodes.
+func StaticNodePool(np *v1.NodePool) string {
+	if np.Spec.Replicas == nil {
+		return ""
+	}
+	return fmt.Sprintf("spec.replicas is set (%d), which makes this a static NodePool; static NodePools need the StaticCapacity feature gate, "+
+		"which Joiner does not support, so it launches no nodes; to provision for pending pods, recreate it without spec.replicas "+
+		"(a NodePool cannot switch between static and dynamic in place)", *np.Spec.Replicas)
 }
 
 // nodeClassProblem says why a NodePool's NodeClass cannot be used, or "".

@@ -43,6 +43,7 @@ type Controller struct {
 	Clock         clock.WithTicker
 	Poll          time.Duration
 	SpotToSpot    bool
+	Scheduling    scheduling.Options
 	// ReadyTimeout bounds the wait for replacements; then the command is
 	// abandoned and its candidates released.
 	ReadyTimeout time.Duration
@@ -187,7 +188,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	opts := disruption.Options{Allowed: map[string]int{}, AllowedEmpty: map[string]int{}, Policy: map[string]v1.ConsolidationPolicy{}, SpotToSpot: c.SpotToSpot,
-		Cautious: c.Clock.Now().Before(c.cautiousUntil)}
+		Cautious: c.Clock.Now().Before(c.cautiousUntil), Scheduling: c.Scheduling}
 	for name, p := range pools {
 		opts.Allowed[name] = c.allowed(ctx, p, v1.DisruptionReasonUnderutilized)
 		opts.AllowedEmpty[name] = c.allowed(ctx, p, v1.DisruptionReasonEmpty)
@@ -365,7 +366,7 @@ func (c *Controller) drift(ctx context.Context, snap scheduling.Snapshot, infos 
 		}
 		return driftedAt(drifted[i].nc).Before(driftedAt(drifted[j].nc))
 	})
-	cluster := scheduling.NewCluster(snap, scheduling.Options{})
+	cluster := scheduling.NewCluster(snap, c.Scheduling)
 	skipped := map[string]string{}
 	byNode := map[string]*candidateInfo{}
 	for _, info := range drifted {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,8 @@ type Provisioner struct {
 	// Resync re-runs a batch this often while pods are pending, so pods
 	// whose NodeClaim failed to launch are planned again.
 	Resync time.Duration
+	// Scheduling carries the operator's scheduling settings to every plan.
+	Scheduling scheduling.Options
 }
 
 // Start implements manager.Runnable.
@@ -91,7 +94,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 	}
 	// Pods the last batches already planned onto in-flight NodeClaims are not news.
 	solveStart := p.Clock.Now()
-	plan := scheduling.Solve(snap, scheduling.Options{})
+	plan := scheduling.Solve(snap, p.Scheduling)
 	metrics.SchedulingDuration.Observe(p.Clock.Since(solveStart).Seconds())
 	metrics.UnschedulablePods.Set(float64(len(plan.Unschedulable)))
 	newPods := len(pending) - len(plan.Existing)
@@ -168,7 +171,7 @@ func (p *Provisioner) create(ctx context.Context, np *v1.NodePool, planned *sche
 
 // NewNodeClaim builds the NodeClaim for a planned node of a NodePool, as
 // Karpenter does: the template's labels and annotations plus the NodePool
-// and NodeClass labels, the hash annotations, custom labels the pods asked
+// and NodeClass labels, the hash and min-values-relaxed annotations, custom labels the pods asked
 // for through requirements, an owner reference to the NodePool that blocks
 // its deletion, and the termination finalizer. Provisioning and disruption
 // replacements both create NodeClaims this way.
@@ -195,6 +198,8 @@ func NewNodeClaim(np *v1.NodePool, planned *scheduling.NewNodeClaim, scheme *run
 	}
 	annotations[v1.AnnotationNodePoolHash] = np.Hash()
 	annotations[v1.AnnotationNodePoolHashVersion] = v1.NodePoolHashVersion
+	// Karpenter stamps every NodeClaim it plans, relaxed or not.
+	annotations[v1.AnnotationNodeClaimMinValuesRelaxed] = strconv.FormatBool(planned.MinValuesRelaxed)
 	nc := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: np.Name + "-", Labels: labels, Annotations: annotations},
 		Spec: v1.NodeClaimSpec{

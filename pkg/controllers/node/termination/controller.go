@@ -99,17 +99,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (c *Controller) nodeClaim(ctx context.Context, node *corev1.Node) (*v1.NodeClaim, error) {
-	if node.Spec.ProviderID == "" {
-		return nil, nil
-	}
-	var claims v1.NodeClaimList
-	if err := c.Client.List(ctx, &claims, client.MatchingFields{lifecycle.ProviderIDIndex: node.Spec.ProviderID}); err != nil {
+	claims, err := lifecycle.NodeClaimsOf(ctx, c.Client, node)
+	if err != nil || len(claims) == 0 {
 		return nil, err
 	}
-	if len(claims.Items) == 0 {
-		return nil, nil
-	}
-	return &claims.Items[0], nil
+	return &claims[0], nil
 }
 
 // drain evicts the pods that must leave and returns how many are left.

@@ -32,6 +32,19 @@ import (
 // ProviderIDIndex indexes Nodes by spec.providerID and NodeClaims by status.providerID.
 const ProviderIDIndex = "providerID"
 
+// NodeClaimsOf lists the NodeClaims of a node, by provider ID: none for a
+// node Joiner did not launch; more than one only if something is wrong.
+func NodeClaimsOf(ctx context.Context, r client.Reader, node *corev1.Node) ([]v1.NodeClaim, error) {
+	if node.Spec.ProviderID == "" {
+		return nil, nil
+	}
+	var claims v1.NodeClaimList
+	if err := r.List(ctx, &claims, client.MatchingFields{ProviderIDIndex: node.Spec.ProviderID}); err != nil {
+		return nil, err
+	}
+	return claims.Items, nil
+}
+
 // Controller reconciles NodeClaims.
 type Controller struct {
 	Client client.Client

@@ -5,6 +5,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -12,6 +13,7 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -160,8 +162,12 @@ func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool,
 }
 
 // validate checks what the CRD's CEL cannot: requirements that parse and
-// taints that are not repeated across taints and startupTaints.
+// taints that are not repeated across taints and startupTaints; and that
+// the NodePool is not static, which Joiner cannot run.
 func validate(np *v1.NodePool) error {
+	if reason := state.StaticNodePool(np); reason != "" {
+		return errors.New(reason)
+	}
 	if _, err := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...); err != nil {
 		return fmt.Errorf("spec.template.spec.requirements: %w", err)
 	}

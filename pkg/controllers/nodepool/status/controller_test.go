@@ -1,0 +1,63 @@
+package status_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodepool/status"
+	"github.com/joiner-autoscaler/joiner/pkg/operator"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// A NodePool with spec.replicas is never silently a dynamic pool: its
+// status says it launches nothing, naming spec.replicas and the fix.
+func TestStaticNodePoolStatus(t *testing.T) {
+	three := int64(3)
+	cases := []struct {
+		name      string
+		replicas  *int64
+		valid     bool
+		wantInMsg []string
+	}{
+		{name: "dynamic NodePool is valid", valid: true},
+		{name: "static NodePool says why it launches nothing", replicas: &three, wantInMsg: []string{"spec.replicas is set (3)", "StaticCapacity", "recreate it without spec.replicas"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "pool", Generation: 1}, Spec: v1.NodePoolSpec{Replicas: tc.replicas,
+				Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}}}}}
+			kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(np).WithStatusSubresource(&v1.NodePool{}).Build()
+			c := &status.Controller{Client: kube, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
+			if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "pool"}}); err != nil {
+				t.Fatal(err)
+			}
+			got := &v1.NodePool{}
+			if err := kube.Get(context.Background(), types.NamespacedName{Name: "pool"}, got); err != nil {
+				t.Fatal(err)
+			}
+			cond := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionTypeValidationSucceeded)
+			if cond == nil {
+				t.Fatal("no ValidationSucceeded condition")
+			}
+			if (cond.Status == metav1.ConditionTrue) != tc.valid {
+				t.Fatalf("ValidationSucceeded=%s %q", cond.Status, cond.Message)
+			}
+			for _, want := range tc.wantInMsg {
+				if !strings.Contains(cond.Message, want) {
+					t.Errorf("message %q lacks %q", cond.Message, want)
+				}
+			}
+			if !tc.valid && meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionTypeReady) {
+				t.Error("a static NodePool is Ready")
+			}
+		})
+	}
+}
