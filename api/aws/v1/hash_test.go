@@ -21,9 +21,13 @@ func TestEC2NodeClassHash(t *testing.T) {
 		{"AMI version in the alias", func(c *EC2NodeClass) { c.Spec.AMISelectorTerms = []AMISelectorTerm{{Alias: "al2023@v20240807"}} }, false},
 		{"subnet selector", func(c *EC2NodeClass) { c.Spec.SubnetSelectorTerms = []SubnetSelectorTerm{{ID: "subnet-1"}} }, false},
 		{"annotations", func(c *EC2NodeClass) { c.Annotations = map[string]string{"a": "b"} }, false},
-		{"block device mappings reordered", func(c *EC2NodeClass) { c.Spec.BlockDeviceMappings = []*BlockDeviceMapping{bdm("/dev/xvdb"), bdm("/dev/xvda")} }, false},
+		{"block device mappings reordered", func(c *EC2NodeClass) {
+			c.Spec.BlockDeviceMappings = []*BlockDeviceMapping{bdm("/dev/xvdb"), bdm("/dev/xvda")}
+		}, false},
 		{"a block device mapping removed", func(c *EC2NodeClass) { c.Spec.BlockDeviceMappings = []*BlockDeviceMapping{bdm("/dev/xvda")} }, true},
-		{"clusterDNS reordered", func(c *EC2NodeClass) { c.Spec.Kubelet = &KubeletConfiguration{ClusterDNS: []string{"10.0.0.2", "10.0.0.1"}} }, false},
+		{"clusterDNS reordered", func(c *EC2NodeClass) {
+			c.Spec.Kubelet = &KubeletConfiguration{ClusterDNS: []string{"10.0.0.2", "10.0.0.1"}}
+		}, false},
 		{"a clusterDNS address", func(c *EC2NodeClass) { c.Spec.Kubelet = &KubeletConfiguration{ClusterDNS: []string{"10.0.0.1"}} }, true},
 	}
 	for _, tc := range cases {
