@@ -17,6 +17,9 @@ const (
 	// migration from Karpenter does not replace the fleet. Change it whenever
 	// the hash's inputs or encoding change.
 	EC2NodeClassHashVersion = "joiner-1"
+	// ReasonNodeClassDrift is the Drifted reason of a NodeClaim whose
+	// EC2NodeClass hash no longer matches its class.
+	ReasonNodeClassDrift = "NodeClassDrift"
 )
 
 // Hash fingerprints the parts of the spec that, changed, make existing
