@@ -161,13 +161,17 @@ func (c *Controller) nodeClaim(ctx context.Context, node *corev1.Node) (*v1.Node
 	return &claims.Items[0], nil
 }
 
-// record sets a condition on the NodeClaim when it changes. The write
-// carries an optimistic lock (see lifecycle.PatchStatus); a NodeClaim that
-// is already gone records nothing and holds nothing up, as the node's
-// termination goes on without it.
+// record sets a condition on the NodeClaim when it changes. It works on the
+// latest copy the client has (this reconcile may have deleted the
+// NodeClaim since reading it), and the write carries an optimistic lock
+// (see lifecycle.PatchStatus). A NodeClaim that is already gone records
+// nothing and holds nothing up: the node's termination goes on without it.
 func (c *Controller) record(ctx context.Context, nc *v1.NodeClaim, t string, status metav1.ConditionStatus, reason, message string) error {
 	if nc == nil {
 		return nil
+	}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
+		return client.IgnoreNotFound(err)
 	}
 	if cur := meta.FindStatusCondition(nc.Status.Conditions, t); cur != nil && cur.Status == status && cur.Reason == reason && cur.Message == message {
 		return nil
