@@ -245,7 +245,9 @@ func mirror(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodA
 func tolerating(p *corev1.Pod) {
 	p.Spec.Tolerations = []corev1.Toleration{{Key: v1.DisruptedNoScheduleTaint.Key, Operator: corev1.TolerationOpExists}}
 }
-func doNotDisrupt(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} }
+func doNotDisrupt(p *corev1.Pod) {
+	p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"}
+}
 func claiming(claim string) podOption {
 	return func(p *corev1.Pod) {
 		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data",
@@ -314,7 +316,9 @@ func TestNodeFinalizerOrder(t *testing.T) {
 	if got := e.condition(t, v1.ConditionTypeVolumesDetached); got != "Unknown/AwaitingVolumeDetachment" {
 		t.Errorf("VolumesDetached %s while va-web is attached", got)
 	}
-	if evs := e.drainEvents(); !slices.ContainsFunc(evs, func(s string) bool { return strings.Contains(s, "AwaitingVolumeDetachment") && strings.Contains(s, "va-web") }) {
+	if evs := e.drainEvents(); !slices.ContainsFunc(evs, func(s string) bool {
+		return strings.Contains(s, "AwaitingVolumeDetachment") && strings.Contains(s, "va-web")
+	}) {
 		t.Errorf("no AwaitingVolumeDetachment event naming va-web: %v", evs)
 	}
 
