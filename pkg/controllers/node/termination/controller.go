@@ -7,7 +7,6 @@ package termination
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -32,12 +31,11 @@ import (
 // NodeNameIndex indexes pods and VolumeAttachments by spec.nodeName.
 const NodeNameIndex = "spec.nodeName"
 
-// Polls while waiting on something no watch of ours reports: pods leaving
-// and the instance going.
+// Polls while waiting on something no watch of ours reports: pods leaving,
+// and the terminationGracePeriod deadline while volumes detach.
 const (
-	drainPoll    = time.Second
-	instancePoll = 5 * time.Second
-	volumePoll   = 5 * time.Second
+	drainPoll  = time.Second
+	volumePoll = 5 * time.Second
 )
 
 // Controller drains and releases nodes carrying Joiner's finalizer.
@@ -125,16 +123,15 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		instance = &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: node.Name}, Status: v1.NodeClaimStatus{ProviderID: node.Spec.ProviderID}}
 	}
 	if instance != nil {
-		err := c.CloudProvider.Delete(ctx, instance)
-		switch {
-		case cloudprovider.IsNodeClaimNotFound(err):
-		case err != nil:
-			return reconcile.Result{}, fmt.Errorf("terminating instance: %w", err)
-		default:
+		gone, err := lifecycle.TerminateInstance(ctx, c.CloudProvider, instance)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !gone {
 			if err := c.record(ctx, nc, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "Instance is terminating"); err != nil {
 				return lifecycle.Retry(err)
 			}
-			return reconcile.Result{RequeueAfter: instancePoll}, nil
+			return reconcile.Result{RequeueAfter: lifecycle.InstancePoll}, nil
 		}
 	}
 

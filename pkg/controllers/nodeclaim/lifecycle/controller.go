@@ -367,12 +367,11 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	}
 	// Without a provider ID the launch never returned, but it may have
 	// started a machine; Delete finds it by the NodeClaim's name.
-	err := c.CloudProvider.Delete(ctx, nc)
-	switch {
-	case cloudprovider.IsNodeClaimNotFound(err):
-	case err != nil:
-		return reconcile.Result{}, fmt.Errorf("terminating instance: %w", err)
-	default:
+	gone, err := TerminateInstance(ctx, c.CloudProvider, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !gone {
 		if !isTrue(nc, v1.ConditionTypeInstanceTerminating) {
 			stored := nc.DeepCopy()
 			c.setCondition(nc, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "Instance is terminating")
@@ -380,7 +379,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 				return Retry(err)
 			}
 		}
-		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+		return reconcile.Result{RequeueAfter: InstancePoll}, nil
 	}
 	stored := nc.DeepCopy()
 	controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)

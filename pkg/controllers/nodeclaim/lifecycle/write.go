@@ -2,7 +2,11 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,4 +46,21 @@ func Retry(err error) (reconcile.Result, error) {
 	default:
 		return reconcile.Result{}, err
 	}
+}
+
+// InstancePoll is how often a terminating instance is checked on.
+const InstancePoll = 5 * time.Second
+
+// TerminateInstance asks the cloud to delete the instance behind nc and
+// reports whether it is gone. The cloud says so (NodeClaimNotFound) only
+// once the instance no longer exists, and both finalizers hold until then,
+// so a finalizer never lets go of a machine that still runs.
+func TerminateInstance(ctx context.Context, cloud cloudprovider.CloudProvider, nc *v1.NodeClaim) (gone bool, err error) {
+	switch err := cloud.Delete(ctx, nc); {
+	case cloudprovider.IsNodeClaimNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("terminating instance: %w", err)
+	}
+	return false, nil
 }
