@@ -309,23 +309,23 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 		}
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	// The label marks a node an earlier pass initialized (this one may read a
-	// stale NodeClaim); such a node is counted and logged once only.
-	already := node.Labels[v1.LabelNodeInitialized] == "true"
-	if !already {
+	if node.Labels[v1.LabelNodeInitialized] != "true" {
 		storedNode := node.DeepCopy()
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
 		node.Labels[v1.LabelNodeInitialized] = "true"
 		if err := Patch(ctx, c.Client, node, storedNode); err != nil {
 			return Retry(err)
 		}
 	}
+	// The lock makes this pass the only one to initialize the NodeClaim: a
+	// pass that read it stale, before another had, conflicts and reads
+	// again. So the metric and the log line come once.
 	stored := nc.DeepCopy()
 	c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "")
 	if err := PatchStatus(ctx, c.Client, nc, stored); err != nil {
 		return Retry(err)
-	}
-	if already {
-		return reconcile.Result{}, nil
 	}
 	metrics.NodeClaimsInitialized.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	log.FromContext(ctx).Info("initialized nodeclaim", "Node", map[string]string{"name": node.Name}, "allocatable", node.Status.Allocatable)
