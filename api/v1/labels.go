@@ -44,6 +44,7 @@ const (
 	ConditionTypeDrifted                 = "Drifted"
 	ConditionTypeDisruptionReason        = "DisruptionReason"
 	ConditionTypeDrained                 = "Drained"
+	ConditionTypeVolumesDetached         = "VolumesDetached"
 	ConditionTypeInstanceTerminating     = "InstanceTerminating"
 	ConditionTypeValidationSucceeded     = "ValidationSucceeded"
 	ConditionTypeNodeClassReady          = "NodeClassReady"

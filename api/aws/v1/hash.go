@@ -1,26 +1,32 @@
 package v1
 
 import (
-	"encoding/json"
-	"hash/fnv"
-	"strconv"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 )
 
 // The EC2NodeClass hash is stamped on the class and on every NodeClaim
-// launched from it; a NodeClaim whose stamp differs from its class's, under
-// the same hash version, has drifted (NodeClassDrift).
+// launched from it; a NodeClaim stamped under the current hash version with
+// a hash other than its class's current one has drifted (NodeClassDrift).
 const (
 	AnnotationEC2NodeClassHash        = Group + "/ec2nodeclass-hash"
 	AnnotationEC2NodeClassHashVersion = Group + "/ec2nodeclass-hash-version"
-	// EC2NodeClassHashVersion changes when the hash's inputs change, so
-	// stored hashes are re-stamped instead of every node drifting at once.
-	EC2NodeClassHashVersion = "v6"
+	// EC2NodeClassHashVersion names how Hash is computed. It is ours, not of
+	// Karpenter's "vN" form (Karpenter stamps "v6" with a hash computed
+	// differently), so no Karpenter version can ever equal it: a NodeClaim
+	// stamped under another version is re-stamped, not drifted, and a
+	// migration from Karpenter does not replace the fleet. Change it whenever
+	// the hash's inputs or encoding change.
+	EC2NodeClassHashVersion = "joiner-1"
+	// ReasonNodeClassDrift is the Drifted reason of a NodeClaim whose
+	// EC2NodeClass hash no longer matches its class.
+	ReasonNodeClassDrift = "NodeClassDrift"
 )
 
 // Hash fingerprints the parts of the spec that, changed, make existing
 // nodes drift, plus the resolved AMI family. The selector terms, the AMI
 // family field and ipPrefixCount are left out: the selectors drift by what
-// they resolve to, not by how they are written.
+// they resolve to, not by how they are written. Lists are sets (reordering
+// block device mappings is not drift), as Karpenter hashes them.
 func (in *EC2NodeClass) Hash() string {
 	spec := *in.Spec.DeepCopy()
 	spec.SubnetSelectorTerms = nil
@@ -29,11 +35,8 @@ func (in *EC2NodeClass) Hash() string {
 	spec.AMISelectorTerms = nil
 	spec.AMIFamily = nil
 	spec.IPPrefixCount = nil
-	b, _ := json.Marshal(struct {
+	return v1.SetHash(struct {
 		Spec      EC2NodeClassSpec
 		AMIFamily string
 	}{spec, in.AMIFamily()})
-	h := fnv.New64a()
-	h.Write(b)
-	return strconv.FormatUint(h.Sum64(), 10)
 }

@@ -5,7 +5,9 @@ import "testing"
 func TestEC2NodeClassHash(t *testing.T) {
 	base := func() *EC2NodeClass {
 		return &EC2NodeClass{Spec: EC2NodeClassSpec{Role: "node", AMISelectorTerms: []AMISelectorTerm{{Alias: "al2023@latest"}},
-			SubnetSelectorTerms: []SubnetSelectorTerm{{Tags: map[string]string{"k": "v"}}}}}
+			SubnetSelectorTerms: []SubnetSelectorTerm{{Tags: map[string]string{"k": "v"}}},
+			BlockDeviceMappings: []*BlockDeviceMapping{bdm("/dev/xvda"), bdm("/dev/xvdb")},
+			Kubelet:             &KubeletConfiguration{ClusterDNS: []string{"10.0.0.1", "10.0.0.2"}}}}
 	}
 	cases := []struct {
 		name   string
@@ -19,6 +21,14 @@ func TestEC2NodeClassHash(t *testing.T) {
 		{"AMI version in the alias", func(c *EC2NodeClass) { c.Spec.AMISelectorTerms = []AMISelectorTerm{{Alias: "al2023@v20240807"}} }, false},
 		{"subnet selector", func(c *EC2NodeClass) { c.Spec.SubnetSelectorTerms = []SubnetSelectorTerm{{ID: "subnet-1"}} }, false},
 		{"annotations", func(c *EC2NodeClass) { c.Annotations = map[string]string{"a": "b"} }, false},
+		{"block device mappings reordered", func(c *EC2NodeClass) {
+			c.Spec.BlockDeviceMappings = []*BlockDeviceMapping{bdm("/dev/xvdb"), bdm("/dev/xvda")}
+		}, false},
+		{"a block device mapping removed", func(c *EC2NodeClass) { c.Spec.BlockDeviceMappings = []*BlockDeviceMapping{bdm("/dev/xvda")} }, true},
+		{"clusterDNS reordered", func(c *EC2NodeClass) {
+			c.Spec.Kubelet = &KubeletConfiguration{ClusterDNS: []string{"10.0.0.2", "10.0.0.1"}}
+		}, false},
+		{"a clusterDNS address", func(c *EC2NodeClass) { c.Spec.Kubelet = &KubeletConfiguration{ClusterDNS: []string{"10.0.0.1"}} }, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -30,3 +40,5 @@ func TestEC2NodeClassHash(t *testing.T) {
 		})
 	}
 }
+
+func bdm(device string) *BlockDeviceMapping { return &BlockDeviceMapping{DeviceName: &device} }

@@ -144,21 +144,24 @@ func (c *CloudProvider) InstanceTypes(context.Context, *v1.NodePool) ([]*cloudpr
 }
 
 // IsDrifted reports NodeClassDrift when the EC2NodeClass changed since the
-// machine launched: its hash differs from the one stamped on the NodeClaim,
-// under the same hash version. A kwok machine has no image, subnets or
+// machine launched: the hash stamped on the NodeClaim differs from the
+// class's current hash. A hash stamped under another hash version is not
+// comparable and is not drift; the NodeClaim disruption controller re-stamps
+// it. The class's hash is computed, not read from its annotation, which
+// lags a spec change by a reconcile and would meanwhile drift the NodeClaims
+// launched from the new spec. A kwok machine has no image, subnets or
 // security groups that could drift on their own.
 func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (string, error) {
 	class, err := c.nodeClass(ctx, nodeClaim)
 	if err != nil || class == nil {
 		return "", err
 	}
-	stamped, version := nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash], nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHashVersion]
-	current := class.Annotations[awsv1.AnnotationEC2NodeClassHash]
-	if stamped == "" || current == "" || version != class.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] {
+	stamped := nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash]
+	if stamped == "" || nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] != awsv1.EC2NodeClassHashVersion {
 		return "", nil
 	}
-	if stamped != current {
-		return "NodeClassDrift", nil
+	if stamped != class.Hash() {
+		return awsv1.ReasonNodeClassDrift, nil
 	}
 	return "", nil
 }
@@ -180,18 +183,18 @@ func (c *CloudProvider) nodeClass(ctx context.Context, nodeClaim *v1.NodeClaim) 
 	return class, nil
 }
 
-// stampNodeClass copies the class's hash annotations onto the NodeClaim
-// Create returns, so drift can be judged later.
+// stampNodeClass stamps the class's current hash, under the current hash
+// version, on the NodeClaim Create returns, so drift can be judged later.
 func (c *CloudProvider) stampNodeClass(ctx context.Context, out *v1.NodeClaim) error {
 	class, err := c.nodeClass(ctx, out)
-	if err != nil || class == nil || class.Annotations[awsv1.AnnotationEC2NodeClassHash] == "" {
+	if err != nil || class == nil {
 		return err
 	}
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}
-	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = class.Annotations[awsv1.AnnotationEC2NodeClassHash]
-	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = class.Annotations[awsv1.AnnotationEC2NodeClassHashVersion]
+	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = class.Hash()
+	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = awsv1.EC2NodeClassHashVersion
 	return nil
 }
 

@@ -1,35 +1,42 @@
 // Package termination drains a node that is being deleted before its
 // instance goes: taint it, evict its pods through the Eviction API (so PDBs
-// hold), terminate the instance, then release the node.
+// hold), wait for its volumes to detach, terminate the instance, then
+// release the node. Each step's progress is recorded on the NodeClaim as
+// Karpenter records it (Drained, VolumesDetached, InstanceTerminating).
 package termination
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
-	"github.com/joiner-autoscaler/joiner/pkg/disruption"
-	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// NodeNameIndex indexes pods by spec.nodeName.
+// NodeNameIndex indexes pods and VolumeAttachments by spec.nodeName.
 const NodeNameIndex = "spec.nodeName"
+
+// Polls while waiting on something no watch of ours reports: pods leaving,
+// and the terminationGracePeriod deadline while volumes detach.
+const (
+	drainPoll  = time.Second
+	volumePoll = 5 * time.Second
+)
 
 // Controller drains and releases nodes carrying Joiner's finalizer.
 type Controller struct {
@@ -39,12 +46,24 @@ type Controller struct {
 	Clock         clock.Clock
 }
 
-// Register adds the controller to the manager.
+// Register adds the controller to the manager, with the VolumeAttachment
+// index and watch the wait for detachment needs: a detach wakes the node's
+// termination at once.
 func (c *Controller) Register(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("node.termination").For(&corev1.Node{}).Complete(c)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &storagev1.VolumeAttachment{}, NodeNameIndex, func(o client.Object) []string {
+		return []string{o.(*storagev1.VolumeAttachment).Spec.NodeName}
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("node.termination").For(&corev1.Node{}).
+		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*storagev1.VolumeAttachment).Spec.NodeName}}}
+		})).
+		Complete(c)
 }
 
-// Reconcile implements reconcile.Reconciler.
+// Reconcile implements reconcile.Reconciler. The steps run in order and
+// each waits for the one before: drain, volumes, instance, finalizer.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	node := &corev1.Node{}
 	if err := c.Client.Get(ctx, req.NamespacedName, node); err != nil {
@@ -54,6 +73,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	logger := log.FromContext(ctx).WithValues("Node", map[string]string{"name": node.Name})
+	ctx = log.IntoContext(ctx, logger)
 	nc, err := c.nodeClaim(ctx, node)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -66,8 +86,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !taints.Has(node.Spec.Taints, v1.DisruptedNoScheduleTaint) {
 		stored := node.DeepCopy()
 		node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedNoScheduleTaint)
-		if err := c.Client.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
-			return reconcile.Result{}, err
+		if err := lifecycle.Patch(ctx, c.Client, node, stored); err != nil {
+			return lifecycle.Retry(err)
 		}
 		logger.Info("tainted node", "taint.Key", v1.DisruptedNoScheduleTaint.Key, "taint.Value", "", "taint.Effect", string(v1.DisruptedNoScheduleTaint.Effect))
 	}
@@ -77,22 +97,48 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			deadline = &ts
 		}
 	}
+
 	remaining, err := c.drain(ctx, node, nc, deadline)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if remaining > 0 {
-		return reconcile.Result{RequeueAfter: time.Second}, nil
+		if err := c.record(ctx, nc, v1.ConditionTypeDrained, metav1.ConditionUnknown, "Draining", "Draining"); err != nil {
+			return lifecycle.Retry(err)
+		}
+		return reconcile.Result{RequeueAfter: drainPoll}, nil
 	}
-	if nc != nil {
-		if err := c.CloudProvider.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
-			return reconcile.Result{}, fmt.Errorf("terminating instance: %w", err)
+	if err := c.record(ctx, nc, v1.ConditionTypeDrained, metav1.ConditionTrue, "Drained", ""); err != nil {
+		return lifecycle.Retry(err)
+	}
+
+	if res, wait, err := c.awaitVolumes(ctx, node, nc, deadline); wait {
+		return res, err
+	}
+
+	// A node whose NodeClaim is gone (its finalizer removed by hand) still
+	// has an instance behind it; its provider ID is enough to delete it.
+	instance := nc
+	if instance == nil && node.Spec.ProviderID != "" {
+		instance = &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: node.Name}, Status: v1.NodeClaimStatus{ProviderID: node.Spec.ProviderID}}
+	}
+	if instance != nil {
+		gone, err := lifecycle.TerminateInstance(ctx, c.CloudProvider, instance)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !gone {
+			if err := c.record(ctx, nc, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "Instance is terminating"); err != nil {
+				return lifecycle.Retry(err)
+			}
+			return reconcile.Result{RequeueAfter: lifecycle.InstancePoll}, nil
 		}
 	}
+
 	stored := node.DeepCopy()
 	controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer)
-	if err := c.Client.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	if err := lifecycle.Patch(ctx, c.Client, node, stored); err != nil {
+		return lifecycle.Retry(err)
 	}
 	logger.Info("deleted node")
 	return reconcile.Result{}, nil
@@ -106,76 +152,23 @@ func (c *Controller) nodeClaim(ctx context.Context, node *corev1.Node) (*v1.Node
 	return &claims[0], nil
 }
 
-// drain evicts the pods that must leave and returns how many are left.
-// DaemonSet pods, mirror pods and pods that tolerate the disrupted taint stay;
-// they go with the node.
-func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *v1.NodeClaim, deadline *time.Time) (int, error) {
-	var onNode corev1.PodList
-	if err := c.Client.List(ctx, &onNode, client.MatchingFields{NodeNameIndex: node.Name}); err != nil {
-		return 0, err
+// record sets a condition on the NodeClaim when it changes. It works on the
+// latest copy the client has (this reconcile may have deleted the
+// NodeClaim since reading it), and the write carries an optimistic lock
+// (see lifecycle.PatchStatus). A NodeClaim that is already gone records
+// nothing and holds nothing up: the node's termination goes on without it.
+func (c *Controller) record(ctx context.Context, nc *v1.NodeClaim, t string, status metav1.ConditionStatus, reason, message string) error {
+	if nc == nil {
+		return nil
 	}
-	// Largest first, the order consolidation plans for.
-	sort.SliceStable(onNode.Items, func(i, j int) bool { return disruption.EvictFirst(&onNode.Items[i], &onNode.Items[j]) })
-	remaining := 0
-	for i := range onNode.Items {
-		pod := &onNode.Items[i]
-		if pods.IsTerminal(pod) || !mustLeave(pod) {
-			continue
-		}
-		remaining++
-		if pod.DeletionTimestamp != nil {
-			continue
-		}
-		// Near the deadline, delete the pod so its own grace period ends by
-		// the deadline, whatever PDBs and do-not-disrupt say.
-		if deadline != nil {
-			grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
-			if pod.Spec.TerminationGracePeriodSeconds != nil {
-				grace = *pod.Spec.TerminationGracePeriodSeconds
-			}
-			left := deadline.Sub(c.Clock.Now())
-			if left <= time.Duration(grace)*time.Second {
-				g := int64(left.Seconds())
-				if g < 1 {
-					g = 1
-				}
-				if err := c.Client.Delete(ctx, pod, client.GracePeriodSeconds(g)); client.IgnoreNotFound(err) != nil {
-					return remaining, err
-				}
-				if nc != nil {
-					c.Recorder.Event(nc, corev1.EventTypeWarning, "TerminationGracePeriodExpiring",
-						fmt.Sprintf("Deleted pod %s/%s with a %ds grace period: the node's terminationGracePeriod ends at %s", pod.Namespace, pod.Name, g, deadline.Format(time.RFC3339)))
-				}
-				continue
-			}
-		}
-		// do-not-disrupt pods wait for the deadline; without one the drain waits for them.
-		if pods.DoNotDisrupt(pod) {
-			continue
-		}
-		err := c.Client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}})
-		switch {
-		case err == nil:
-			c.Recorder.Event(pod, corev1.EventTypeNormal, "Evicted", "Evicted pod: node "+node.Name+" is terminating")
-		case apierrors.IsTooManyRequests(err):
-			// A PDB does not allow it now; try again.
-			c.Recorder.Event(node, corev1.EventTypeWarning, "FailedDraining", fmt.Sprintf("Failed to evict pod %s/%s: %v", pod.Namespace, pod.Name, err))
-		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		default:
-			return remaining, fmt.Errorf("evicting %s/%s: %w", pod.Namespace, pod.Name, err)
-		}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
+		return client.IgnoreNotFound(err)
 	}
-	return remaining, nil
-}
-
-func mustLeave(pod *corev1.Pod) bool {
-	if pods.IsOwnedByNode(pod) {
-		return false
+	if cur := meta.FindStatusCondition(nc.Status.Conditions, t); cur != nil && cur.Status == status && cur.Reason == reason && cur.Message == message {
+		return nil
 	}
-	for _, t := range pod.Spec.Tolerations {
-		if t.ToleratesTaint(nopLogger, &v1.DisruptedNoScheduleTaint, false) {
-			return false
-		}
-	}
-	return true
+	stored := nc.DeepCopy()
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(c.Clock.Now())})
+	return client.IgnoreNotFound(lifecycle.PatchStatus(ctx, c.Client, nc, stored))
 }

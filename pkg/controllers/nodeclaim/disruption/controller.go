@@ -10,6 +10,7 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,10 +19,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// Controller sets Consolidatable and Drifted on NodeClaims.
+// reasonNodePoolDrifted is the Drifted reason of a template hash mismatch.
+const reasonNodePoolDrifted = "NodePoolDrifted"
+
+// Controller sets Consolidatable and Drifted on NodeClaims, and keeps the
+// hashes drift is judged by comparable.
 type Controller struct {
 	Client        client.Client
 	CloudProvider cloudprovider.CloudProvider
@@ -73,6 +79,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.Client.Get(ctx, types.NamespacedName{Name: nc.Labels[v1.LabelNodePool]}, np); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	// Hashes stamped under another version are re-stamped before drift is
+	// judged on them.
+	if stored := nc.DeepCopy(); c.restamp(ctx, nc, np) {
+		if err := lifecycle.Patch(ctx, c.Client, nc, stored); err != nil {
+			return lifecycle.Retry(err)
+		}
+		log.FromContext(ctx).V(1).Info("re-stamped nodeclaim hashes", "NodeClaim", map[string]string{"name": nc.Name})
+	}
 	stored := nc.DeepCopy()
 	requeue := c.consolidatable(nc, np)
 	drift, err := c.drifted(ctx, nc, np)
@@ -88,8 +102,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		meta.RemoveStatusCondition(&nc.Status.Conditions, v1.ConditionTypeDrifted)
 	}
 	if !equalConditions(stored.Status.Conditions, nc.Status.Conditions) {
-		if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
+		// Locked: the conditions list is written whole, and other
+		// controllers write other conditions of it.
+		if err := lifecycle.PatchStatus(ctx, c.Client, nc, stored); err != nil {
+			return lifecycle.Retry(err)
 		}
 	}
 	// Drift that depends on the cloud (AMIs, subnets) is polled.
@@ -122,11 +138,56 @@ func (c *Controller) consolidatable(nc *v1.NodeClaim, np *v1.NodePool) time.Dura
 	return 0
 }
 
+// restamp replaces the hashes a NodeClaim carries under another hash
+// version (Karpenter's, or an older Joiner's) by the current ones, and
+// reports whether it changed any. Hashes of another version cannot be
+// compared with ours, so they say nothing about drift, and treating them as
+// drift would replace every node after a migration. As Karpenter does on a
+// version bump, a NodeClaim already found drifted on that hash keeps its old
+// hash under the new version and stays drifted: whether it still is cannot
+// be known.
+func (c *Controller) restamp(ctx context.Context, nc *v1.NodeClaim, np *v1.NodePool) bool {
+	drift := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDrifted)
+	stamp := func(hashKey, versionKey, version, driftReason string, hash func() string) bool {
+		if nc.Annotations[versionKey] == version {
+			return false
+		}
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[versionKey] = version
+		if drift == nil || drift.Status != metav1.ConditionTrue || drift.Reason != driftReason {
+			nc.Annotations[hashKey] = hash()
+		}
+		return true
+	}
+	changed := stamp(v1.AnnotationNodePoolHash, v1.AnnotationNodePoolHashVersion, v1.NodePoolHashVersion, reasonNodePoolDrifted, np.Hash)
+	if class := c.ec2NodeClass(ctx, nc); class != nil {
+		changed = stamp(awsv1.AnnotationEC2NodeClassHash, awsv1.AnnotationEC2NodeClassHashVersion, awsv1.EC2NodeClassHashVersion, awsv1.ReasonNodeClassDrift, class.Hash) || changed
+	}
+	return changed
+}
+
+// ec2NodeClass is the EC2NodeClass the NodeClaim was launched from, or nil.
+// A class that cannot be read is left for the next pass: the stamp waits,
+// and so does the drift it would judge, which compares the same versions.
+func (c *Controller) ec2NodeClass(ctx context.Context, nc *v1.NodeClaim) *awsv1.EC2NodeClass {
+	ref := nc.Spec.NodeClassRef
+	if ref == nil || ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass" {
+		return nil
+	}
+	class := &awsv1.EC2NodeClass{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Name: ref.Name}, class); err != nil {
+		return nil
+	}
+	return class
+}
+
 // drifted returns the drift reason, or "".
 func (c *Controller) drifted(ctx context.Context, nc *v1.NodeClaim, np *v1.NodePool) (string, error) {
 	if nc.Annotations[v1.AnnotationNodePoolHashVersion] == v1.NodePoolHashVersion && nc.Annotations[v1.AnnotationNodePoolHash] != "" &&
 		nc.Annotations[v1.AnnotationNodePoolHash] != np.Hash() {
-		return "NodePoolDrifted", nil
+		return reasonNodePoolDrifted, nil
 	}
 	reqs, err := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...)
 	if err == nil && scheduling.LabelRequirements(nc.Labels).Compatible(reqs) != nil {

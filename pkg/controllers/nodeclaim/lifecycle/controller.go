@@ -15,7 +15,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -95,8 +94,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		stored := nc.DeepCopy()
 		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
-		if err := c.Client.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
+		if err := Patch(ctx, c.Client, nc, stored); err != nil {
+			return Retry(err)
 		}
 	}
 	if nc.Status.ProviderID == "" {
@@ -157,7 +156,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	case err != nil:
 		stored := nc.DeepCopy()
 		c.setCondition(nc, v1.ConditionTypeLaunched, metav1.ConditionUnknown, "LaunchFailed", truncate(err.Error(), 300))
-		_ = c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored))
+		_ = PatchStatus(ctx, c.Client, nc, stored)
 		return reconcile.Result{}, fmt.Errorf("launching nodeclaim: %w", err)
 	}
 	stored := nc.DeepCopy()
@@ -173,8 +172,9 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	for k, v := range created.Annotations {
 		nc.Annotations[k] = v
 	}
-	if err := c.Client.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
-		return reconcile.Result{}, err
+	// Lost races are retried: Create returns the same machine again.
+	if err := Patch(ctx, c.Client, nc, stored); err != nil {
+		return Retry(err)
 	}
 	stored = nc.DeepCopy()
 	nc.Status.ProviderID = created.Status.ProviderID
@@ -184,8 +184,8 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	c.setCondition(nc, v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
 	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionUnknown, "NodeNotFound", "Node not registered with cluster")
 	c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionUnknown, "NodeNotFound", "Node not registered with cluster")
-	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
-		return reconcile.Result{}, err
+	if err := PatchStatus(ctx, c.Client, nc, stored); err != nil {
+		return Retry(err)
 	}
 	metrics.NodeClaimsLaunched.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	logger.Info("launched nodeclaim",
@@ -264,14 +264,15 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	if err := controllerutil.SetOwnerReference(nc, node, c.Client.Scheme()); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := c.Client.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
-		return reconcile.Result{}, err
+	// The lock keeps the taints and finalizers others write to the Node.
+	if err := Patch(ctx, c.Client, node, stored); err != nil {
+		return Retry(err)
 	}
 	storedNC := nc.DeepCopy()
 	nc.Status.NodeName = node.Name
 	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
-	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(storedNC)); err != nil {
-		return reconcile.Result{}, err
+	if err := PatchStatus(ctx, c.Client, nc, storedNC); err != nil {
+		return Retry(err)
 	}
 	metrics.NodeClaimsRegistered.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	logger.Info("registered nodeclaim", "Node", map[string]string{"name": node.Name})
@@ -316,36 +317,37 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 	if reason != "" {
 		stored := nc.DeepCopy()
 		c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionUnknown, reason, message)
-		if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
-			return reconcile.Result{}, err
+		if err := PatchStatus(ctx, c.Client, nc, stored); err != nil {
+			return Retry(err)
 		}
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	// The label marks a node an earlier pass initialized (this one may read a
-	// stale NodeClaim); such a node is counted and logged once only.
-	already := node.Labels[v1.LabelNodeInitialized] == "true"
-	if !already {
+	if node.Labels[v1.LabelNodeInitialized] != "true" {
 		storedNode := node.DeepCopy()
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
 		node.Labels[v1.LabelNodeInitialized] = "true"
-		if err := c.Client.Patch(ctx, node, client.MergeFrom(storedNode)); err != nil {
-			return reconcile.Result{}, err
+		if err := Patch(ctx, c.Client, node, storedNode); err != nil {
+			return Retry(err)
 		}
 	}
+	// The lock makes this pass the only one to initialize the NodeClaim: a
+	// pass that read it stale, before another had, conflicts and reads
+	// again. So the metric and the log line come once.
 	stored := nc.DeepCopy()
 	c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "")
-	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
-		return reconcile.Result{}, err
-	}
-	if already {
-		return reconcile.Result{}, nil
+	if err := PatchStatus(ctx, c.Client, nc, stored); err != nil {
+		return Retry(err)
 	}
 	metrics.NodeClaimsInitialized.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	log.FromContext(ctx).Info("initialized nodeclaim", "Node", map[string]string{"name": node.Name}, "allocatable", node.Status.Allocatable)
 	return reconcile.Result{}, nil
 }
 
-// finalize deletes the node (whose own finalizer drains it), then the
-// instance, and only then lets the NodeClaim go, so nothing leaks.
+// finalize deletes the node (whose own finalizer drains it and waits for
+// its volumes), then the instance, and only then lets the NodeClaim go, so
+// nothing leaks.
 func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
@@ -358,8 +360,8 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 			nc.Annotations = map[string]string{}
 		}
 		nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp] = nc.DeletionTimestamp.Add(tgp.Duration).UTC().Format(time.RFC3339)
-		if err := c.Client.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
+		if err := Patch(ctx, c.Client, nc, stored); err != nil {
+			return Retry(err)
 		}
 	}
 	if nc.Status.ProviderID != "" {
@@ -375,25 +377,27 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 			}
 			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
-		if err := c.CloudProvider.Delete(ctx, nc); !cloudprovider.IsNodeClaimNotFound(err) {
-			if err != nil {
-				return reconcile.Result{}, fmt.Errorf("terminating instance: %w", err)
+	}
+	// Without a provider ID the launch never returned, but it may have
+	// started a machine; Delete finds it by the NodeClaim's name.
+	gone, err := TerminateInstance(ctx, c.CloudProvider, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !gone {
+		if !isTrue(nc, v1.ConditionTypeInstanceTerminating) {
+			stored := nc.DeepCopy()
+			c.setCondition(nc, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "Instance is terminating")
+			if err := PatchStatus(ctx, c.Client, nc, stored); err != nil {
+				return Retry(err)
 			}
-			if !isTrue(nc, v1.ConditionTypeInstanceTerminating) {
-				stored := nc.DeepCopy()
-				c.setCondition(nc, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "Instance is terminating")
-				_ = c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored))
-			}
-			return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 		}
+		return reconcile.Result{RequeueAfter: InstancePoll}, nil
 	}
 	stored := nc.DeepCopy()
 	controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)
-	if err := c.Client.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, err
+	if err := Patch(ctx, c.Client, nc, stored); err != nil {
+		return Retry(err)
 	}
 	metrics.NodeClaimsTerminated.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	log.FromContext(ctx).Info("deleted nodeclaim", "Node", map[string]string{"name": nc.Status.NodeName}, "provider-id", nc.Status.ProviderID)

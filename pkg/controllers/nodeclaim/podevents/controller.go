@@ -57,5 +57,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	stored := nc.DeepCopy()
 	nc.Status.LastPodEventTime = metav1.NewTime(now)
-	return reconcile.Result{}, client.IgnoreNotFound(c.Client.Status().Patch(ctx, nc, client.MergeFrom(stored)))
+	if err := lifecycle.PatchStatus(ctx, c.Client, nc, stored); err != nil {
+		return lifecycle.Retry(err)
+	}
+	return reconcile.Result{}, nil
 }

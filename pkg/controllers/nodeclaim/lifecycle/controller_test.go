@@ -1,0 +1,90 @@
+package lifecycle_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
+	_ "github.com/joiner-autoscaler/joiner/pkg/metrics"
+	"github.com/joiner-autoscaler/joiner/pkg/operator"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// TestInitializedOnceDespiteConflicts loses the race for the NodeClaim's
+// status on the first try: the retry initializes it, and the metric and
+// the log line count it once.
+func TestInitializedOnceDespiteConflicts(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	const providerID = "fake:///zone-a/i-1"
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "init-once", Labels: map[string]string{v1.LabelNodePool: "init-once"}, Finalizers: []string{v1.TerminationFinalizer}}}
+	nc.Status.ProviderID = providerID
+	for _, c := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered} {
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: c, LastTransitionTime: metav1.NewTime(now)})
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{}}, Spec: corev1.NodeSpec{ProviderID: providerID},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	conflicts := 1
+	kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithStatusSubresource(&v1.NodeClaim{}).WithObjects(nc, node).
+		WithIndex(&corev1.Node{}, lifecycle.ProviderIDIndex, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if _, ok := obj.(*v1.NodeClaim); ok && conflicts > 0 {
+				conflicts--
+				return apierrors.NewConflict(schema.GroupResource{Group: v1.Group, Resource: "nodeclaims"}, obj.GetName(), nil)
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}}).Build()
+	c := &lifecycle.Controller{Client: kube, Reader: kube, Recorder: record.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(now)}
+	counted := func() float64 { return counter(t, "karpenter_nodeclaims_initialized_total", "init-once") }
+	before := counted()
+	for range 3 {
+		if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := &v1.NodeClaim{}
+	if err := kube.Get(context.Background(), client.ObjectKeyFromObject(nc), got); err != nil {
+		t.Fatal(err)
+	}
+	if !meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionTypeInitialized) {
+		t.Fatalf("not initialized: %v", got.Status.Conditions)
+	}
+	if n := counted() - before; n != 1 {
+		t.Fatalf("initialized counted %v times, want once", n)
+	}
+}
+
+// counter reads a nodepool's counter from the registry Joiner serves.
+func counter(t *testing.T, name, nodePool string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "nodepool" && l.GetValue() == nodePool {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,65 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// ConflictRetry is how soon a write that lost a race is tried again, from a
+// fresh read. The winner's watch event usually brings the object back
+// sooner; this is the floor.
+const ConflictRetry = time.Second
+
+// PatchStatus writes the changes made to obj's status since stored. The
+// patch carries stored's resourceVersion, so it fails with a Conflict when
+// anyone wrote the object in between. A JSON merge patch replaces a whole
+// list, and NodeClaim conditions are a list that several controllers write:
+// without the check, a controller patching from a stale copy would erase
+// the condition another had just set.
+func PatchStatus(ctx context.Context, c client.Client, obj, stored client.Object) error {
+	return c.Status().Patch(ctx, obj, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+}
+
+// Patch is PatchStatus for the object itself: finalizers and taints are
+// lists too.
+func Patch(ctx context.Context, c client.Client, obj, stored client.Object) error {
+	return c.Patch(ctx, obj, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+}
+
+// Retry is the reconcile result of a Patch or PatchStatus that failed: a
+// conflict is retried from a fresh read, an object that is gone needs
+// nothing more, and other errors are returned.
+func Retry(err error) (reconcile.Result, error) {
+	switch {
+	case apierrors.IsConflict(err):
+		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
+	case apierrors.IsNotFound(err):
+		return reconcile.Result{}, nil
+	default:
+		return reconcile.Result{}, err
+	}
+}
+
+// InstancePoll is how often a terminating instance is checked on.
+const InstancePoll = 5 * time.Second
+
+// TerminateInstance asks the cloud to delete the instance behind nc and
+// reports whether it is gone. The cloud says so (NodeClaimNotFound) only
+// once the instance no longer exists, and both finalizers hold until then,
+// so a finalizer never lets go of a machine that still runs.
+func TerminateInstance(ctx context.Context, cloud cloudprovider.CloudProvider, nc *v1.NodeClaim) (gone bool, err error) {
+	switch err := cloud.Delete(ctx, nc); {
+	case cloudprovider.IsNodeClaimNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("terminating instance: %w", err)
+	}
+	return false, nil
+}
