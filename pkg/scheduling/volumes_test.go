@@ -343,26 +343,35 @@ func TestClusterVolumes(t *testing.T) {
 	}
 }
 
-// TestClusterVolumesRollBack removes one node's pods onto a node with one
-// free attachment: the trial must give the slot back, or the second trial
-// needs a new node.
+// TestClusterVolumesRollBack tries moving either of two nodes' volumes
+// onto a node with one free attachment: each trial must give the slot
+// back, or the next one finds the node full. The holders are full too.
 func TestClusterVolumesRollBack(t *testing.T) {
 	st := &storage{}
-	st.zonalDisk("running", "us-east-1a")
-	st.zonalDisk("data", "us-east-1a")
+	for _, c := range []string{"running", "d1", "d2"} {
+		st.zonalDisk(c, "us-east-1a")
+	}
 	snap := Snapshot{Nodes: []*Node{
 		zoneNode("two-slots", "us-east-1a", 2, mkPod("running", "1", "1Gi", withClaims("running"))),
-		zoneNode("holder", "us-east-1a", -1, mkPod("db", "1", "1Gi", withClaims("data"))),
+		zoneNode("holder-1", "us-east-1a", 1, mkPod("db-1", "1", "1Gi", withClaims("d1"))),
+		zoneNode("holder-2", "us-east-1a", 1, mkPod("db-2", "1", "1Gi", withClaims("d2"))),
 	}, NodePools: []NodePool{{NodePool: onDemandPool("default"), InstanceTypes: testCatalog(t)}}}
 	st.apply(&snap)
 	c := NewCluster(snap, Options{})
-	for i := range 3 {
-		r, err := c.TryRemove("holder")
+	for _, name := range []string{"holder-1", "holder-2", "holder-1"} {
+		r, err := c.TryRemove(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(r.Replacements) != 0 || len(r.Unschedulable) != 0 {
-			t.Fatalf("trial %d: want the pod on two-slots, got %+v", i, r)
+			t.Fatalf("removing %s: want its pod on two-slots, got %+v", name, r)
 		}
+	}
+	// Removing both for good needs a node for the second volume.
+	if _, err := c.Remove("holder-1"); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := c.TryRemove("holder-2"); len(r.Replacements) != 1 {
+		t.Fatalf("after holder-1 went, want a replacement for holder-2's volume, got %+v", r)
 	}
 }
