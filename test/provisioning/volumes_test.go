@@ -52,6 +52,9 @@ func podNode(t *testing.T, app string) (node, zone string) {
 	for n := range nodes {
 		node = n
 	}
+	if len(nodes) != 1 {
+		t.Fatalf("want one Running %s pod, got %v", app, nodes)
+	}
 	var nd corev1.Node
 	if err := framework.Kube.Get(context.Background(), client.ObjectKey{Name: node}, &nd); err != nil {
 		t.Fatal(err)
