@@ -82,6 +82,21 @@ func zonesOf(nc *NewNodeClaim) string {
 	return strings.Join(nc.Requirements[corev1.LabelTopologyZone].Values(), ",")
 }
 
+// wantNewNodeIn wants every pod on one new node, in zone, none on an
+// existing node.
+func wantNewNodeIn(zone string) func(*testing.T, *Plan) {
+	return func(t *testing.T, p *Plan) {
+		t.Helper()
+		if len(p.Existing) != 0 {
+			t.Fatalf("placed on an existing node: %v", p.Existing)
+		}
+		wantNodes(1)(t, p)
+		if z := zonesOf(p.NewNodeClaims[0]); z != zone {
+			t.Fatalf("zones %s, want %s", z, zone)
+		}
+	}
+}
+
 func TestSolveVolumes(t *testing.T) {
 	od := onDemandPool("default")
 	cases := []struct {
@@ -95,21 +110,11 @@ func TestSolveVolumes(t *testing.T) {
 		{name: "the zone of a bound claim's PV node affinity",
 			storage: func(st *storage) { st.zonalDisk("data", "us-east-1b") },
 			pods:    []*corev1.Pod{mkPod("db", "1", "1Gi", withClaims("data"))},
-			check: func(t *testing.T, p *Plan) {
-				wantNodes(1)(t, p)
-				if z := zonesOf(p.NewNodeClaims[0]); z != "us-east-1b" {
-					t.Fatalf("zones %s, want us-east-1b", z)
-				}
-			}},
+			check:   wantNewNodeIn("us-east-1b")},
 		{name: "WaitForFirstConsumer: the StorageClass's allowedTopologies (EBS key)",
 			storage: func(st *storage) { st.unbound("data", storagev1.VolumeBindingWaitForFirstConsumer, "us-east-1c") },
 			pods:    []*corev1.Pod{mkPod("db", "1", "1Gi", withClaims("data"))},
-			check: func(t *testing.T, p *Plan) {
-				wantNodes(1)(t, p)
-				if z := zonesOf(p.NewNodeClaims[0]); z != "us-east-1c" {
-					t.Fatalf("zones %s, want us-east-1c", z)
-				}
-			}},
+			check:   wantNewNodeIn("us-east-1c")},
 		{name: "WaitForFirstConsumer without allowedTopologies: any zone",
 			storage: func(st *storage) { st.unbound("data", storagev1.VolumeBindingWaitForFirstConsumer) },
 			pods:    []*corev1.Pod{mkPod("db", "1", "1Gi", withClaims("data"))},
@@ -135,19 +140,13 @@ func TestSolveVolumes(t *testing.T) {
 			storage: func(st *storage) { st.zonalDisk("data", "us-east-1b") },
 			nodes:   func() []*Node { return []*Node{zoneNode("roomy-a", "us-east-1a", -1)} },
 			pods:    []*corev1.Pod{mkPod("db", "1", "1Gi", withClaims("data"))},
-			check: func(t *testing.T, p *Plan) {
-				if len(p.Existing) != 0 {
-					t.Fatalf("placed on an existing node: %v", p.Existing)
-				}
-				wantNodes(1)(t, p)
-				if z := zonesOf(p.NewNodeClaims[0]); z != "us-east-1b" {
-					t.Fatalf("zones %s, want us-east-1b", z)
-				}
-			}},
+			check:   wantNewNodeIn("us-east-1b")},
 		{name: "an existing node in the volume's zone is used",
 			storage: func(st *storage) { st.zonalDisk("data", "us-east-1b") },
-			nodes:   func() []*Node { return []*Node{zoneNode("roomy-a", "us-east-1a", -1), zoneNode("roomy-b", "us-east-1b", -1)} },
-			pods:    []*corev1.Pod{mkPod("db", "1", "1Gi", withClaims("data"))},
+			nodes: func() []*Node {
+				return []*Node{zoneNode("roomy-a", "us-east-1a", -1), zoneNode("roomy-b", "us-east-1b", -1)}
+			},
+			pods: []*corev1.Pod{mkPod("db", "1", "1Gi", withClaims("data"))},
 			check: func(t *testing.T, p *Plan) {
 				if p.Existing["default/db"] != "roomy-b" || len(p.NewNodeClaims) != 0 {
 					t.Fatalf("existing %v\n%s", p.Existing, summary(p))
@@ -170,16 +169,8 @@ func TestSolveVolumes(t *testing.T) {
 			nodes: func() []*Node {
 				return []*Node{zoneNode("one-slot", "us-east-1a", 1, mkPod("running", "1", "1Gi", withClaims("running")))}
 			},
-			pods: []*corev1.Pod{mkPod("db", "1", "1Gi", withClaims("data"))},
-			check: func(t *testing.T, p *Plan) {
-				if len(p.Existing) != 0 {
-					t.Fatalf("placed past the attach limit: %v", p.Existing)
-				}
-				wantNodes(1)(t, p)
-				if z := zonesOf(p.NewNodeClaims[0]); z != "us-east-1a" {
-					t.Fatalf("zones %s", z)
-				}
-			}},
+			pods:  []*corev1.Pod{mkPod("db", "1", "1Gi", withClaims("data"))},
+			check: wantNewNodeIn("us-east-1a")},
 		{name: "an existing node without a limit for the driver takes any number",
 			storage: func(st *storage) {
 				st.zonalDisk("running", "us-east-1a")
