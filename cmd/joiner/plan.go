@@ -27,7 +27,12 @@ func newPlanCommand() *cobra.Command {
 		Long: `plan reads NodePools, EC2NodeClasses and workloads (Deployments, StatefulSets,
 ReplicaSets, Jobs, Pods, DaemonSets) and optionally Nodes with their pods as
 existing capacity, and prints the NodeClaims the controller would create,
-priced with the embedded EC2 catalog. Nothing is applied anywhere.`,
+priced with the embedded EC2 catalog. Nothing is applied anywhere.
+
+PersistentVolumeClaims, PersistentVolumes and StorageClasses in the manifests
+pin pods to their volumes' zones and count against attach limits, as in the
+cluster; StatefulSets' volumeClaimTemplates make their claims. A claim or
+StorageClass the manifests do not hold constrains nothing.`,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {

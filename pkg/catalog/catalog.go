@@ -145,7 +145,7 @@ func build(e entry, opts Options, onDemand float64) (*cloudprovider.InstanceType
 		labels[k] = v
 	}
 	labels[LabelRegion] = opts.Region
-	it := &cloudprovider.InstanceType{Name: e.Name, Labels: labels, Capacity: capacity, Allocatable: alloc}
+	it := &cloudprovider.InstanceType{Name: e.Name, Labels: labels, Capacity: capacity, Allocatable: alloc, AttachLimits: attachLimits(e.Labels)}
 	for _, z := range opts.Zones {
 		it.Offerings = append(it.Offerings,
 			cloudprovider.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: onDemand, Available: true},

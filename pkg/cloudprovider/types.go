@@ -48,6 +48,11 @@ type InstanceType struct {
 	Capacity    corev1.ResourceList
 	Allocatable corev1.ResourceList
 	Offerings   []Offering
+	// AttachLimits is how many volumes a new node of this type can attach,
+	// per CSI driver (for AWS, ebs.csi.aws.com from the instance type's EBS
+	// limit). A driver not listed has no limit. Once a node runs, the
+	// limits its CSINode reports take over.
+	AttachLimits map[string]int
 }
 
 // Offering is one way to buy an instance type: a zone and a capacity type at a price.

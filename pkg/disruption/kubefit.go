@@ -136,7 +136,7 @@ func (m *kubeModel) risk(cands []Candidate, repl []*scheduling.NewNodeClaim) flo
 	if len(stranded) == 0 {
 		return 0
 	}
-	trial := scheduling.Snapshot{NodePools: m.snap.NodePools, DaemonSets: m.snap.DaemonSets}
+	trial := scheduling.Snapshot{NodePools: m.snap.NodePools, DaemonSets: m.snap.DaemonSets, Volumes: m.snap.Volumes}
 	for _, p := range stranded {
 		cp := p.DeepCopy()
 		cp.Spec.NodeName = ""

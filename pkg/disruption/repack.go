@@ -132,7 +132,7 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 	found := false
 	in := map[string]bool{}
 	price := 0.0
-	trial := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets}
+	trial := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, Volumes: snap.Volumes}
 	spot := false
 	var setCands []Candidate
 	for _, s := range set {

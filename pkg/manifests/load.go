@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -34,6 +35,14 @@ type Objects struct {
 	Pods       []*corev1.Pod
 	DaemonSets []*appsv1.DaemonSet
 	Nodes      []*corev1.Node
+	// Storage that pods' volumes resolve against: where their disks are
+	// and what they attach. StatefulSets add the claims of their
+	// volumeClaimTemplates that the manifests do not hold.
+	Claims         []*corev1.PersistentVolumeClaim
+	Volumes        []*corev1.PersistentVolume
+	StorageClasses []*storagev1.StorageClass
+	// templateClaims are the claims StatefulSets would create.
+	templateClaims []*corev1.PersistentVolumeClaim
 }
 
 var (
@@ -86,7 +95,7 @@ func (o *Objects) load(name string, r io.Reader) error {
 		obj, gvk, err := strict.Decode(doc, nil, nil)
 		if err != nil {
 			if runtime.IsNotRegisteredError(err) {
-				return fmt.Errorf("%s, document %d: unknown kind: %v; joiner plan reads NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet and Node", name, index, err)
+				return fmt.Errorf("%s, document %d: unknown kind: %v; joiner plan reads NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet, Node, PersistentVolumeClaim, PersistentVolume and StorageClass", name, index, err)
 			}
 			return fmt.Errorf("%s, document %d: %w", name, index, err)
 		}
@@ -119,7 +128,9 @@ func (o *Objects) add(obj runtime.Object) error {
 	case *appsv1.Deployment:
 		o.expand(x.ObjectMeta, x.Spec.Replicas, x.Spec.Template, func(i int) string { return fmt.Sprintf("%s-%d", x.Name, i) })
 	case *appsv1.StatefulSet:
+		first := len(o.Pods)
 		o.expand(x.ObjectMeta, x.Spec.Replicas, x.Spec.Template, func(i int) string { return x.Name + "-" + strconv.Itoa(i) })
+		o.statefulClaims(x, o.Pods[first:])
 	case *appsv1.ReplicaSet:
 		o.expand(x.ObjectMeta, x.Spec.Replicas, x.Spec.Template, func(i int) string { return fmt.Sprintf("%s-%d", x.Name, i) })
 	case *batchv1.Job:
@@ -129,6 +140,13 @@ func (o *Objects) add(obj runtime.Object) error {
 		o.DaemonSets = append(o.DaemonSets, x)
 	case *corev1.Node:
 		o.Nodes = append(o.Nodes, x)
+	case *corev1.PersistentVolumeClaim:
+		defaultNamespace(&x.ObjectMeta)
+		o.Claims = append(o.Claims, x)
+	case *corev1.PersistentVolume:
+		o.Volumes = append(o.Volumes, x)
+	case *storagev1.StorageClass:
+		o.StorageClasses = append(o.StorageClasses, x)
 	default:
 		return fmt.Errorf("kind %T is not used for planning; remove it or plan with the kinds listed in joiner plan --help", obj)
 	}
@@ -152,5 +170,29 @@ func (o *Objects) expand(meta metav1.ObjectMeta, replicas *int32, tmpl corev1.Po
 		p.Name, p.Namespace = name(i), meta.Namespace
 		p.CreationTimestamp = meta.CreationTimestamp
 		o.Pods = append(o.Pods, p)
+	}
+}
+
+// statefulClaims gives each StatefulSet pod the volumes of the set's
+// volumeClaimTemplates, named <template>-<set>-<ordinal>, as the StatefulSet
+// controller does, and records the claims it would create for them.
+func (o *Objects) statefulClaims(sts *appsv1.StatefulSet, pods []*corev1.Pod) {
+	for _, p := range pods {
+		for _, t := range sts.Spec.VolumeClaimTemplates {
+			name := t.Name + "-" + p.Name
+			vol := corev1.Volume{Name: t.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}
+			replaced := false
+			for i := range p.Spec.Volumes {
+				if p.Spec.Volumes[i].Name == t.Name {
+					p.Spec.Volumes[i], replaced = vol, true
+				}
+			}
+			if !replaced {
+				p.Spec.Volumes = append(p.Spec.Volumes, vol)
+			}
+			claim := &corev1.PersistentVolumeClaim{ObjectMeta: *t.ObjectMeta.DeepCopy(), Spec: *t.Spec.DeepCopy()}
+			claim.Name, claim.Namespace = name, p.Namespace
+			o.templateClaims = append(o.templateClaims, claim)
+		}
 	}
 }

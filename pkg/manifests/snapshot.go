@@ -8,6 +8,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
+	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -34,20 +35,49 @@ func (o *Objects) Snapshot(instanceTypes []*cloudprovider.InstanceType) (schedul
 			snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: np, InstanceTypes: instanceTypes})
 		}
 	}
+	// Storage the manifests leave out exists in the cluster: it blocks no
+	// pod here, and constrains nothing that can be known.
+	ix := volumes.NewIndex(o.claims(), o.Volumes, o.StorageClasses)
+	ix.Partial = true
 	podsByNode := map[string][]*corev1.Pod{}
-	for _, p := range o.Pods {
+	snap.Volumes = map[string]volumes.Usage{}
+	for _, p := range ix.Apply(o.Pods, snap.Volumes) {
 		if p.Spec.NodeName != "" {
 			podsByNode[p.Spec.NodeName] = append(podsByNode[p.Spec.NodeName], p)
 		} else {
 			snap.Pods = append(snap.Pods, p)
 		}
 	}
+	typeByName := map[string]*cloudprovider.InstanceType{}
+	for _, it := range instanceTypes {
+		typeByName[it.Name] = it
+	}
 	for _, n := range o.Nodes {
+		var limits map[string]int
+		if it, ok := typeByName[n.Labels[corev1.LabelInstanceTypeStable]]; ok {
+			limits = it.AttachLimits
+		}
 		snap.Nodes = append(snap.Nodes, &scheduling.Node{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints,
-			Allocatable: n.Status.Allocatable, Pods: podsByNode[n.Name], MarkedForDeletion: n.Spec.Unschedulable})
+			Allocatable: n.Status.Allocatable, Pods: podsByNode[n.Name], MarkedForDeletion: n.Spec.Unschedulable, AttachLimits: limits})
 	}
 	for _, ds := range o.DaemonSets {
 		snap.DaemonSets = append(snap.DaemonSets, pods.DaemonSetPod(ds))
 	}
 	return snap, problems
+}
+
+// claims are the manifests' claims, and the claims StatefulSets would
+// create that the manifests do not hold.
+func (o *Objects) claims() []*corev1.PersistentVolumeClaim {
+	out := append([]*corev1.PersistentVolumeClaim{}, o.Claims...)
+	given := map[string]bool{}
+	for _, c := range o.Claims {
+		given[c.Namespace+"/"+c.Name] = true
+	}
+	for _, c := range o.templateClaims {
+		if !given[c.Namespace+"/"+c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -33,6 +33,7 @@ type Removal struct {
 func NewCluster(snap Snapshot, opts Options) *Cluster {
 	s := &solver{opts: opts.withDefaults(), topo: newTopology(), plan: &Plan{Existing: map[string]string{}}}
 	s.knownKeys = knownLabelKeys(snap.NodePools)
+	s.volumes = newVolumeState(snap)
 	s.buildPools(snap)
 	s.buildExisting(snap.Nodes)
 	var bound []*corev1.Pod

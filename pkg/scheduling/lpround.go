@@ -140,7 +140,9 @@ func (s *solver) lpRound() {
 // roundable reports whether a group's pods may be placed by LP rounding:
 // nothing about them depends on where other pods go.
 func (s *solver) roundable(g *podGroup, p *pool) bool {
-	if g.err != nil || g.remaining == 0 || len(g.hostPorts) > 0 || len(g.requests.Ext) > 0 {
+	// Pods with limited volumes each form a group of their own: too many
+	// shapes for the relaxation, and the greedy pass counts attachments.
+	if g.err != nil || g.remaining == 0 || len(g.hostPorts) > 0 || len(g.requests.Ext) > 0 || len(g.attachments) > 0 {
 		return false
 	}
 	// A ladder of two is the strict variant and the one tolerating

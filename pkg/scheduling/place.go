@@ -102,6 +102,9 @@ func (s *solver) check(pg *podGroup, pc *podConstraints, n *node) *rejection {
 	if err := s.nodeCompatible(n, pc); err != nil {
 		return &rejection{err: err, monotonic: true}
 	}
+	if rej := s.checkAttach(pg, n); rej != nil {
+		return rej
+	}
 	for _, hp := range pg.hostPorts {
 		for _, used := range n.hostPorts {
 			if hp.Conflicts(used) {
@@ -233,6 +236,7 @@ func (s *solver) commit(pg *podGroup, pc *podConstraints, n *node, pod *corev1.P
 	n.used = n.used.Add(pg.requests)
 	n.pods = append(n.pods, pod)
 	n.hostPorts = append(n.hostPorts, pg.hostPorts...)
+	s.attachTo(n, pg.attachments)
 	n.groups[pg]++
 	pg.remaining--
 	if pg.shape != nil {
@@ -613,7 +617,7 @@ func (s *solver) join(a, b *node) (*node, bool) {
 		groups[g] += c
 	}
 	j := &node{name: a.name, pool: a.pool, requirements: reqs, taints: a.taints, used: used, target: target,
-		capacity: target.alloc.Sub(a.pool.overhead), groups: groups,
+		capacity: target.alloc.Sub(a.pool.overhead), groups: groups, attach: joinAttachments(a, b),
 		pods: append(append([]*corev1.Pod{}, a.pods...), b.pods...)}
 	return j, true
 }
@@ -676,7 +680,7 @@ func (s *solver) size(n *node, commit bool) (*NewNodeClaim, error) {
 		if t != n.target && !p.withinLimits(t.cap.Sub(n.target.cap)) {
 			continue
 		}
-		if !s.podsCompatibleWithType(n, t) {
+		if !s.podsCompatibleWithType(n, t) || !n.attachFits(t) {
 			continue
 		}
 		off, ok := t.it.CheapestOffering(accept)

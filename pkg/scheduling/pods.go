@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -51,6 +52,8 @@ type podGroup struct {
 	// remaining counts pods of the group not yet placed.
 	remaining int
 	shape     *shape
+	// attachments are the volumes each pod attaches where a limit applies.
+	attachments []volumes.Attachment
 }
 
 // podConstraints are the constraints a placement attempt enforces.

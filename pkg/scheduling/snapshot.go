@@ -11,6 +11,7 @@ package scheduling
 import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -24,6 +25,10 @@ type Snapshot struct {
 	NodePools []NodePool
 	// DaemonSets add their pods' requests to every new node they would run on.
 	DaemonSets []*corev1.Pod
+	// Volumes are what pods' volumes need, by namespace/name: the volumes
+	// each attaches, or why they cannot be resolved. Where the volumes let
+	// a pod run is in its required node affinity (see volumes.Index.Apply).
+	Volumes map[string]volumes.Usage
 }
 
 // NodePool is a NodePool with the instance types its NodeClass allows.
@@ -51,6 +56,9 @@ type Node struct {
 	InFlight bool
 	// MarkedForDeletion nodes take no new pods.
 	MarkedForDeletion bool
+	// AttachLimits is how many volumes the node can attach per CSI driver
+	// (its CSINode's allocatable counts); drivers not listed have no limit.
+	AttachLimits map[string]int
 }
 
 // Plan is the outcome of scheduling a snapshot.

@@ -82,6 +82,7 @@ func Solve(snap Snapshot, opts Options) *Plan {
 func place(snap Snapshot, opts Options) *solver {
 	s := &solver{opts: opts.withDefaults(), topo: newTopology(), plan: &Plan{Existing: map[string]string{}}}
 	s.knownKeys = knownLabelKeys(snap.NodePools)
+	s.volumes = newVolumeState(snap)
 	s.buildPools(snap)
 	s.buildExisting(snap.Nodes)
 	s.buildGroups(snap)
@@ -150,6 +151,7 @@ type solver struct {
 	// journal, when set, records changes for rollback.
 	journal  *journal
 	nextType int
+	volumes  volumeState
 }
 
 type pool struct {
@@ -193,6 +195,8 @@ type node struct {
 	pods         []*corev1.Pod
 	hostPorts    []pods.HostPort
 	groups       map[*podGroup]int
+	// attach tracks attached volumes where a limit applies; nil for none.
+	attach *nodeAttachments
 }
 
 // values returns the values node label key can take.
@@ -407,6 +411,7 @@ func (s *solver) buildExisting(nodes []*Node) {
 			n.pods = append(n.pods, pod)
 			n.hostPorts = append(n.hostPorts, pods.HostPorts(pod)...)
 		}
+		s.attachExisting(n, in)
 		for k, v := range in.Labels {
 			s.topo.addDomain(k, v)
 		}
@@ -419,10 +424,11 @@ func (s *solver) buildGroups(snap Snapshot) {
 	byKey := map[string]*podGroup{}
 	s.groupOf = make(map[*corev1.Pod]*podGroup, len(snap.Pods))
 	for _, pod := range snap.Pods {
-		k := groupKey(pod)
+		k := groupKey(pod) + s.volumeKey(pod)
 		pg, ok := byKey[k]
 		if !ok {
 			pg = s.analyze(pod)
+			s.analyzeVolumes(pg, pod)
 			pg.id = len(s.groups)
 			byKey[k] = pg
 			s.groups = append(s.groups, pg)

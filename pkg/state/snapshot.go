@@ -10,6 +10,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,6 +59,12 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	for i := range daemonSets.Items {
 		snap.DaemonSets = append(snap.DaemonSets, pods.DaemonSetPod(&daemonSets.Items[i]))
 	}
+	vols, err := c.readVolumes(ctx)
+	if err != nil {
+		return snap, nil, err
+	}
+	snap.Volumes = map[string]volumes.Usage{}
+	snap.Pods = vols.index.Apply(snap.Pods, snap.Volumes)
 
 	var problems []NodePoolProblem
 	typesByPool := map[string][]*cloudprovider.InstanceType{}
@@ -89,6 +96,15 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			podsByNode[p.Spec.NodeName] = append(podsByNode[p.Spec.NodeName], p)
 		}
 	}
+	for name, onNode := range podsByNode {
+		podsByNode[name] = vols.index.Apply(onNode, snap.Volumes)
+	}
+	typeByName := map[string]*cloudprovider.InstanceType{}
+	for _, its := range typesByPool {
+		for _, it := range its {
+			typeByName[it.Name] = it
+		}
+	}
 	claimByProvider := map[string]*v1.NodeClaim{}
 	inUse := map[string]scheduling.Resources{}
 	nodeCount := map[string]int64{}
@@ -115,7 +131,8 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			continue // not ours and not usable
 		}
 		sn := &scheduling.Node{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Allocatable: n.Status.Allocatable,
-			Pods: podsByNode[n.Name], MarkedForDeletion: n.DeletionTimestamp != nil || n.Spec.Unschedulable}
+			Pods: podsByNode[n.Name], MarkedForDeletion: n.DeletionTimestamp != nil || n.Spec.Unschedulable,
+			AttachLimits: vols.nodeAttachLimits(n, typeByName)}
 		if nc != nil {
 			sn.NodePool = nc.Labels[v1.LabelNodePool]
 			sn.InFlight = NodeClaimCondition(nc, v1.ConditionTypeInitialized) != "True"
@@ -151,7 +168,8 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			alloc = smallestOption(nc, typesByPool[nc.Labels[v1.LabelNodePool]])
 		}
 		snap.Nodes = append(snap.Nodes, &scheduling.Node{Name: "nodeclaim/" + nc.Name, Labels: labels, Taints: nc.Spec.Taints,
-			Allocatable: alloc, NodePool: nc.Labels[v1.LabelNodePool], InFlight: true})
+			Allocatable: alloc, NodePool: nc.Labels[v1.LabelNodePool], InFlight: true,
+			AttachLimits: claimAttachLimits(nc, typesByPool[nc.Labels[v1.LabelNodePool]])})
 	}
 	names := make([]string, 0, len(typesByPool))
 	for name := range typesByPool {
