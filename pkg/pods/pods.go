@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/component-helpers/storage/ephemeral"
 )
 
 // IsOwnedByDaemonSet reports a pod a DaemonSet runs. Such a pod is recreated
@@ -87,4 +88,20 @@ func Requests(pod *corev1.Pod) corev1.ResourceList {
 // DaemonSetPod is the pod a DaemonSet would run on a new node.
 func DaemonSetPod(ds *appsv1.DaemonSet) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels}, Spec: *ds.Spec.Template.Spec.DeepCopy()}
+}
+
+// ClaimNames are the PersistentVolumeClaims a pod mounts, generic ephemeral
+// volumes' claims (named <pod>-<volume>) included.
+func ClaimNames(pod *corev1.Pod) []string {
+	var out []string
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		switch {
+		case vol.PersistentVolumeClaim != nil:
+			out = append(out, vol.PersistentVolumeClaim.ClaimName)
+		case vol.Ephemeral != nil:
+			out = append(out, ephemeral.VolumeClaimName(pod, vol))
+		}
+	}
+	return out
 }

@@ -8,13 +8,13 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/component-helpers/storage/ephemeral"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -86,7 +86,7 @@ func (c *Controller) blockingVolumeAttachments(ctx context.Context, node *corev1
 		if mustLeave(pod) {
 			continue
 		}
-		for _, claim := range claimNames(pod) {
+		for _, claim := range pods.ClaimNames(pod) {
 			pvc := &corev1.PersistentVolumeClaim{}
 			if err := c.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: claim}, pvc); err != nil {
 				if apierrors.IsNotFound(err) {
@@ -105,20 +105,4 @@ func (c *Controller) blockingVolumeAttachments(ctx context.Context, node *corev1
 		}
 	}
 	return out, nil
-}
-
-// claimNames are the PersistentVolumeClaims a pod mounts, generic
-// ephemeral volumes' included.
-func claimNames(pod *corev1.Pod) []string {
-	var out []string
-	for i := range pod.Spec.Volumes {
-		vol := &pod.Spec.Volumes[i]
-		switch {
-		case vol.PersistentVolumeClaim != nil:
-			out = append(out, vol.PersistentVolumeClaim.ClaimName)
-		case vol.Ephemeral != nil:
-			out = append(out, ephemeral.VolumeClaimName(pod, vol))
-		}
-	}
-	return out
 }
