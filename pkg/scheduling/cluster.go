@@ -33,8 +33,9 @@ type Removal struct {
 func NewCluster(snap Snapshot, opts Options) *Cluster {
 	s := &solver{opts: opts.withDefaults(), topo: newTopology(), plan: &Plan{Existing: map[string]string{}}}
 	s.knownKeys = knownLabelKeys(snap.NodePools)
+	s.buildNamespaces(snap)
 	s.buildPools(snap)
-	s.buildExisting(snap.Nodes)
+	s.buildExisting(snap.Nodes, s.daemons)
 	var bound []*corev1.Pod
 	for _, n := range snap.Nodes {
 		bound = append(bound, n.Pods...)

@@ -140,29 +140,7 @@ func (s *solver) nodeCompatible(n *node, pc *podConstraints) error {
 	if n.existing {
 		return n.requirements.Compatible(pc.nodeReqs)
 	}
-	for k, p := range pc.nodeReqs {
-		r, ok := n.requirements[k]
-		t, tok := n.target.reqs[k]
-		switch {
-		case ok && tok:
-			r = r.Intersect(t)
-		case tok:
-			r, ok = t, true
-		}
-		if !ok || r.Empty() {
-			if _, known := s.knownKeys[k]; !ok && !known && p.absentOK {
-				continue
-			}
-			if p.absentOK {
-				continue
-			}
-			return fmt.Errorf("label %q is not offered (requires %s)", k, p)
-		}
-		if r.Intersect(p).Empty() {
-			return fmt.Errorf("incompatible requirement %s, offered %s", p, r)
-		}
-	}
-	return nil
+	return labelsCompatible(n.requirements, n.target.reqs, pc.nodeReqs)
 }
 
 // decideDomains picks, for every topology key the pod involves, the domain
@@ -259,7 +237,7 @@ func (s *solver) commit(pg *podGroup, pc *podConstraints, n *node, pod *corev1.P
 		return "", false
 	}
 	for _, g := range pg.matchedBy {
-		if d, ok := domainOf(g.key); ok {
+		if d, ok := domainOf(g.key); ok && g.filter.passes(n) {
 			s.bump(g.counts, d, 1)
 		}
 	}
@@ -305,13 +283,14 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 	if limit, ok := p.limits["nodes"]; ok && p.nodes+1 > limit.Value() {
 		return nil, fmt.Errorf("nodepool %q limit of %s nodes reached", p.name, limit.String())
 	}
-	need := pg.requests.Add(p.overhead)
 	type candidate struct {
 		t          *itype
 		eff, value float64
 	}
 	var cands []candidate
 	reqMatched, fits, inLimits := 0, 0, 0
+	// largest is the compatible type with the most room, named when none fits.
+	var largest *itype
 	forced := s.forcedNodes()
 	strict := pc == pg.variants[0]
 	for _, t := range p.types {
@@ -323,7 +302,10 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 			continue
 		}
 		reqMatched++
-		if !need.Fits(t.alloc) {
+		if largest == nil || t.free.CPU > largest.free.CPU {
+			largest = t
+		}
+		if !pg.requests.Fits(t.free) {
 			continue
 		}
 		fits++
@@ -342,7 +324,7 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 	case reqMatched == 0:
 		return nil, fmt.Errorf("no instance type satisfies the pod's requirements %s", describeReqs(pc.nodeReqs))
 	case fits == 0:
-		return nil, fmt.Errorf("no instance type has room for requests %s plus daemonset overhead %s", pg.requests, p.overhead)
+		return nil, fmt.Errorf("no instance type has room for requests %s plus daemonset overhead (%s on %s, the largest)", pg.requests, largest.overhead, largest.it.Name)
 	case inLimits == 0:
 		return nil, fmt.Errorf("all available instance types exceed limits for nodepool: %q (limits %s, in use %s)", p.name, limitsString(p.limits), p.usage)
 	}
@@ -379,7 +361,7 @@ func (s *solver) newNode(p *pool, t *itype) *node {
 			reqs[k] = r.Intersect(t.reqs[k])
 		}
 	}
-	return &node{name: "candidate", pool: p, requirements: reqs, taints: p.taints, capacity: t.alloc.Sub(p.overhead), target: t, groups: map[*podGroup]int{}}
+	return &node{name: "candidate", pool: p, requirements: reqs, taints: p.taints, capacity: t.free, target: t, groups: map[*podGroup]int{}}
 }
 
 func (p *pool) withinLimits(capacity Resources) bool {
@@ -420,7 +402,7 @@ func limitsString(rl corev1.ResourceList) string {
 // everything while the later ones run nearly empty. saturated reports that
 // every share fit, so a pricier type could not do better.
 func (s *solver) lookahead(p *pool, t *itype, seed *podGroup, forced int) (value float64, saturated bool) {
-	free := t.alloc.Sub(p.overhead).Sub(seed.requests)
+	free := t.free.Sub(seed.requests)
 	value = seed.value
 	saturated = true
 	for _, sh := range s.shapes {
@@ -600,7 +582,7 @@ func (s *solver) join(a, b *node) (*node, bool) {
 		groups[g] += c
 	}
 	j := &node{name: a.name, pool: a.pool, requirements: reqs, taints: a.taints, used: used, target: target,
-		capacity: target.alloc.Sub(a.pool.overhead), groups: groups,
+		capacity: target.free, groups: groups,
 		pods: append(append([]*corev1.Pod{}, a.pods...), b.pods...)}
 	return j, true
 }
@@ -613,7 +595,6 @@ func (s *solver) rightSize(n *node, commit bool) *NewNodeClaim {
 	accept := func(o cloudprovider.Offering) bool {
 		return (zoneReq == nil || zoneReq.Has(o.Zone)) && (ctReq == nil || ctReq.Has(o.CapacityType))
 	}
-	need := n.used.Add(p.overhead)
 	// Only what pods narrowed needs checking: every pool type satisfies the
 	// pool's own requirements, and offerings decide zone and capacity type.
 	narrowed := Requirements{}
@@ -634,7 +615,7 @@ func (s *solver) rightSize(n *node, commit bool) *NewNodeClaim {
 		if t.price > bound && !hasMinValues {
 			break
 		}
-		if !need.Fits(t.alloc) || !extendedOK(n.used, t.alloc) {
+		if !n.used.Fits(t.free) || !extendedOK(n.used, t.alloc) {
 			continue
 		}
 		if len(narrowed) > 0 && s.typeCompatible(narrowed, t.reqs) != nil {
@@ -681,7 +662,7 @@ func (s *solver) rightSize(n *node, commit bool) *NewNodeClaim {
 		p.usage = p.usage.Sub(n.target.cap).Add(chosen[0].t.cap)
 	}
 
-	nc := &NewNodeClaim{NodePool: p.name, Pods: n.pods, Requests: need, InstanceType: chosen[0].t.it, Offering: chosen[0].off}
+	nc := &NewNodeClaim{NodePool: p.name, Pods: n.pods, Requests: n.used.Add(chosen[0].t.overhead), InstanceType: chosen[0].t.it, Offering: chosen[0].off}
 	reqs := n.requirements.Copy()
 	names := make([]string, 0, len(chosen))
 	zones, cts := map[string]struct{}{}, map[string]struct{}{}

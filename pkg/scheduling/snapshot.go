@@ -24,6 +24,10 @@ type Snapshot struct {
 	NodePools []NodePool
 	// DaemonSets add their pods' requests to every new node they would run on.
 	DaemonSets []*corev1.Pod
+	// Namespaces map the cluster's namespaces to their labels, which the
+	// namespaceSelector of pod affinity terms matches. A namespace left out
+	// has only its kubernetes.io/metadata.name label.
+	Namespaces map[string]map[string]string
 }
 
 // NodePool is a NodePool with the instance types its NodeClass allows.
