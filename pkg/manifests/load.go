@@ -34,6 +34,9 @@ type Objects struct {
 	Pods       []*corev1.Pod
 	DaemonSets []*appsv1.DaemonSet
 	Nodes      []*corev1.Node
+	// Namespaces give the labels that affinity terms' namespaceSelectors
+	// match.
+	Namespaces []*corev1.Namespace
 }
 
 var (
@@ -86,7 +89,7 @@ func (o *Objects) load(name string, r io.Reader) error {
 		obj, gvk, err := strict.Decode(doc, nil, nil)
 		if err != nil {
 			if runtime.IsNotRegisteredError(err) {
-				return fmt.Errorf("%s, document %d: unknown kind: %v; joiner plan reads NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet and Node", name, index, err)
+				return fmt.Errorf("%s, document %d: unknown kind: %v; joiner plan reads NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet, Node and Namespace", name, index, err)
 			}
 			return fmt.Errorf("%s, document %d: %w", name, index, err)
 		}
@@ -129,6 +132,8 @@ func (o *Objects) add(obj runtime.Object) error {
 		o.DaemonSets = append(o.DaemonSets, x)
 	case *corev1.Node:
 		o.Nodes = append(o.Nodes, x)
+	case *corev1.Namespace:
+		o.Namespaces = append(o.Namespaces, x)
 	default:
 		return fmt.Errorf("kind %T is not used for planning; remove it or plan with the kinds listed in joiner plan --help", obj)
 	}

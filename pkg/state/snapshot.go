@@ -60,6 +60,14 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	for i := range daemonSets.Items {
 		snap.DaemonSets = append(snap.DaemonSets, pods.DaemonSetPod(&daemonSets.Items[i]))
 	}
+	var namespaces corev1.NamespaceList
+	if err := c.Client.List(ctx, &namespaces); err != nil {
+		return snap, nil, err
+	}
+	snap.Namespaces = make(map[string]map[string]string, len(namespaces.Items))
+	for _, ns := range namespaces.Items {
+		snap.Namespaces[ns.Name] = ns.Labels
+	}
 
 	var problems []NodePoolProblem
 	typesByPool := map[string][]*cloudprovider.InstanceType{}
