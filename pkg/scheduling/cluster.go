@@ -116,24 +116,7 @@ func (c *Cluster) remove(names []string) (Removal, error) {
 			g.shape.remaining += len(byGroup[g])
 		}
 	}
-	for _, g := range order {
-		if g.err != nil {
-			for _, pod := range g.pods {
-				r.Unschedulable = append(r.Unschedulable, PodError{Pod: pod, Reason: g.err.Error()})
-			}
-			g.remaining = 0
-			continue
-		}
-		cursors := make([]int, len(g.variants))
-		existingCursors := make([]int, len(g.variants))
-		for g.remaining > 0 {
-			pod := g.pods[len(g.pods)-g.remaining]
-			if err := s.place(g, pod, cursors, existingCursors); err != nil {
-				r.Unschedulable = append(r.Unschedulable, PodError{Pod: pod, Reason: err.Error()})
-				g.remaining--
-			}
-		}
-	}
+	r.Unschedulable = s.placeGroups(order, true)
 	for _, n := range s.virtual[s.journal.virtual:] {
 		if nc := s.rightSize(n, false); nc != nil {
 			r.Replacements = append(r.Replacements, nc)

@@ -21,29 +21,104 @@ type rejection struct {
 	exceedsCap bool
 }
 
-// run places every group that keep selects, in order.
-func (s *solver) run(keep func(*podGroup) bool) {
+// run places every group that keep selects, in order. settle ends the
+// solve: groups left waiting for other pods are retried, then reported.
+func (s *solver) run(keep func(*podGroup) bool, settle bool) {
+	var groups []*podGroup
 	for _, pg := range s.groups {
-		if !keep(pg) {
-			continue
+		if keep(pg) {
+			groups = append(groups, pg)
 		}
-		if pg.err != nil {
-			for _, pod := range pg.pods {
-				s.plan.Unschedulable = append(s.plan.Unschedulable, PodError{Pod: pod, Reason: pg.err.Error()})
+	}
+	s.plan.Unschedulable = append(s.plan.Unschedulable, s.placeGroups(groups, settle)...)
+}
+
+// placeGroups places the pending pods of groups, in order, and returns
+// those that fit nowhere. A group that fails because of where other pods
+// are (it has required pod affinity, or a spread whose minimum can rise)
+// is left pending rather than failed: pods placed after it may be what it
+// needs, such as the targets of its affinity pending in the same batch.
+// Meanwhile new nodes may pull its pods in as they fill. With settle, such
+// groups are retried after the others, pass after pass until one places
+// nothing, and what is left is reported; without, they stay pending for a
+// later call.
+func (s *solver) placeGroups(groups []*podGroup, settle bool) []PodError {
+	var failed []PodError
+	waiting := map[*podGroup]error{}
+	pass := func(groups []*podGroup) {
+		for _, pg := range groups {
+			if pg.err != nil {
+				for _, pod := range pg.pods[len(pg.pods)-pg.remaining:] {
+					failed = append(failed, PodError{Pod: pod, Reason: pg.err.Error()})
+				}
+				pg.remaining = 0
+				continue
 			}
-			pg.remaining = 0
-			continue
-		}
-		cursors := make([]int, len(pg.variants))
-		existingCursors := make([]int, len(pg.variants))
-		for pg.remaining > 0 {
-			pod := pg.pods[len(pg.pods)-pg.remaining]
-			if err := s.place(pg, pod, cursors, existingCursors); err != nil {
-				s.plan.Unschedulable = append(s.plan.Unschedulable, PodError{Pod: pod, Reason: err.Error()})
+			delete(waiting, pg)
+			cursors := make([]int, len(pg.variants))
+			existingCursors := make([]int, len(pg.variants))
+			for pg.remaining > 0 {
+				pod := pg.pods[len(pg.pods)-pg.remaining]
+				err := s.place(pg, pod, cursors, existingCursors)
+				if err == nil {
+					continue
+				}
+				if waitsForOthers(pg) {
+					waiting[pg] = err
+					break
+				}
+				failed = append(failed, PodError{Pod: pod, Reason: err.Error()})
 				pg.remaining--
 			}
 		}
 	}
+	pass(groups)
+	if !settle {
+		return failed
+	}
+	for len(waiting) > 0 {
+		var retry []*podGroup
+		before := 0
+		for _, pg := range groups {
+			if _, ok := waiting[pg]; ok && pg.remaining > 0 {
+				retry = append(retry, pg)
+				before += pg.remaining
+			}
+		}
+		pass(retry)
+		after := 0
+		for _, pg := range retry {
+			after += pg.remaining
+		}
+		if after == before {
+			break
+		}
+	}
+	for _, pg := range groups {
+		if err, ok := waiting[pg]; ok {
+			for ; pg.remaining > 0; pg.remaining-- {
+				failed = append(failed, PodError{Pod: pg.pods[len(pg.pods)-pg.remaining], Reason: err.Error()})
+			}
+		}
+	}
+	return failed
+}
+
+// waitsForOthers reports whether the group's required constraints can
+// come to allow a placement as other pods land: pod affinity, and spreads
+// over domains other than hostname (whose minimum is always a new, empty
+// node).
+func waitsForOthers(pg *podGroup) bool {
+	pc := pg.variants[len(pg.variants)-1]
+	if len(pc.affinity) > 0 {
+		return true
+	}
+	for _, g := range pc.spreads {
+		if g.key != corev1.LabelHostname {
+			return true
+		}
+	}
+	return false
 }
 
 // place puts one pod somewhere, relaxing its preferences as needed.
@@ -61,6 +136,9 @@ func (s *solver) place(pg *podGroup, pod *corev1.Pod, cursors, existingCursors [
 		n, err := s.openFor(pg, pc, pod)
 		if err == nil {
 			s.fill(n)
+			return nil
+		}
+		if hostnameAffinity(pc) && s.growFor(pg, pc, pod) {
 			return nil
 		}
 		if firstErr == nil {

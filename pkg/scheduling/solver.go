@@ -52,9 +52,9 @@ func place(snap Snapshot, opts Options) *solver {
 	// Pods that need nodes of their own go first and lay out those nodes,
 	// pulling in a fair share of the rest; LP rounding then packs the bulk
 	// of what is left, and the greedy pass places the remainder.
-	s.run(func(g *podGroup) bool { return g.perNodeLimit > 0 })
+	s.run(func(g *podGroup) bool { return g.perNodeLimit > 0 }, false)
 	s.lpRound()
-	s.run(func(*podGroup) bool { return true })
+	s.run(func(*podGroup) bool { return true }, true)
 	return s
 }
 
