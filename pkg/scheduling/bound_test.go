@@ -1,23 +1,20 @@
 package scheduling
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
-	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/optimize/convex/lp"
+	"github.com/joiner-autoscaler/joiner/pkg/lpbound/lpcheck"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// boundTypes are a small catalog: two families (one with a local SSD that a
-// DaemonSet selects, one arm64) in four sizes, each in two zones.
+// boundTypes are a small catalog: three families (one with a local SSD that
+// a DaemonSet selects, one arm64) in four sizes, each in two zones.
 func boundTypes() []*cloudprovider.InstanceType {
 	var out []*cloudprovider.InstanceType
 	for _, fam := range []struct {
@@ -102,10 +99,10 @@ func TestLowerBoundIndependently(t *testing.T) {
 	t.Logf("bound $%.4f/h", got)
 }
 
-// independentBound is the LP of LowerBound's comment, built from scratch:
-// minimise Σ price_k·y_k over kinds k (a pool and a type it may launch),
-// with x_sk pods of shape s on kind k, Σ_k x_sk = count_s, and for every
-// resource r, Σ_s request_sr·x_sk ≤ free_kr·y_k.
+// independentBound is the LP of LowerBound's comment, built from scratch
+// and solved literally (lpcheck): kinds are a pool and a type it may
+// launch, priced at the type's cheapest offering, with the room its
+// DaemonSets leave; a shape may use the kinds whose node it would run on.
 func independentBound(pools []*v1.NodePool, types []*cloudprovider.InstanceType, daemons, pods []*corev1.Pod) (float64, error) {
 	resources := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods}
 	// amount is in cores, GiB and pods: similar magnitudes keep the
@@ -116,12 +113,8 @@ func independentBound(pools []*v1.NodePool, types []*cloudprovider.InstanceType,
 		}
 		return float64(q.MilliValue()) / 1000
 	}
-	type kind struct {
-		price float64
-		node  *corev1.Node
-		free  []float64
-	}
-	var kinds []kind
+	var kinds []lpcheck.Kind
+	var nodes []*corev1.Node
 	for _, np := range pools {
 		for _, it := range types {
 			node := syntheticNode(np, it, nil)
@@ -139,86 +132,33 @@ func independentBound(pools []*v1.NodePool, types []*cloudprovider.InstanceType,
 			for r, name := range resources {
 				free[r] = amount(name, it.Allocatable[name]) - amount(name, used[name])
 			}
-			kinds = append(kinds, kind{price: price, node: node, free: free})
+			kinds = append(kinds, lpcheck.Kind{Price: price, Capacity: free})
+			nodes = append(nodes, node)
 		}
 	}
 	// Replicas (named prefix-i) are one shape.
-	var shapes []*corev1.Pod
-	count := map[int]float64{}
+	var shapes []lpcheck.Shape
 	index := map[string]int{}
 	for _, p := range pods {
 		prefix := p.Name[:strings.LastIndex(p.Name, "-")]
-		i, ok := index[prefix]
-		if !ok {
-			i = len(shapes)
-			index[prefix] = i
-			shapes = append(shapes, p)
+		if i, ok := index[prefix]; ok {
+			shapes[i].Count++
+			continue
 		}
-		count[i]++
-	}
-	type pair struct{ s, k int }
-	var pairs []pair
-	request := make([][]float64, len(shapes))
-	for s, p := range shapes {
+		index[prefix] = len(shapes)
 		req := podsRequest([]*corev1.Pod{p})
-		request[s] = make([]float64, len(resources))
+		sh := lpcheck.Shape{Count: 1, Request: make([]float64, len(resources))}
 		for r, name := range resources {
-			request[s][r] = amount(name, req[name])
+			sh.Request[r] = amount(name, req[name])
 		}
-		usable := false
-		for k, kd := range kinds {
-			fits := true
-			for r := range resources {
-				fits = fits && request[s][r] <= kd.free[r]
-			}
-			if fits && podRunsOn(p, kd.node) {
-				pairs = append(pairs, pair{s, k})
-				usable = true
+		for k, node := range nodes {
+			if podRunsOn(p, node) {
+				sh.Kinds = append(sh.Kinds, k)
 			}
 		}
-		if !usable {
-			return 0, fmt.Errorf("pod %s fits no kind", p.Name)
-		}
+		shapes = append(shapes, sh)
 	}
-	nr := len(resources)
-	rows := len(shapes) + len(kinds)*nr
-	cols := len(kinds) + len(pairs) + len(kinds)*nr
-	A := mat.NewDense(rows, cols, nil)
-	b := make([]float64, rows)
-	c := make([]float64, cols)
-	row := func(k, r int) int { return len(shapes) + k*nr + r }
-	for k, kd := range kinds {
-		c[k] = kd.price
-		for r := range resources {
-			A.Set(row(k, r), k, -kd.free[r])
-			A.Set(row(k, r), len(kinds)+len(pairs)+k*nr+r, 1) // slack
-		}
-	}
-	for j, p := range pairs {
-		col := len(kinds) + j
-		A.Set(p.s, col, 1)
-		for r := range resources {
-			A.Set(row(p.k, r), col, request[p.s][r])
-		}
-	}
-	for s := range shapes {
-		b[s] = count[s]
-	}
-	type answer struct {
-		opt float64
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		opt, _, err := lp.Simplex(c, A, b, 1e-10, nil)
-		done <- answer{opt, err}
-	}()
-	select {
-	case a := <-done:
-		return a.opt, a.err
-	case <-time.After(time.Minute):
-		return 0, errors.New("gonum's simplex gave no answer in a minute")
-	}
+	return lpcheck.Solve(kinds, shapes)
 }
 
 // nodeMatchesPool reports whether a node of the type satisfies the pool's

@@ -1,9 +1,6 @@
 package scheduling
 
 import (
-	"sort"
-	"strings"
-
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	corev1 "k8s.io/api/core/v1"
@@ -83,19 +80,4 @@ func fitsIn(requests, allocatable corev1.ResourceList) bool {
 		}
 	}
 	return true
-}
-
-// quantities formats a ResourceList for messages, keys sorted.
-func quantities(rl corev1.ResourceList) string {
-	keys := make([]string, 0, len(rl))
-	for k := range rl {
-		keys = append(keys, string(k))
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		q := rl[corev1.ResourceName(k)]
-		parts = append(parts, k+"="+q.String())
-	}
-	return strings.Join(parts, ",")
 }

@@ -197,7 +197,7 @@ func checkEveryOption(t *testing.T, plan *Plan, pool *v1.NodePool, daemons []*co
 			need := podsRequest(append(append([]*corev1.Pod{}, nc.Pods...), daemonsOn(daemons, node)...))
 			if !fitsIn(need, it.Allocatable) {
 				bad++
-				t.Errorf("option %s (allocatable %s) has no room for its pods (%s) and DaemonSets: %s", it.Name, quantities(it.Allocatable), quantities(pods), quantities(need))
+				t.Errorf("option %s (allocatable %s) has no room for its pods (%s) and DaemonSets: %s", it.Name, limitsString(it.Allocatable), limitsString(pods), limitsString(need))
 			}
 			for _, p := range nc.Pods {
 				if !podRunsOn(p, node) {
