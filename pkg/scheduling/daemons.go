@@ -90,6 +90,9 @@ func poolDaemons(daemons []*daemon, p *pool) []*daemon {
 // kubernetes.io/os, which most node agents select.
 func typeOverhead(daemons []*daemon, poolReqs, typeReqs Requirements) Resources {
 	var total Resources
+	if len(daemons) == 0 {
+		return total
+	}
 	merged := typeReqs.Copy()
 	for k, r := range managedLabels {
 		merged[k] = r
