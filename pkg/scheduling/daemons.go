@@ -136,23 +136,31 @@ func pendingDaemons(daemons []*daemon, in *Node, taints []corev1.Taint) Resource
 // A key neither defines is a label the node will not carry.
 func labelsCompatible(a, b, pred Requirements) error {
 	for k, p := range pred {
-		r, ok := a[k]
-		if t, tok := b[k]; tok {
-			if ok {
-				r = r.Intersect(t)
-			} else {
-				r, ok = t, true
-			}
+		if err := keyCompatible(a, b, k, p); err != nil {
+			return err
 		}
-		if !ok || r.Empty() {
-			if p.absentOK {
-				continue
-			}
-			return labelNotOffered(k, p)
+	}
+	return nil
+}
+
+// keyCompatible is labelsCompatible for one predicate.
+func keyCompatible(a, b Requirements, k string, p *Requirement) error {
+	r, ok := a[k]
+	if t, tok := b[k]; tok {
+		if ok {
+			r = r.Intersect(t)
+		} else {
+			r, ok = t, true
 		}
-		if r.Intersect(p).Empty() {
-			return incompatible(p, r)
+	}
+	if !ok || r.Empty() {
+		if p.absentOK {
+			return nil
 		}
+		return labelNotOffered(k, p)
+	}
+	if r.Intersect(p).Empty() {
+		return incompatible(p, r)
 	}
 	return nil
 }

@@ -345,7 +345,7 @@ func withLabelKeys(pod *corev1.Pod) *corev1.Pod {
 
 func hasLabelKeys(a *corev1.Affinity) bool {
 	has := func(t corev1.PodAffinityTerm) bool { return len(t.MatchLabelKeys) > 0 || len(t.MismatchLabelKeys) > 0 }
-	any := func(req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) bool {
+	inTerms := func(req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) bool {
 		for _, t := range req {
 			if has(t) {
 				return true
@@ -358,8 +358,8 @@ func hasLabelKeys(a *corev1.Affinity) bool {
 		}
 		return false
 	}
-	return (a.PodAffinity != nil && any(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)) ||
-		(a.PodAntiAffinity != nil && any(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution))
+	return (a.PodAffinity != nil && inTerms(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)) ||
+		(a.PodAntiAffinity != nil && inTerms(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution))
 }
 
 // addExpression adds r to sel unless an identical requirement is there.

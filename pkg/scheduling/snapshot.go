@@ -79,7 +79,10 @@ type NewNodeClaim struct {
 	// plan expects to pay.
 	Offering     cloudprovider.Offering
 	InstanceType *cloudprovider.InstanceType
-	// Requests are the pods' requests plus DaemonSet overhead.
+	// Requests are the pods' requests plus the DaemonSet overhead of
+	// InstanceType. Which DaemonSets run depends on the type's labels, so
+	// another option's overhead may differ; each option has room for its
+	// own.
 	Requests Resources
 	Pods     []*corev1.Pod
 }

@@ -69,10 +69,12 @@ type topology struct {
 	ordered []*topoGroup
 	// domains per key: the values nodes can take, e.g. every zone offered.
 	domains map[string]map[string]struct{}
+	// eligible are the eligible domains of filtered spreads, by filter and key.
+	eligible map[string]map[string]struct{}
 }
 
 func newTopology() *topology {
-	return &topology{groups: map[string]*topoGroup{}, domains: map[string]map[string]struct{}{}}
+	return &topology{groups: map[string]*topoGroup{}, domains: map[string]map[string]struct{}{}, eligible: map[string]map[string]struct{}{}}
 }
 
 func (t *topology) addDomain(key, value string) {
@@ -291,7 +293,14 @@ func (s *solver) eligibleDomains(g *topoGroup) map[string]struct{} {
 	if g.eligible != nil {
 		return g.eligible
 	}
+	// Constraints with the same filter and key share the answer.
+	shared := g.filter.id + "|" + g.key
+	if e, ok := s.topo.eligible[shared]; ok {
+		g.eligible = e
+		return e
+	}
 	g.eligible = map[string]struct{}{}
+	s.topo.eligible[shared] = g.eligible
 	for _, n := range s.existing {
 		if d, ok := single(n.values(g.key)); ok && g.filter.passes(n) {
 			g.eligible[d] = struct{}{}
@@ -409,15 +418,24 @@ func (f *nodeFilter) passes(n *node) bool {
 }
 
 // admits reports whether a new node of a pool and type, in domain d of
-// key, could pass the filter's node affinity.
+// key (one of typeDomains), could pass the filter's node affinity.
 func (f *nodeFilter) admits(poolReqs, typeReqs Requirements, key, d string) bool {
 	if f.terms == nil {
 		return true
 	}
-	in := Requirements{key: &Requirement{Key: key, values: map[string]struct{}{d: {}}}}
-	narrowed := poolReqs.Merge(in)
 	for _, t := range f.terms {
-		if labelsCompatible(narrowed, typeReqs, t) == nil {
+		ok := true
+		for k, p := range t {
+			if k == key {
+				ok = p.Has(d)
+			} else {
+				ok = keyCompatible(poolReqs, typeReqs, k, p) == nil
+			}
+			if !ok {
+				break
+			}
+		}
+		if ok {
 			return true
 		}
 	}
