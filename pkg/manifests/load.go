@@ -43,6 +43,9 @@ type Objects struct {
 	StorageClasses []*storagev1.StorageClass
 	// templateClaims are the claims StatefulSets would create.
 	templateClaims []*corev1.PersistentVolumeClaim
+	// Namespaces give the labels that affinity terms' namespaceSelectors
+	// match.
+	Namespaces []*corev1.Namespace
 }
 
 var (
@@ -95,7 +98,7 @@ func (o *Objects) load(name string, r io.Reader) error {
 		obj, gvk, err := strict.Decode(doc, nil, nil)
 		if err != nil {
 			if runtime.IsNotRegisteredError(err) {
-				return fmt.Errorf("%s, document %d: unknown kind: %v; joiner plan reads NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet, Node, PersistentVolumeClaim, PersistentVolume and StorageClass", name, index, err)
+				return fmt.Errorf("%s, document %d: unknown kind: %v; joiner plan reads NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet, Node, Namespace, PersistentVolumeClaim, PersistentVolume and StorageClass", name, index, err)
 			}
 			return fmt.Errorf("%s, document %d: %w", name, index, err)
 		}
@@ -147,6 +150,8 @@ func (o *Objects) add(obj runtime.Object) error {
 		o.Volumes = append(o.Volumes, x)
 	case *storagev1.StorageClass:
 		o.StorageClasses = append(o.StorageClasses, x)
+	case *corev1.Namespace:
+		o.Namespaces = append(o.Namespaces, x)
 	default:
 		return fmt.Errorf("kind %T is not used for planning; remove it or plan with the kinds listed in joiner plan --help", obj)
 	}

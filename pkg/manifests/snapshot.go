@@ -63,6 +63,12 @@ func (o *Objects) Snapshot(instanceTypes []*cloudprovider.InstanceType) (schedul
 	for _, ds := range o.DaemonSets {
 		snap.DaemonSets = append(snap.DaemonSets, pods.DaemonSetPod(ds))
 	}
+	if len(o.Namespaces) > 0 {
+		snap.Namespaces = make(map[string]map[string]string, len(o.Namespaces))
+		for _, ns := range o.Namespaces {
+			snap.Namespaces[ns.Name] = ns.Labels
+		}
+	}
 	return snap, problems
 }
 

@@ -13,13 +13,14 @@ import (
 func LowerBound(snap Snapshot) (float64, error) {
 	s := &solver{opts: Options{}.withDefaults(), topo: newTopology(), plan: &Plan{Existing: map[string]string{}}}
 	s.knownKeys = knownLabelKeys(snap.NodePools)
+	s.buildNamespaces(snap)
 	s.buildPools(snap)
 	s.buildGroups(snap)
 	var kinds []lpbound.Kind
 	kindOf := map[*itype]int{}
 	for _, p := range s.pools {
 		for _, t := range p.types {
-			free := t.alloc.Sub(p.overhead)
+			free := t.free
 			kindOf[t] = len(kinds)
 			kinds = append(kinds, lpbound.Kind{Name: p.name + "/" + t.it.Name, Price: t.price,
 				Capacity: []float64{float64(free.CPU), float64(free.Memory), float64(free.Pods)}})
@@ -37,7 +38,7 @@ func LowerBound(snap Snapshot) (float64, error) {
 				continue
 			}
 			for _, t := range p.types {
-				if s.groupTypeCompatible(g, p, t) && g.requests.Fits(t.alloc.Sub(p.overhead)) {
+				if s.groupTypeCompatible(g, p, t) && g.requests.Fits(t.free) {
 					sh.Kinds = append(sh.Kinds, kindOf[t])
 				}
 			}

@@ -34,8 +34,9 @@ func NewCluster(snap Snapshot, opts Options) *Cluster {
 	s := &solver{opts: opts.withDefaults(), topo: newTopology(), plan: &Plan{Existing: map[string]string{}}}
 	s.knownKeys = knownLabelKeys(snap.NodePools)
 	s.volumes = newVolumeState(snap)
+	s.buildNamespaces(snap)
 	s.buildPools(snap)
-	s.buildExisting(snap.Nodes)
+	s.buildExisting(snap.Nodes, s.daemons)
 	var bound []*corev1.Pod
 	for _, n := range snap.Nodes {
 		bound = append(bound, n.Pods...)
@@ -116,24 +117,7 @@ func (c *Cluster) remove(names []string) (Removal, error) {
 			g.shape.remaining += len(byGroup[g])
 		}
 	}
-	for _, g := range order {
-		if g.err != nil {
-			for _, pod := range g.pods {
-				r.Unschedulable = append(r.Unschedulable, PodError{Pod: pod, Reason: g.err.Error()})
-			}
-			g.remaining = 0
-			continue
-		}
-		cursors := make([]int, len(g.variants))
-		existingCursors := make([]int, len(g.variants))
-		for g.remaining > 0 {
-			pod := g.pods[len(g.pods)-g.remaining]
-			if err := s.place(g, pod, cursors, existingCursors); err != nil {
-				r.Unschedulable = append(r.Unschedulable, PodError{Pod: pod, Reason: err.Error()})
-				g.remaining--
-			}
-		}
-	}
+	r.Unschedulable = s.placeGroups(order, true)
 	for _, n := range s.virtual[s.journal.virtual:] {
 		nc, err := s.size(n, false)
 		if err != nil {

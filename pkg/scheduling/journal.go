@@ -23,6 +23,9 @@ type nodeSave struct {
 	hostPorts []pods.HostPort
 	groups    map[*podGroup]int
 	deleting  bool
+	// target and capacity change when a planned node grows.
+	target   *itype
+	capacity Resources
 }
 
 type groupSave struct {
@@ -58,7 +61,7 @@ func (s *solver) touchNode(n *node) {
 	for g, c := range n.groups {
 		groups[g] = c
 	}
-	j.nodes[n] = nodeSave{used: n.used, pods: n.pods, hostPorts: n.hostPorts, groups: groups, deleting: n.deleting}
+	j.nodes[n] = nodeSave{used: n.used, pods: n.pods, hostPorts: n.hostPorts, groups: groups, deleting: n.deleting, target: n.target, capacity: n.capacity}
 }
 
 func (s *solver) touchGroup(g *podGroup) {
@@ -103,6 +106,7 @@ func (s *solver) rollback() {
 	}
 	for n, v := range j.nodes {
 		n.used, n.pods, n.hostPorts, n.groups, n.deleting = v.used, v.pods, v.hostPorts, v.groups, v.deleting
+		n.target, n.capacity = v.target, v.capacity
 	}
 	for g, v := range j.groups {
 		g.remaining, g.pods = v.remaining, v.pods

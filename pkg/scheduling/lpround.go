@@ -54,7 +54,7 @@ func (s *solver) lpRound() {
 	}
 	kinds := make([]lpbound.Kind, 0, len(p.types))
 	for _, t := range p.types {
-		free := t.alloc.Sub(p.overhead)
+		free := t.free
 		kinds = append(kinds, lpbound.Kind{Name: t.it.Name, Price: t.price, Capacity: []float64{float64(free.CPU), float64(free.Memory), float64(free.Pods), float64(free.Ephemeral)}})
 	}
 	var shapes []lpbound.Shape
@@ -65,7 +65,7 @@ func (s *solver) lpRound() {
 		}
 		sh := lpbound.Shape{Count: float64(g.remaining), Request: []float64{float64(g.requests.CPU), float64(g.requests.Memory), float64(g.requests.Pods), float64(g.requests.Ephemeral)}}
 		for i, t := range p.types {
-			if s.groupTypeCompatible(g, p, t) && g.requests.Fits(t.alloc.Sub(p.overhead)) {
+			if s.groupTypeCompatible(g, p, t) && g.requests.Fits(t.free) {
 				sh.Kinds = append(sh.Kinds, i)
 			}
 		}

@@ -197,7 +197,6 @@ func (s *solver) chooseOptions(n *node, opts []option, accept func(cloudprovider
 func (s *solver) minValuesReachable(pg *podGroup, pc *podConstraints, n *node) error {
 	p := n.pool
 	used := n.used.Add(pg.requests)
-	need := used.Add(p.overhead)
 	zoneReq, ctReq := n.requirements[corev1.LabelTopologyZone], n.requirements[v1.LabelCapacityType]
 	if r, ok := pc.nodeReqs[corev1.LabelTopologyZone]; ok && zoneReq != nil {
 		zoneReq = zoneReq.Intersect(r)
@@ -213,7 +212,7 @@ func (s *solver) minValuesReachable(pg *podGroup, pc *podConstraints, n *node) e
 	}
 	met := 0
 	for _, t := range p.types {
-		if !need.Fits(t.alloc) || !extendedOK(used, t.alloc) {
+		if !used.Fits(t.free) || !extendedOK(used, t.alloc) {
 			continue
 		}
 		if s.typeCompatible(pc.nodeReqs, t.reqs) != nil || (len(narrowed) > 0 && s.typeCompatible(narrowed, t.reqs) != nil) || !s.podsCompatibleWithType(n, t) {

@@ -21,29 +21,104 @@ type rejection struct {
 	exceedsCap bool
 }
 
-// run places every group that keep selects, in order.
-func (s *solver) run(keep func(*podGroup) bool) {
+// run places every group that keep selects, in order. settle ends the
+// solve: groups left waiting for other pods are retried, then reported.
+func (s *solver) run(keep func(*podGroup) bool, settle bool) {
+	var groups []*podGroup
 	for _, pg := range s.groups {
-		if !keep(pg) {
-			continue
+		if keep(pg) {
+			groups = append(groups, pg)
 		}
-		if pg.err != nil {
-			for _, pod := range pg.pods {
-				s.plan.Unschedulable = append(s.plan.Unschedulable, PodError{Pod: pod, Reason: pg.err.Error()})
+	}
+	s.plan.Unschedulable = append(s.plan.Unschedulable, s.placeGroups(groups, settle)...)
+}
+
+// placeGroups places the pending pods of groups, in order, and returns
+// those that fit nowhere. A group that fails because of where other pods
+// are (it has required pod affinity, or a spread whose minimum can rise)
+// is left pending rather than failed: pods placed after it may be what it
+// needs, such as the targets of its affinity pending in the same batch.
+// Meanwhile new nodes may pull its pods in as they fill. With settle, such
+// groups are retried after the others, pass after pass until one places
+// nothing, and what is left is reported; without, they stay pending for a
+// later call.
+func (s *solver) placeGroups(groups []*podGroup, settle bool) []PodError {
+	var failed []PodError
+	waiting := map[*podGroup]error{}
+	pass := func(groups []*podGroup) {
+		for _, pg := range groups {
+			if pg.err != nil {
+				for _, pod := range pg.pods[len(pg.pods)-pg.remaining:] {
+					failed = append(failed, PodError{Pod: pod, Reason: pg.err.Error()})
+				}
+				pg.remaining = 0
+				continue
 			}
-			pg.remaining = 0
-			continue
-		}
-		cursors := make([]int, len(pg.variants))
-		existingCursors := make([]int, len(pg.variants))
-		for pg.remaining > 0 {
-			pod := pg.pods[len(pg.pods)-pg.remaining]
-			if err := s.place(pg, pod, cursors, existingCursors); err != nil {
-				s.plan.Unschedulable = append(s.plan.Unschedulable, PodError{Pod: pod, Reason: err.Error()})
+			delete(waiting, pg)
+			cursors := make([]int, len(pg.variants))
+			existingCursors := make([]int, len(pg.variants))
+			for pg.remaining > 0 {
+				pod := pg.pods[len(pg.pods)-pg.remaining]
+				err := s.place(pg, pod, cursors, existingCursors)
+				if err == nil {
+					continue
+				}
+				if waitsForOthers(pg) {
+					waiting[pg] = err
+					break
+				}
+				failed = append(failed, PodError{Pod: pod, Reason: err.Error()})
 				pg.remaining--
 			}
 		}
 	}
+	pass(groups)
+	if !settle {
+		return failed
+	}
+	for len(waiting) > 0 {
+		var retry []*podGroup
+		before := 0
+		for _, pg := range groups {
+			if _, ok := waiting[pg]; ok && pg.remaining > 0 {
+				retry = append(retry, pg)
+				before += pg.remaining
+			}
+		}
+		pass(retry)
+		after := 0
+		for _, pg := range retry {
+			after += pg.remaining
+		}
+		if after == before {
+			break
+		}
+	}
+	for _, pg := range groups {
+		if err, ok := waiting[pg]; ok {
+			for ; pg.remaining > 0; pg.remaining-- {
+				failed = append(failed, PodError{Pod: pg.pods[len(pg.pods)-pg.remaining], Reason: err.Error()})
+			}
+		}
+	}
+	return failed
+}
+
+// waitsForOthers reports whether the group's required constraints can
+// come to allow a placement as other pods land: pod affinity, and spreads
+// over domains other than hostname (whose minimum is always a new, empty
+// node).
+func waitsForOthers(pg *podGroup) bool {
+	pc := pg.variants[len(pg.variants)-1]
+	if len(pc.affinity) > 0 {
+		return true
+	}
+	for _, g := range pc.spreads {
+		if g.key != corev1.LabelHostname {
+			return true
+		}
+	}
+	return false
 }
 
 // place puts one pod somewhere, relaxing its preferences as needed.
@@ -61,6 +136,9 @@ func (s *solver) place(pg *podGroup, pod *corev1.Pod, cursors, existingCursors [
 		n, err := s.openFor(pg, pc, pod)
 		if err == nil {
 			s.fill(n)
+			return nil
+		}
+		if hostnameAffinity(pc) && s.growFor(pg, pc, pod) {
 			return nil
 		}
 		if firstErr == nil {
@@ -148,29 +226,7 @@ func (s *solver) nodeCompatible(n *node, pc *podConstraints) error {
 	if n.existing {
 		return n.requirements.Compatible(pc.nodeReqs)
 	}
-	for k, p := range pc.nodeReqs {
-		r, ok := n.requirements[k]
-		t, tok := n.target.reqs[k]
-		switch {
-		case ok && tok:
-			r = r.Intersect(t)
-		case tok:
-			r, ok = t, true
-		}
-		if !ok || r.Empty() {
-			if _, known := s.knownKeys[k]; !ok && !known && p.absentOK {
-				continue
-			}
-			if p.absentOK {
-				continue
-			}
-			return fmt.Errorf("label %q is not offered (requires %s)", k, p)
-		}
-		if r.Intersect(p).Empty() {
-			return fmt.Errorf("incompatible requirement %s, offered %s", p, r)
-		}
-	}
-	return nil
+	return labelsCompatible(n.requirements, n.target.reqs, pc.nodeReqs)
 }
 
 // decideDomains picks, for every topology key the pod involves, the domain
@@ -268,7 +324,7 @@ func (s *solver) commit(pg *podGroup, pc *podConstraints, n *node, pod *corev1.P
 		return "", false
 	}
 	for _, g := range pg.matchedBy {
-		if d, ok := domainOf(g.key); ok {
+		if d, ok := domainOf(g.key); ok && g.filter.passes(n) {
 			s.bump(g.counts, d, 1)
 		}
 	}
@@ -314,13 +370,14 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 	if limit, ok := p.limits["nodes"]; ok && p.nodes+1 > limit.Value() {
 		return nil, fmt.Errorf("nodepool %q limit of %s nodes reached", p.name, limit.String())
 	}
-	need := pg.requests.Add(p.overhead)
 	type candidate struct {
 		t          *itype
 		eff, value float64
 	}
 	var cands []candidate
 	reqMatched, fits, inLimits := 0, 0, 0
+	// largest is the compatible type with the most room, named when none fits.
+	var largest *itype
 	forced := s.forcedNodes()
 	strict := pc == pg.variants[0]
 	for _, t := range p.types {
@@ -332,7 +389,10 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 			continue
 		}
 		reqMatched++
-		if !need.Fits(t.alloc) {
+		if largest == nil || t.free.CPU > largest.free.CPU {
+			largest = t
+		}
+		if !pg.requests.Fits(t.free) {
 			continue
 		}
 		fits++
@@ -351,7 +411,7 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 	case reqMatched == 0:
 		return nil, fmt.Errorf("no instance type satisfies the pod's requirements %s", describeReqs(pc.nodeReqs))
 	case fits == 0:
-		return nil, fmt.Errorf("no instance type has room for requests %s plus daemonset overhead %s", pg.requests, p.overhead)
+		return nil, fmt.Errorf("no instance type has room for requests %s plus daemonset overhead (%s on %s, the largest)", pg.requests, largest.overhead, largest.it.Name)
 	case inLimits == 0:
 		return nil, fmt.Errorf("all available instance types exceed limits for nodepool: %q (limits %s, in use %s)", p.name, limitsString(p.limits), p.usage)
 	}
@@ -388,7 +448,7 @@ func (s *solver) newNode(p *pool, t *itype) *node {
 			reqs[k] = r.Intersect(t.reqs[k])
 		}
 	}
-	return &node{name: "candidate", pool: p, requirements: reqs, taints: p.taints, capacity: t.alloc.Sub(p.overhead), target: t, groups: map[*podGroup]int{}}
+	return &node{name: "candidate", pool: p, requirements: reqs, taints: p.taints, capacity: t.free, target: t, groups: map[*podGroup]int{}}
 }
 
 func (p *pool) withinLimits(capacity Resources) bool {
@@ -429,7 +489,7 @@ func limitsString(rl corev1.ResourceList) string {
 // everything while the later ones run nearly empty. saturated reports that
 // every share fit, so a pricier type could not do better.
 func (s *solver) lookahead(p *pool, t *itype, seed *podGroup, forced int) (value float64, saturated bool) {
-	free := t.alloc.Sub(p.overhead).Sub(seed.requests)
+	free := t.free.Sub(seed.requests)
 	value = seed.value
 	saturated = true
 	for _, sh := range s.shapes {
@@ -617,7 +677,7 @@ func (s *solver) join(a, b *node) (*node, bool) {
 		groups[g] += c
 	}
 	j := &node{name: a.name, pool: a.pool, requirements: reqs, taints: a.taints, used: used, target: target,
-		capacity: target.alloc.Sub(a.pool.overhead), groups: groups, attach: joinAttachments(a, b),
+		capacity: target.free, groups: groups, attach: joinAttachments(a, b),
 		pods: append(append([]*corev1.Pod{}, a.pods...), b.pods...)}
 	return j, true
 }
@@ -660,7 +720,6 @@ func offeringFilter(zoneReq, ctReq *Requirement) func(cloudprovider.Offering) bo
 func (s *solver) size(n *node, commit bool) (*NewNodeClaim, error) {
 	p := n.pool
 	accept := offeringFilter(n.requirements[corev1.LabelTopologyZone], n.requirements[v1.LabelCapacityType])
-	need := n.used.Add(p.overhead)
 	narrowed := n.narrowed()
 	hasMinValues := len(p.minValues) > 0
 	var opts []option
@@ -671,7 +730,7 @@ func (s *solver) size(n *node, commit bool) (*NewNodeClaim, error) {
 		if t.price > bound && !hasMinValues {
 			break
 		}
-		if !need.Fits(t.alloc) || !extendedOK(n.used, t.alloc) {
+		if !n.used.Fits(t.free) || !extendedOK(n.used, t.alloc) {
 			continue
 		}
 		if len(narrowed) > 0 && s.typeCompatible(narrowed, t.reqs) != nil {
@@ -718,7 +777,7 @@ func (s *solver) size(n *node, commit bool) (*NewNodeClaim, error) {
 		p.usage = p.usage.Sub(n.target.cap).Add(chosen[0].t.cap)
 	}
 
-	nc := &NewNodeClaim{NodePool: p.name, Pods: n.pods, Requests: need, InstanceType: chosen[0].t.it, Offering: chosen[0].off}
+	nc := &NewNodeClaim{NodePool: p.name, Pods: n.pods, Requests: n.used.Add(chosen[0].t.overhead), InstanceType: chosen[0].t.it, Offering: chosen[0].off}
 	reqs := n.requirements.Copy()
 	names := make([]string, 0, len(chosen))
 	zones, cts := map[string]struct{}{}, map[string]struct{}{}

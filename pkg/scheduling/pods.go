@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -94,7 +95,7 @@ func groupKey(pod *corev1.Pod) string {
 func (s *solver) analyze(pod *corev1.Pod) *podGroup {
 	pg := &podGroup{namespace: pod.Namespace, labels: labels.Set(pod.Labels), requests: PodRequests(pod), tolerations: pod.Spec.Tolerations}
 	pg.hostPorts = pods.HostPorts(pod)
-	variants, err := s.constraintLadder(pod, pg)
+	variants, err := s.constraintLadder(withLabelKeys(pod), pg)
 	if err != nil {
 		pg.err = err
 		return pg
@@ -158,7 +159,7 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 		if tsc.MinDomains != nil {
 			minDomains = *tsc.MinDomains
 		}
-		g, err := s.topo.group(topoSpread, tsc.TopologyKey, map[string]struct{}{pod.Namespace: {}}, sel, tsc.MaxSkew, minDomains)
+		g, err := s.topo.filteredGroup(topoSpread, tsc.TopologyKey, map[string]struct{}{pod.Namespace: {}}, sel, tsc.MaxSkew, minDomains, newNodeFilter(tsc, terms, pod.Spec.Tolerations))
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +176,7 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 	var prefAffinity, prefAnti []relaxation
 	if aff != nil && aff.PodAffinity != nil {
 		for _, term := range aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			g, err := s.topo.group(topoAffinity, term.TopologyKey, termNamespaces(pod.Namespace, term), term.LabelSelector, 0, 0)
+			g, err := s.topo.group(topoAffinity, term.TopologyKey, s.termNamespaces(pod.Namespace, term), term.LabelSelector, 0, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -185,7 +186,7 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 			if ignore {
 				break
 			}
-			g, err := s.topo.group(topoAffinity, wt.PodAffinityTerm.TopologyKey, termNamespaces(pod.Namespace, wt.PodAffinityTerm), wt.PodAffinityTerm.LabelSelector, 0, 0)
+			g, err := s.topo.group(topoAffinity, wt.PodAffinityTerm.TopologyKey, s.termNamespaces(pod.Namespace, wt.PodAffinityTerm), wt.PodAffinityTerm.LabelSelector, 0, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -194,7 +195,7 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 	}
 	if aff != nil && aff.PodAntiAffinity != nil {
 		for _, term := range aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			g, err := s.topo.group(topoAntiAffinity, term.TopologyKey, termNamespaces(pod.Namespace, term), term.LabelSelector, 0, 0)
+			g, err := s.topo.group(topoAntiAffinity, term.TopologyKey, s.termNamespaces(pod.Namespace, term), term.LabelSelector, 0, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -209,7 +210,7 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 			if ignore {
 				break
 			}
-			g, err := s.topo.group(topoAntiAffinity, wt.PodAffinityTerm.TopologyKey, termNamespaces(pod.Namespace, wt.PodAffinityTerm), wt.PodAffinityTerm.LabelSelector, 0, 0)
+			g, err := s.topo.group(topoAntiAffinity, wt.PodAffinityTerm.TopologyKey, s.termNamespaces(pod.Namespace, wt.PodAffinityTerm), wt.PodAffinityTerm.LabelSelector, 0, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -310,4 +311,79 @@ func (pg *podGroup) untolerated(taints []corev1.Taint, preferNoScheduleOK bool) 
 		}
 	}
 	return corev1.Taint{}, false
+}
+
+// withLabelKeys returns the pod with the matchLabelKeys and
+// mismatchLabelKeys of its pod (anti-)affinity terms merged into their
+// label selectors as "key in (value)" and "key notin (value)", which is
+// what kube-apiserver does when it admits a pod (Kubernetes 1.31 and
+// later). Pods read from the API already carry the merged requirements;
+// one already present is not added again, so merging twice changes
+// nothing. Pods from manifests need it.
+func withLabelKeys(pod *corev1.Pod) *corev1.Pod {
+	a := pod.Spec.Affinity
+	if a == nil || !hasLabelKeys(a) {
+		return pod
+	}
+	out := *pod
+	out.Spec.Affinity = a.DeepCopy()
+	merge := func(t *corev1.PodAffinityTerm) {
+		if t.LabelSelector == nil {
+			return // the API server rejects label keys without a selector
+		}
+		for _, k := range t.MatchLabelKeys {
+			if v, ok := pod.Labels[k]; ok {
+				addExpression(t.LabelSelector, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}})
+			}
+		}
+		for _, k := range t.MismatchLabelKeys {
+			if v, ok := pod.Labels[k]; ok {
+				addExpression(t.LabelSelector, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpNotIn, Values: []string{v}})
+			}
+		}
+	}
+	each := func(req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) {
+		for i := range req {
+			merge(&req[i])
+		}
+		for i := range pref {
+			merge(&pref[i].PodAffinityTerm)
+		}
+	}
+	if pa := out.Spec.Affinity.PodAffinity; pa != nil {
+		each(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	if pa := out.Spec.Affinity.PodAntiAffinity; pa != nil {
+		each(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	return &out
+}
+
+func hasLabelKeys(a *corev1.Affinity) bool {
+	has := func(t corev1.PodAffinityTerm) bool { return len(t.MatchLabelKeys) > 0 || len(t.MismatchLabelKeys) > 0 }
+	inTerms := func(req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) bool {
+		for _, t := range req {
+			if has(t) {
+				return true
+			}
+		}
+		for _, t := range pref {
+			if has(t.PodAffinityTerm) {
+				return true
+			}
+		}
+		return false
+	}
+	return (a.PodAffinity != nil && inTerms(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)) ||
+		(a.PodAntiAffinity != nil && inTerms(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution))
+}
+
+// addExpression adds r to sel unless an identical requirement is there.
+func addExpression(sel *metav1.LabelSelector, r metav1.LabelSelectorRequirement) {
+	for _, e := range sel.MatchExpressions {
+		if e.Key == r.Key && e.Operator == r.Operator && slices.Equal(e.Values, r.Values) {
+			return
+		}
+	}
+	sel.MatchExpressions = append(sel.MatchExpressions, r)
 }

@@ -367,12 +367,20 @@ func (rs Requirements) compatibleKey(k string, p *Requirement) error {
 		if p.absentOK {
 			return nil
 		}
-		return fmt.Errorf("label %q is not offered (requires %s)", k, p)
+		return labelNotOffered(k, p)
 	}
 	if n.Intersect(p).Empty() {
-		return fmt.Errorf("incompatible requirement %s, offered %s", p, n)
+		return incompatible(p, n)
 	}
 	return nil
+}
+
+func labelNotOffered(k string, p *Requirement) error {
+	return fmt.Errorf("label %q is not offered (requires %s)", k, p)
+}
+
+func incompatible(p, offered *Requirement) error {
+	return fmt.Errorf("incompatible requirement %s, offered %s", p, offered)
 }
 
 // Labels picks one value for every key with a value, for node labels.

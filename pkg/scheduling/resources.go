@@ -196,3 +196,17 @@ func (r Resources) String() string {
 	}
 	return "{" + strings.Join(parts, ",") + "}"
 }
+
+// nonNegative returns r with every negative quantity raised to zero.
+func (r Resources) nonNegative() Resources {
+	out := Resources{CPU: max(r.CPU, 0), Memory: max(r.Memory, 0), Pods: max(r.Pods, 0), Ephemeral: max(r.Ephemeral, 0)}
+	for k, v := range r.Ext {
+		if v > 0 {
+			if out.Ext == nil {
+				out.Ext = map[corev1.ResourceName]int64{}
+			}
+			out.Ext[k] = v
+		}
+	}
+	return out
+}

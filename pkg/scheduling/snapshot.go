@@ -29,6 +29,10 @@ type Snapshot struct {
 	// each attaches, or why they cannot be resolved. Where the volumes let
 	// a pod run is in its required node affinity (see volumes.Index.Apply).
 	Volumes map[string]volumes.Usage
+	// Namespaces map the cluster's namespaces to their labels, which the
+	// namespaceSelector of pod affinity terms matches. A namespace left out
+	// has only its kubernetes.io/metadata.name label.
+	Namespaces map[string]map[string]string
 }
 
 // NodePool is a NodePool with the instance types its NodeClass allows.
@@ -83,7 +87,10 @@ type NewNodeClaim struct {
 	// plan expects to pay.
 	Offering     cloudprovider.Offering
 	InstanceType *cloudprovider.InstanceType
-	// Requests are the pods' requests plus DaemonSet overhead.
+	// Requests are the pods' requests plus the DaemonSet overhead of
+	// InstanceType. Which DaemonSets run depends on the type's labels, so
+	// another option's overhead may differ; each option has room for its
+	// own.
 	Requests Resources
 	Pods     []*corev1.Pod
 	// MinValuesRelaxed says the options meet some requirement's minValues

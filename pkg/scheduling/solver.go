@@ -83,15 +83,16 @@ func place(snap Snapshot, opts Options) *solver {
 	s := &solver{opts: opts.withDefaults(), topo: newTopology(), plan: &Plan{Existing: map[string]string{}}}
 	s.knownKeys = knownLabelKeys(snap.NodePools)
 	s.volumes = newVolumeState(snap)
+	s.buildNamespaces(snap)
 	s.buildPools(snap)
-	s.buildExisting(snap.Nodes)
+	s.buildExisting(snap.Nodes, s.daemons)
 	s.buildGroups(snap)
 	// Pods that need nodes of their own go first and lay out those nodes,
 	// pulling in a fair share of the rest; LP rounding then packs the bulk
 	// of what is left, and the greedy pass places the remainder.
-	s.run(func(g *podGroup) bool { return g.perNodeLimit > 0 })
+	s.run(func(g *podGroup) bool { return g.perNodeLimit > 0 }, false)
 	s.lpRound()
-	s.run(func(*podGroup) bool { return true })
+	s.run(func(*podGroup) bool { return true }, true)
 	return s
 }
 
@@ -145,7 +146,10 @@ type solver struct {
 	groups    []*podGroup
 	groupOf   map[*corev1.Pod]*podGroup
 	knownKeys map[string]struct{}
-	plan      *Plan
+	daemons   []*daemon
+	// namespaces are every namespace's labels, for namespaceSelectors.
+	namespaces map[string]labels.Set
+	plan       *Plan
 	// shapes aggregate groups for the lookahead.
 	shapes []*shape
 	// journal, when set, records changes for rollback.
@@ -155,18 +159,20 @@ type solver struct {
 }
 
 type pool struct {
-	idx      int
-	name     string
-	np       *v1.NodePool
-	weight   int32
-	reqs     Requirements
-	taints   []corev1.Taint
-	types    []*itype
-	overhead Resources
-	limits   corev1.ResourceList
-	usage    Resources
-	nodes    int64
-	err      error
+	idx    int
+	name   string
+	np     *v1.NodePool
+	weight int32
+	reqs   Requirements
+	taints []corev1.Taint
+	types  []*itype
+	// daemons are the DaemonSets that tolerate the pool's taints; which of
+	// them run on a node depends on its instance type's labels too.
+	daemons []*daemon
+	limits  corev1.ResourceList
+	usage   Resources
+	nodes   int64
+	err     error
 	// minValues are the requirement keys with minValues, sorted.
 	minValues []string
 }
@@ -178,6 +184,10 @@ type itype struct {
 	alloc Resources
 	cap   Resources
 	price float64
+	// overhead is what the DaemonSets take on a node of this type in this
+	// pool, and free the allocatable left for pods.
+	overhead Resources
+	free     Resources
 }
 
 type node struct {
@@ -232,6 +242,7 @@ func knownLabelKeys(pools []NodePool) map[string]struct{} {
 }
 
 func (s *solver) buildPools(snap Snapshot) {
+	s.daemons = buildDaemons(snap.DaemonSets)
 	for _, in := range snap.NodePools {
 		np := in.NodePool
 		p := &pool{idx: len(s.pools), name: np.Name, np: np, limits: corev1.ResourceList(np.Spec.Limits), taints: np.Spec.Template.Spec.Taints}
@@ -250,6 +261,7 @@ func (s *solver) buildPools(snap Snapshot) {
 		reqs.Add(&Requirement{Key: v1.LabelNodePool, values: map[string]struct{}{np.Name: {}}})
 		p.reqs = reqs
 		p.minValues = minValuesKeys(reqs)
+		p.daemons = poolDaemons(s.daemons, p)
 		usage := FromResourceList(in.InUse)
 		if n, ok := in.InUse["nodes"]; ok {
 			p.nodes = n.Value()
@@ -294,7 +306,6 @@ func (s *solver) buildPools(snap Snapshot) {
 		if len(p.types) == 0 {
 			p.err = fmt.Errorf("no instance type satisfies the NodePool's requirements %s", describeReqs(p.reqs))
 		}
-		p.overhead = daemonOverhead(snap.DaemonSets, p)
 		s.pools = append(s.pools, p)
 	}
 	// Higher weight first; equal weights in descending name order, as Karpenter does.
@@ -334,7 +345,10 @@ func (s *solver) buildType(p *pool, it *cloudprovider.InstanceType) *itype {
 		return nil
 	}
 	s.nextType++
-	return &itype{id: s.nextType, it: it, reqs: reqs, alloc: FromResourceList(it.Allocatable), cap: FromResourceList(it.Capacity), price: price}
+	t := &itype{id: s.nextType, it: it, reqs: reqs, alloc: FromResourceList(it.Allocatable), cap: FromResourceList(it.Capacity), price: price}
+	t.overhead = typeOverhead(p.daemons, p.reqs, reqs)
+	t.free = t.alloc.Sub(t.overhead)
+	return t
 }
 
 // typeCompatible checks predicates against an instance type's labels. Keys
@@ -356,44 +370,7 @@ func (s *solver) typeCompatible(preds, typeReqs Requirements) error {
 	return nil
 }
 
-func daemonOverhead(daemons []*corev1.Pod, p *pool) Resources {
-	var total Resources
-	nodeReqs := p.reqs
-	for _, d := range daemons {
-		pg := &podGroup{tolerations: d.Spec.Tolerations}
-		if _, bad := pg.untolerated(p.taints, false); bad {
-			continue
-		}
-		if _, bad := pg.untolerated(p.np.Spec.Template.Spec.StartupTaints, false); bad {
-			continue
-		}
-		ok := true
-		sel := Requirements{}
-		for k, v := range d.Spec.NodeSelector {
-			sel.Add(&Requirement{Key: NormalizeKey(k), values: map[string]struct{}{v: {}}})
-		}
-		if err := nodeReqs.Compatible(sel); err != nil {
-			ok = false
-		}
-		if ok && d.Spec.Affinity != nil && d.Spec.Affinity.NodeAffinity != nil && d.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-			any := false
-			for _, term := range d.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-				r, err := nodeSelectorTermRequirements(term)
-				if err == nil && nodeReqs.Compatible(r) == nil {
-					any = true
-					break
-				}
-			}
-			ok = any
-		}
-		if ok {
-			total = total.Add(PodRequests(d))
-		}
-	}
-	return total
-}
-
-func (s *solver) buildExisting(nodes []*Node) {
+func (s *solver) buildExisting(nodes []*Node, daemons []*daemon) {
 	for _, in := range nodes {
 		n := &node{name: in.Name, existing: true, deleting: in.MarkedForDeletion, requirements: LabelRequirements(in.Labels),
 			capacity: FromResourceList(in.Allocatable), groups: map[*podGroup]int{}}
@@ -405,6 +382,9 @@ func (s *solver) buildExisting(nodes []*Node) {
 				continue
 			}
 			n.taints = append(n.taints, t)
+		}
+		if in.InFlight {
+			n.used = pendingDaemons(daemons, in, n.taints)
 		}
 		for _, pod := range in.Pods {
 			n.used = n.used.Add(PodRequests(pod))
@@ -439,9 +419,9 @@ func (s *solver) buildGroups(snap Snapshot) {
 	// Anti-affinity of pods already running constrains new pods too.
 	for _, n := range s.existing {
 		for _, pod := range n.pods {
-			if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+			if a := withLabelKeys(pod).Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
 				for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-					g, err := s.topo.group(topoAntiAffinity, term.TopologyKey, termNamespaces(pod.Namespace, term), term.LabelSelector, 0, 0)
+					g, err := s.topo.group(topoAntiAffinity, term.TopologyKey, s.termNamespaces(pod.Namespace, term), term.LabelSelector, 0, 0)
 					if err == nil {
 						for _, d := range n.values(g.key) {
 							g.owners[d]++
@@ -462,7 +442,7 @@ func (s *solver) buildGroups(snap Snapshot) {
 		}
 		for _, n := range s.existing {
 			vals := n.values(g.key)
-			if len(vals) != 1 {
+			if len(vals) != 1 || !g.filter.passes(n) {
 				continue
 			}
 			for _, pod := range n.pods {
@@ -506,7 +486,7 @@ func (s *solver) value(pg *podGroup) {
 			if !s.groupTypeCompatible(pg, p, t) {
 				continue
 			}
-			free := t.alloc.Sub(p.overhead)
+			free := t.free
 			if !pg.requests.Fits(free) {
 				continue
 			}

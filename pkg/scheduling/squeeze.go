@@ -76,7 +76,7 @@ func movable(g *podGroup) bool {
 // uncount takes a pod of g on n out of the topology counts.
 func (s *solver) uncount(g *podGroup, n *node) {
 	for _, tg := range g.matchedBy {
-		if d, ok := single(n.values(tg.key)); ok {
+		if d, ok := single(n.values(tg.key)); ok && tg.filter.passes(n) {
 			s.bump(tg.counts, d, -1)
 		}
 	}
@@ -90,7 +90,7 @@ func (s *solver) uncount(g *podGroup, n *node) {
 // recount undoes uncount.
 func (s *solver) recount(g *podGroup, n *node) {
 	for _, tg := range g.matchedBy {
-		if d, ok := single(n.values(tg.key)); ok {
+		if d, ok := single(n.values(tg.key)); ok && tg.filter.passes(n) {
 			tg.counts[d]++
 		}
 	}
@@ -115,7 +115,7 @@ func (s *solver) measure(n *node) *squeezeState {
 	}
 	for _, t := range n.pool.types {
 		if t.it == nc.InstanceType {
-			return &squeezeState{price: nc.Price(), typ: t, slack: t.alloc.Sub(n.pool.overhead).Sub(n.used)}
+			return &squeezeState{price: nc.Price(), typ: t, slack: t.free.Sub(n.used)}
 		}
 	}
 	return nil

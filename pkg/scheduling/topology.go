@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -39,6 +40,13 @@ type topoGroup struct {
 	// the inverse check: a pod matching the selector may not join them.
 	owners map[string]int
 	desc   string
+	// filter, for a spread constraint, picks the nodes whose pods count and
+	// whose domains are eligible: kube-scheduler's nodeAffinityPolicy and
+	// nodeTaintsPolicy. nil: every node.
+	filter *nodeFilter
+	// eligible caches the domains of key that nodes passing filter have or
+	// can have (see eligibleDomains).
+	eligible map[string]struct{}
 	// ownerGroups are the pending groups whose own hostname anti-affinity or
 	// spread this is, and which it therefore keeps apart.
 	ownerGroups []*podGroup
@@ -61,10 +69,12 @@ type topology struct {
 	ordered []*topoGroup
 	// domains per key: the values nodes can take, e.g. every zone offered.
 	domains map[string]map[string]struct{}
+	// eligible are the eligible domains of filtered spreads, by filter and key.
+	eligible map[string]map[string]struct{}
 }
 
 func newTopology() *topology {
-	return &topology{groups: map[string]*topoGroup{}, domains: map[string]map[string]struct{}{}}
+	return &topology{groups: map[string]*topoGroup{}, domains: map[string]map[string]struct{}{}, eligible: map[string]map[string]struct{}{}}
 }
 
 func (t *topology) addDomain(key, value string) {
@@ -78,6 +88,12 @@ func (t *topology) addDomain(key, value string) {
 
 // group returns the shared group for a constraint, creating it.
 func (t *topology) group(kind topoKind, key string, namespaces map[string]struct{}, sel *metav1.LabelSelector, maxSkew, minDomains int32) (*topoGroup, error) {
+	return t.filteredGroup(kind, key, namespaces, sel, maxSkew, minDomains, nil)
+}
+
+// filteredGroup is group for a constraint that counts only the nodes filter
+// passes.
+func (t *topology) filteredGroup(kind topoKind, key string, namespaces map[string]struct{}, sel *metav1.LabelSelector, maxSkew, minDomains int32, filter *nodeFilter) (*topoGroup, error) {
 	selector, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
 		return nil, fmt.Errorf("invalid label selector in %s on %q: %w", kind, key, err)
@@ -95,33 +111,76 @@ func (t *topology) group(kind topoKind, key string, namespaces map[string]struct
 	if namespaces == nil {
 		id += "|*"
 	}
+	if filter != nil {
+		id += "|" + filter.id
+	}
 	if g, ok := t.groups[id]; ok {
 		return g, nil
 	}
 	g := &topoGroup{kind: kind, key: NormalizeKey(key), namespaces: namespaces, selector: selector, maxSkew: maxSkew, minDomains: minDomains,
-		counts: map[string]int{}, owners: map[string]int{}}
+		counts: map[string]int{}, owners: map[string]int{}, filter: filter}
 	g.desc = fmt.Sprintf("%s on %s (%s)", kind, g.key, selector.String())
 	t.groups[id] = g
 	t.ordered = append(t.ordered, g)
 	return g, nil
 }
 
-// termNamespaces resolves the namespaces an affinity term applies to. An
-// empty namespaceSelector means all namespaces; a non-empty one needs
-// Namespace objects, which the snapshot does not hold, so it falls back to the
-// listed namespaces plus the pod's own.
-func termNamespaces(podNamespace string, term corev1.PodAffinityTerm) map[string]struct{} {
-	if term.NamespaceSelector != nil && len(term.NamespaceSelector.MatchLabels) == 0 && len(term.NamespaceSelector.MatchExpressions) == 0 {
-		return nil
-	}
+// termNamespaces resolves the namespaces an affinity term applies to, as
+// kube-scheduler does: the listed namespaces, and those whose labels the
+// namespaceSelector matches; the pod's own when there is neither. An empty
+// namespaceSelector means all namespaces (nil).
+func (s *solver) termNamespaces(podNamespace string, term corev1.PodAffinityTerm) map[string]struct{} {
 	out := map[string]struct{}{}
 	for _, n := range term.Namespaces {
 		out[n] = struct{}{}
 	}
-	if len(out) == 0 {
-		out[podNamespace] = struct{}{}
+	if term.NamespaceSelector == nil {
+		if len(out) == 0 {
+			out[podNamespace] = struct{}{}
+		}
+		return out
+	}
+	sel, err := metav1.LabelSelectorAsSelector(term.NamespaceSelector)
+	if err != nil {
+		return out // the API server rejects such a pod; match the listed ones only
+	}
+	if sel.Empty() {
+		return nil
+	}
+	for name, l := range s.namespaces {
+		if sel.Matches(l) {
+			out[name] = struct{}{}
+		}
 	}
 	return out
+}
+
+// buildNamespaces records every namespace's labels: those the snapshot
+// lists, and the namespaces of its pods. Every namespace carries
+// kubernetes.io/metadata.name, which the API server sets.
+func (s *solver) buildNamespaces(snap Snapshot) {
+	s.namespaces = map[string]labels.Set{}
+	add := func(name string, l map[string]string) {
+		set, ok := s.namespaces[name]
+		if !ok {
+			set = labels.Set{corev1.LabelMetadataName: name}
+			s.namespaces[name] = set
+		}
+		for k, v := range l {
+			set[k] = v
+		}
+	}
+	for name, l := range snap.Namespaces {
+		add(name, l)
+	}
+	for _, p := range snap.Pods {
+		add(p.Namespace, nil)
+	}
+	for _, n := range snap.Nodes {
+		for _, p := range n.Pods {
+			add(p.Namespace, nil)
+		}
+	}
 }
 
 // domainsOf returns the domains a node can be in for key: one for a decided
@@ -164,7 +223,7 @@ func (s *solver) allowedDomains(pc *podConstraints, pg *podGroup, n *node, key s
 		if g.matches(pg.namespace, pg.labels) {
 			self = 1
 		}
-		min := s.minCount(g, pc)
+		min := s.minCount(g)
 		filter(func(d string) bool { return g.counts[d]+self-min <= int(g.maxSkew) })
 		if len(allowed) == 0 {
 			return nil, fmt.Errorf("would violate %s (maxSkew %d)", g.desc, g.maxSkew)
@@ -204,27 +263,183 @@ func (s *solver) allowedDomains(pc *podConstraints, pg *podGroup, n *node, key s
 	return allowed, nil
 }
 
-// minCount is the smallest count among the domains the pod may use. For
-// hostname it is 0: a new node is always a possible empty domain.
-func (s *solver) minCount(g *topoGroup, pc *podConstraints) int {
+// minCount is the smallest count among the constraint's eligible domains.
+// For hostname it is 0: a new node is always a possible empty domain.
+func (s *solver) minCount(g *topoGroup) int {
 	if g.key == corev1.LabelHostname {
 		return 0
 	}
-	eligible := 0
+	eligible := s.eligibleDomains(g)
 	min := -1
-	for d := range s.topo.domains[g.key] {
-		if r, ok := pc.nodeReqs[g.key]; ok && !r.Has(d) {
-			continue
-		}
-		eligible++
+	for d := range eligible {
 		if c := g.counts[d]; min < 0 || c < min {
 			min = c
 		}
 	}
-	if min < 0 || (g.minDomains > 0 && eligible < int(g.minDomains)) {
+	if min < 0 || (g.minDomains > 0 && len(eligible) < int(g.minDomains)) {
 		return 0
 	}
 	return min
+}
+
+// eligibleDomains are the domains of a spread constraint's key that count
+// for its skew: as in kube-scheduler, those of the nodes its filter passes,
+// and, as new nodes may open them, those of the instance types its filter
+// passes in each NodePool. Without a filter, every domain known.
+func (s *solver) eligibleDomains(g *topoGroup) map[string]struct{} {
+	if g.filter == nil {
+		return s.topo.domains[g.key]
+	}
+	if g.eligible != nil {
+		return g.eligible
+	}
+	// Constraints with the same filter and key share the answer.
+	shared := g.filter.id + "|" + g.key
+	if e, ok := s.topo.eligible[shared]; ok {
+		g.eligible = e
+		return e
+	}
+	g.eligible = map[string]struct{}{}
+	s.topo.eligible[shared] = g.eligible
+	for _, n := range s.existing {
+		if d, ok := single(n.values(g.key)); ok && g.filter.passes(n) {
+			g.eligible[d] = struct{}{}
+		}
+	}
+	for _, p := range s.pools {
+		if p.err != nil || !g.filter.tolerates(p.taints) {
+			continue
+		}
+		for _, t := range p.types {
+			for _, d := range typeDomains(p, t, g.key) {
+				if _, seen := g.eligible[d]; !seen && g.filter.admits(p.reqs, t.reqs, g.key, d) {
+					g.eligible[d] = struct{}{}
+				}
+			}
+		}
+	}
+	return g.eligible
+}
+
+// typeDomains are the values key can take on a new node of type t in pool p.
+func typeDomains(p *pool, t *itype, key string) []string {
+	r, ok := p.reqs[key]
+	if tr, tok := t.reqs[key]; tok {
+		if ok {
+			r = r.Intersect(tr)
+		} else {
+			r, ok = tr, true
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return r.Values()
+}
+
+// nodeFilter is which nodes a topology spread constraint counts, after
+// kube-scheduler's node inclusion policies: with nodeAffinityPolicy Honor
+// (the default), only nodes matching the pod's nodeSelector and required
+// node affinity; with nodeTaintsPolicy Honor, only nodes whose NoSchedule
+// and NoExecute taints the pod tolerates.
+type nodeFilter struct {
+	// terms are the pod's required node affinity, its nodeSelector merged
+	// into each term; a node matching any of them passes. nil: not honoured.
+	terms []Requirements
+	// honourTaints with the pod's tolerations.
+	honourTaints bool
+	tolerations  []corev1.Toleration
+	// id tells filters apart in group identities.
+	id string
+}
+
+// newNodeFilter returns the filter of a spread constraint of a pod with the
+// given required node-affinity terms and tolerations, or nil when every node
+// counts.
+func newNodeFilter(tsc corev1.TopologySpreadConstraint, terms []Requirements, tolerations []corev1.Toleration) *nodeFilter {
+	f := &nodeFilter{}
+	if tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor {
+		for _, t := range terms {
+			if len(t) > 0 {
+				f.terms = terms
+				break
+			}
+		}
+	}
+	f.honourTaints = tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+	if f.terms == nil && !f.honourTaints {
+		return nil
+	}
+	var parts []string
+	for _, t := range f.terms {
+		parts = append(parts, describeReqs(t))
+	}
+	f.id = "affinity:" + strings.Join(parts, " or ")
+	if f.honourTaints {
+		f.tolerations = tolerations
+		tol, _ := json.Marshal(tolerations)
+		f.id += "|taints:" + string(tol)
+	}
+	return f
+}
+
+// tolerates reports whether the filter lets nodes with taints count.
+func (f *nodeFilter) tolerates(taints []corev1.Taint) bool {
+	if !f.honourTaints {
+		return true
+	}
+	pg := podGroup{tolerations: f.tolerations}
+	_, bad := pg.untolerated(taints, true)
+	return !bad
+}
+
+// passes reports whether the pods on n count. A new node is judged by its
+// pool and instance type, which do not change as pods join it, so that a
+// pod counted on it is uncounted the same way.
+func (f *nodeFilter) passes(n *node) bool {
+	if f == nil {
+		return true
+	}
+	if !f.tolerates(n.taints) {
+		return false
+	}
+	if f.terms == nil {
+		return true
+	}
+	for _, t := range f.terms {
+		if n.existing && n.requirements.Compatible(t) == nil {
+			return true
+		}
+		if !n.existing && labelsCompatible(n.pool.reqs, n.target.reqs, t) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// admits reports whether a new node of a pool and type, in domain d of
+// key (one of typeDomains), could pass the filter's node affinity.
+func (f *nodeFilter) admits(poolReqs, typeReqs Requirements, key, d string) bool {
+	if f.terms == nil {
+		return true
+	}
+	for _, t := range f.terms {
+		ok := true
+		for k, p := range t {
+			if k == key {
+				ok = p.Has(d)
+			} else {
+				ok = keyCompatible(poolReqs, typeReqs, k, p) == nil
+			}
+			if !ok {
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *solver) anyCount(g *topoGroup) bool {

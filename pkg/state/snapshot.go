@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
@@ -10,6 +11,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +67,14 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	}
 	snap.Volumes = map[string]volumes.Usage{}
 	snap.Pods = vols.index.Apply(snap.Pods, snap.Volumes)
+	var namespaces corev1.NamespaceList
+	if err := c.Client.List(ctx, &namespaces); err != nil {
+		return snap, nil, err
+	}
+	snap.Namespaces = make(map[string]map[string]string, len(namespaces.Items))
+	for _, ns := range namespaces.Items {
+		snap.Namespaces[ns.Name] = ns.Labels
+	}
 
 	var problems []NodePoolProblem
 	typesByPool := map[string][]*cloudprovider.InstanceType{}
@@ -136,6 +146,11 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		if nc != nil {
 			sn.NodePool = nc.Labels[v1.LabelNodePool]
 			sn.InFlight = NodeClaimCondition(nc, v1.ConditionTypeInitialized) != "True"
+			if sn.InFlight {
+				// Startup taints go once the node is initialized; they keep
+				// neither pending pods nor DaemonSets off it.
+				sn.Taints = withoutTaints(n.Spec.Taints, nc.Spec.StartupTaints)
+			}
 			sn.MarkedForDeletion = sn.MarkedForDeletion || nc.DeletionTimestamp != nil
 			if len(sn.Allocatable) == 0 {
 				sn.Allocatable = nc.Status.Allocatable
@@ -163,6 +178,14 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			labels[k] = v
 		}
 		labels[corev1.LabelHostname] = "nodeclaim-" + nc.Name
+		// Before launch the NodeClaim carries no instance labels; those all
+		// its options share will be on the node, and DaemonSets select them
+		// (kubernetes.io/os, for one).
+		for k, v := range commonLabels(nc, typesByPool[nc.Labels[v1.LabelNodePool]]) {
+			if _, ok := labels[k]; !ok {
+				labels[k] = v
+			}
+		}
 		alloc := nc.Status.Allocatable
 		if len(alloc) == 0 {
 			alloc = smallestOption(nc, typesByPool[nc.Labels[v1.LabelNodePool]])
@@ -239,9 +262,41 @@ func (c *Cluster) nodeClassProblem(ctx context.Context, np *v1.NodePool) string 
 	return ""
 }
 
-// smallestOption is the least allocatable among a NodeClaim's instance-type
-// options: what it will offer at least once launched.
-func smallestOption(nc *v1.NodeClaim, its []*cloudprovider.InstanceType) corev1.ResourceList {
+// withoutTaints returns taints less those in drop.
+func withoutTaints(in, drop []corev1.Taint) []corev1.Taint {
+	var out []corev1.Taint
+	for _, t := range in {
+		if !taints.Has(drop, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// commonLabels are the labels every instance-type option of a NodeClaim
+// has with the same value.
+func commonLabels(nc *v1.NodeClaim, its []*cloudprovider.InstanceType) map[string]string {
+	allowed := optionNames(nc)
+	var out map[string]string
+	for _, it := range its {
+		if !allowed[it.Name] {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(it.Labels)
+			continue
+		}
+		for k, v := range out {
+			if it.Labels[k] != v {
+				delete(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// optionNames are the instance types a NodeClaim may launch as.
+func optionNames(nc *v1.NodeClaim) map[string]bool {
 	allowed := map[string]bool{}
 	for _, r := range nc.Spec.Requirements {
 		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
@@ -250,6 +305,13 @@ func smallestOption(nc *v1.NodeClaim, its []*cloudprovider.InstanceType) corev1.
 			}
 		}
 	}
+	return allowed
+}
+
+// smallestOption is the least allocatable among a NodeClaim's instance-type
+// options: what it will offer at least once launched.
+func smallestOption(nc *v1.NodeClaim, its []*cloudprovider.InstanceType) corev1.ResourceList {
+	allowed := optionNames(nc)
 	var out corev1.ResourceList
 	for _, it := range its {
 		if !allowed[it.Name] {

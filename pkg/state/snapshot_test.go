@@ -1,0 +1,80 @@
+package state_test
+
+import (
+	"context"
+	"testing"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// TestSnapshotForDaemonSetsAndNamespaces checks what the snapshot gives
+// the scheduling core about capacity not yet up and about namespaces:
+// namespace labels for namespaceSelectors; for a NodeClaim not launched
+// yet, the labels all its options share (DaemonSets select
+// kubernetes.io/os); for a node not yet initialized, its taints without the
+// startup taints, which go away.
+func TestSnapshotForDaemonSetsAndNamespaces(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1.AddToScheme(scheme)
+	_ = awsv1.AddToScheme(scheme)
+	startup := corev1.Taint{Key: "node.cilium.io/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}
+	dedicated := corev1.Taint{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+		NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}}}}}
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	class.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	options := v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6a.large", "c6a.xlarge"}}
+	unlaunched := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "unlaunched", Labels: map[string]string{v1.LabelNodePool: "default"}},
+		Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{options}}}
+	booting := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "booting", Labels: map[string]string{v1.LabelNodePool: "default"}},
+		Spec:   v1.NodeClaimSpec{StartupTaints: []corev1.Taint{startup}, Taints: []corev1.Taint{dedicated}},
+		Status: v1.NodeClaimStatus{ProviderID: "kwok://booting", NodeName: "booting"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "booting", Labels: map[string]string{corev1.LabelHostname: "booting"}},
+		Spec: corev1.NodeSpec{ProviderID: "kwok://booting", Taints: []corev1.Taint{startup, dedicated}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: map[string]string{"team": "data"}}}
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pool, class, unlaunched, booting, node, ns).WithStatusSubresource(&v1.NodeClaim{}, &awsv1.EC2NodeClass{}).Build()
+	provider, err := kwok.New(kube, kwok.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, problems, err := (&state.Cluster{Client: kube, CloudProvider: provider}).Snapshot(context.Background(), nil)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("snapshot: %v %v", err, problems)
+	}
+	if snap.Namespaces["data"]["team"] != "data" {
+		t.Errorf("namespaces %v", snap.Namespaces)
+	}
+	byName := map[string]*scheduling.Node{}
+	for _, n := range snap.Nodes {
+		byName[n.Name] = n
+	}
+	u := byName["nodeclaim/unlaunched"]
+	if u == nil {
+		t.Fatalf("no in-flight node for the unlaunched NodeClaim among %v", byName)
+	}
+	for k, want := range map[string]string{corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64", "karpenter.k8s.aws/instance-family": "c6a"} {
+		if got := u.Labels[k]; got != want {
+			t.Errorf("unlaunched NodeClaim's label %s = %q, want %q", k, got, want)
+		}
+	}
+	if got, ok := u.Labels[corev1.LabelInstanceTypeStable]; ok {
+		t.Errorf("unlaunched NodeClaim has instance type %q; its options differ", got)
+	}
+	b := byName["booting"]
+	if b == nil || !b.InFlight {
+		t.Fatalf("booting node %+v, want in flight", b)
+	}
+	if len(b.Taints) != 1 || !b.Taints[0].MatchTaint(&dedicated) {
+		t.Errorf("booting node's taints %v, want only %v", b.Taints, dedicated)
+	}
+}
