@@ -118,21 +118,21 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 		return nil, errors.New(`pod requires label "karpenter.sh/nodepool" to be absent, so no NodePool may run it`)
 	}
 	aff := pod.Spec.Affinity
-	var terms []Requirements
-	if aff != nil && aff.NodeAffinity != nil && aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, term := range aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			if len(term.MatchFields) > 0 {
-				return nil, errors.New("node affinity with matchFields is not supported; use matchExpressions on node labels")
-			}
-			r, err := nodeSelectorTermRequirements(term)
-			if err != nil {
-				return nil, err
-			}
-			terms = append(terms, base.Merge(r))
-		}
+	var required *corev1.NodeSelector
+	if aff != nil && aff.NodeAffinity != nil {
+		required = aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
-	if len(terms) == 0 {
-		terms = []Requirements{base}
+	terms, err := requiredTerms(base, required)
+	if err != nil {
+		return nil, err
+	}
+	// Topology spread counts the nodes matching the pod's own affinity, as
+	// kube-scheduler does, not the narrower set its volumes allow.
+	filterTerms := terms
+	if u, ok := s.volumes.byPod[pod.Namespace+"/"+pod.Name]; ok && u.Injected {
+		if filterTerms, err = requiredTerms(base, u.OwnAffinity); err != nil {
+			return nil, err
+		}
 	}
 
 	// Under PREFERENCE_POLICY=Ignore preferences are never built, so they
@@ -159,7 +159,7 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 		if tsc.MinDomains != nil {
 			minDomains = *tsc.MinDomains
 		}
-		g, err := s.topo.filteredGroup(topoSpread, tsc.TopologyKey, map[string]struct{}{pod.Namespace: {}}, sel, tsc.MaxSkew, minDomains, newNodeFilter(tsc, terms, pod.Spec.Tolerations))
+		g, err := s.topo.filteredGroup(topoSpread, tsc.TopologyKey, map[string]struct{}{pod.Namespace: {}}, sel, tsc.MaxSkew, minDomains, newNodeFilter(tsc, filterTerms, pod.Spec.Tolerations))
 		if err != nil {
 			return nil, err
 		}
@@ -263,6 +263,28 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 	final.toleratePreferNoSchedule = true
 	ladder = append(ladder, final)
 	return ladder, nil
+}
+
+// requiredTerms are the ORed terms of a required node affinity, each with
+// the nodeSelector merged in; without terms, the nodeSelector alone.
+func requiredTerms(base Requirements, required *corev1.NodeSelector) ([]Requirements, error) {
+	var terms []Requirements
+	if required != nil {
+		for _, term := range required.NodeSelectorTerms {
+			if len(term.MatchFields) > 0 {
+				return nil, errors.New("node affinity with matchFields is not supported; use matchExpressions on node labels")
+			}
+			r, err := nodeSelectorTermRequirements(term)
+			if err != nil {
+				return nil, err
+			}
+			terms = append(terms, base.Merge(r))
+		}
+	}
+	if len(terms) == 0 {
+		terms = []Requirements{base}
+	}
+	return terms, nil
 }
 
 func (pg *podGroup) limitPerNode(n int64) {

@@ -132,6 +132,23 @@ func TestSolveVolumes(t *testing.T) {
 		{name: "a missing claim: no node, the reason",
 			pods:  []*corev1.Pod{mkPod("db", "1", "1Gi", withClaims("nope"))},
 			check: wantUnschedulable(1, `persistentvolumeclaim "nope" not found`)},
+		{name: "a zone spread counts every zone the pod's own affinity allows, not only its volume's",
+			// kube-scheduler: zone b would hold 2 of the app's pods while zones a
+			// and c hold none, a skew of 2 over maxSkew 1, so the pod cannot run
+			// until its peers spread. A plan that counted only the volume's zone
+			// would launch a node kube-scheduler never uses.
+			storage: func(st *storage) { st.zonalDisk("data", "us-east-1b") },
+			nodes: func() []*Node {
+				return []*Node{zoneNode("a", "us-east-1a", -1), zoneNode("b", "us-east-1b", -1, mkPod("peer", "100m", "128Mi", func(p *corev1.Pod) { p.Labels["app"] = "db" })),
+					zoneNode("c", "us-east-1c", -1)}
+			},
+			pods: []*corev1.Pod{mkPod("db", "1", "1Gi", withClaims("data"), func(p *corev1.Pod) { p.Labels["app"] = "db" },
+				spread(corev1.LabelTopologyZone, 1, map[string]string{"app": "db"}))},
+			check: func(t *testing.T, p *Plan) {
+				if len(p.NewNodeClaims) != 0 || len(p.Existing) != 0 || len(p.Unschedulable) != 1 {
+					t.Fatalf("placed a pod that kube-scheduler's zone spread refuses:\n%s", summary(p))
+				}
+			}},
 		{name: "an existing node in another zone is not used",
 			storage: func(st *storage) { st.zonalDisk("data", "us-east-1b") },
 			nodes:   func() []*Node { return []*Node{zoneNode("roomy-a", "us-east-1a", -1)} },

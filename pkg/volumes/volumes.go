@@ -374,6 +374,13 @@ type Usage struct {
 	// Problem says why the pod's volumes cannot be resolved; the pod is
 	// not placed, for this reason.
 	Problem string
+	// Injected says the pod planning sees carries its volumes' topology
+	// in its required node affinity, and OwnAffinity is that affinity as
+	// the user wrote it (nil: none). kube-scheduler's topology spread
+	// (nodeAffinityPolicy Honor) counts the nodes matching the pod's own
+	// affinity, not where its volumes are, so the planner must too.
+	Injected    bool
+	OwnAffinity *corev1.NodeSelector
 }
 
 // Apply returns pods as planning must see them: each carries its volumes'
@@ -391,17 +398,23 @@ func (ix *Index) Apply(pods []*corev1.Pod, usage map[string]Usage) []*corev1.Pod
 			continue
 		}
 		needs, err := ix.Resolve(pod)
+		var cp *corev1.Pod
 		if err == nil {
-			var cp *corev1.Pod
 			if cp, err = WithTopology(pod, needs.Terms); err == nil {
 				out[i] = cp
 			}
 		}
 		u := Usage{Attachments: needs.Attachments}
+		if err == nil && cp != pod {
+			u.Injected = true
+			if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+				u.OwnAffinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+			}
+		}
 		if err != nil {
 			u = Usage{Problem: err.Error()}
 		}
-		if len(u.Attachments) > 0 || u.Problem != "" {
+		if len(u.Attachments) > 0 || u.Problem != "" || u.Injected {
 			usage[pod.Namespace+"/"+pod.Name] = u
 		}
 	}
