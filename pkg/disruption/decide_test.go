@@ -48,8 +48,10 @@ func TestDecide(t *testing.T) {
 		wantSkipped map[string]string
 	}{
 		{
-			name:  "without pending pods or capacity launching, the node whose pod fits elsewhere goes",
-			setup: func() *setup { return (&setup{}).add(quiet(node("a", "c6a.large", "on-demand", pod("a-0", "1", "512Mi")))) },
+			name: "without pending pods or capacity launching, the node whose pod fits elsewhere goes",
+			setup: func() *setup {
+				return (&setup{}).add(quiet(node("a", "c6a.large", "on-demand", pod("a-0", "1", "512Mi"))))
+			},
 			inFlight: func() []*scheduling.Node {
 				n, _ := node("b", "c6a.xlarge", "on-demand")
 				return []*scheduling.Node{n}
@@ -57,10 +59,12 @@ func TestDecide(t *testing.T) {
 			want: "Underutilized", wantNodes: []string{"a"},
 		},
 		{
-			name:     "pods pending for capacity being launched do not let a node's pods move into it",
-			setup:    func() *setup { return (&setup{}).add(quiet(node("a", "c6a.large", "on-demand", pod("a-0", "1", "512Mi")))) },
-			inFlight: func() []*scheduling.Node { return []*scheduling.Node{launching("nodeclaim/b", "c6a.xlarge")} },
-			pending:  []*corev1.Pod{pod("p-0", "2", "1Gi")},
+			name: "pods pending for capacity being launched do not let a node's pods move into it",
+			setup: func() *setup {
+				return (&setup{}).add(quiet(node("a", "c6a.large", "on-demand", pod("a-0", "1", "512Mi"))))
+			},
+			inFlight:    func() []*scheduling.Node { return []*scheduling.Node{launching("nodeclaim/b", "c6a.xlarge")} },
+			pending:     []*corev1.Pod{pod("p-0", "2", "1Gi")},
 			wantSkipped: map[string]string{"a": WaitingForLaunchReason},
 		},
 		{
