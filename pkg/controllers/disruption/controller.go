@@ -126,7 +126,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	c.prune(snap)
-	infos, opts, err := c.read(ctx, snap)
+	infos, opts, err := c.read(ctx, snap, pending)
 	if err != nil || len(infos) == 0 {
 		return err
 	}
@@ -183,7 +183,7 @@ func (c *Controller) prune(snap scheduling.Snapshot) {
 // read lists the candidates (initialized NodeClaims with their node and
 // price, and why each may not be disrupted) and the options of this round:
 // budgets left per pool and reason, spot-to-spot, caution.
-func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot) ([]*candidateInfo, disruption.Options, error) {
+func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending []*corev1.Pod) ([]*candidateInfo, disruption.Options, error) {
 	opts := disruption.Options{Allowed: map[string]int{}, AllowedEmpty: map[string]int{}, AllowedDrift: map[string]int{},
 		SpotToSpot: c.SpotToSpot, Cautious: c.caution.Cautious(c.Clock.Now())}
 	var claims v1.NodeClaimList
@@ -212,6 +212,10 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot) ([]*can
 	podsByNode := map[string][]*corev1.Pod{}
 	for _, n := range snap.Nodes {
 		podsByNode[n.Name] = n.Pods
+	}
+	waiting := map[string]bool{}
+	for _, p := range pending {
+		waiting[p.Namespace+"/"+p.Name] = true
 	}
 	var budgetNodes []disruption.BudgetNode
 	var out []*candidateInfo
@@ -256,7 +260,15 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot) ([]*can
 				info.pods++
 			}
 		}
-		info.cand.Blocked = disruption.Protected(info.cand, node, onNode, pdbs.Items, c.Nominations.For(node.Name, nc.Name))
+		// A nomination protects a node only while its pods still wait:
+		// bound, they make the node busy; gone, they need nothing.
+		var nominated []string
+		for _, p := range c.Nominations.For(node.Name, nc.Name) {
+			if waiting[p] {
+				nominated = append(nominated, p)
+			}
+		}
+		info.cand.Blocked = disruption.Protected(info.cand, node, onNode, pdbs.Items, nominated)
 		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].cand.Node < out[j].cand.Node })

@@ -593,37 +593,57 @@ func TestBudgetsCountInitializedNodes(t *testing.T) {
 }
 
 // TestNominationProtectsForItsWindow: a node the provisioner launched for
-// pending pods is left alone while they may still bind, and only it; a pod
-// pending anywhere else no longer stops all disruption.
+// pending pods is left alone while they wait, for the nomination's window,
+// and only it; a pod pending anywhere else no longer stops all disruption.
 func TestNominationProtectsForItsWindow(t *testing.T) {
-	var objs []client.Object
-	for _, name := range []string{"launched-for-p", "idle"} {
-		node, nc := nodeAndClaim(name, "c6a.large", true)
-		objs = append(objs, node, nc)
-	}
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	// Pending just now, and fits nowhere: once, this paused everything.
-	objs = append(objs, pendingPod("unplaceable", "500", now))
-	w := newWorld(t, "100%", objs...)
-	w.c.Nominations.NominateNodeClaim("launched-for-p", pendingPod("p", "1", now))
-	if err := w.reconcile(); err != nil {
-		t.Fatal(err)
+	// p waits for the node launched for it; it fits no node the model
+	// knows, so only the nomination can protect that node.
+	p := pendingPod("p", "1", now)
+	p.Spec.NodeSelector = map[string]string{"example.com/for": "p"}
+	cases := []struct {
+		name string
+		// then happens after the first round; the node must then go.
+		then func(w *world)
+	}{
+		{name: "until the window ends", then: func(w *world) { w.fc.Step(21 * time.Second) }},
+		{name: "until its pods no longer wait", then: func(w *world) {
+			if err := w.kube.Delete(context.Background(), p.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
-	if nc := w.claim("idle"); nc != nil && nc.DeletionTimestamp == nil {
-		t.Fatalf("a pending pod elsewhere held back the empty node; events:\n%s", w.events())
-	}
-	if nc := w.claim("launched-for-p"); nc == nil || nc.DeletionTimestamp != nil {
-		t.Fatal("the nominated node was removed")
-	}
-	if ev := w.events(); !strings.Contains(ev, "DisruptionBlocked nominated for pending pod default/p") {
-		t.Fatalf("no event saying the node is nominated:\n%s", ev)
-	}
-	w.fc.Step(21 * time.Second)
-	if err := w.reconcile(); err != nil {
-		t.Fatal(err)
-	}
-	if nc := w.claim("launched-for-p"); nc != nil && nc.DeletionTimestamp == nil {
-		t.Fatalf("the node was still protected after the window; events:\n%s", w.events())
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var objs []client.Object
+			for _, name := range []string{"launched-for-p", "idle"} {
+				node, nc := nodeAndClaim(name, "c6a.large", true)
+				objs = append(objs, node, nc)
+			}
+			// Pending just now, and fits nowhere: once, this paused everything.
+			objs = append(objs, pendingPod("unplaceable", "500", now), p.DeepCopy())
+			w := newWorld(t, "100%", objs...)
+			w.c.Nominations.NominateNodeClaim("launched-for-p", p)
+			if err := w.reconcile(); err != nil {
+				t.Fatal(err)
+			}
+			if nc := w.claim("idle"); nc != nil && nc.DeletionTimestamp == nil {
+				t.Fatalf("a pending pod elsewhere held back the empty node; events:\n%s", w.events())
+			}
+			if nc := w.claim("launched-for-p"); nc == nil || nc.DeletionTimestamp != nil {
+				t.Fatal("the nominated node was removed")
+			}
+			if ev := w.events(); !strings.Contains(ev, "DisruptionBlocked nominated for pending pod default/p") {
+				t.Fatalf("no event saying the node is nominated:\n%s", ev)
+			}
+			tc.then(w)
+			if err := w.reconcile(); err != nil {
+				t.Fatal(err)
+			}
+			if nc := w.claim("launched-for-p"); nc != nil && nc.DeletionTimestamp == nil {
+				t.Fatalf("the node was still protected; events:\n%s", w.events())
+			}
+		})
 	}
 }
 
