@@ -398,6 +398,8 @@ func TestRecheckBeforeTheDrain(t *testing.T) {
 		// arrive are the pods that reach the candidate (before its taint)
 		// while the replacement launches.
 		arrive []client.Object
+		// landOnReplacement binds a pod to the replacement once it is up.
+		landOnReplacement bool
 		// wantAbandon is part of the abandon event; "" when the command
 		// goes ahead.
 		wantAbandon string
@@ -408,11 +410,17 @@ func TestRecheckBeforeTheDrain(t *testing.T) {
 		{name: "a PDB that allows no eviction appears", arrive: []client.Object{&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "inflate", Namespace: "default"},
 			Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "inflate-0"}}}}},
 			wantAbandon: "node old: PDB default/inflate blocks the eviction of pod default/inflate-0"},
+		{name: "a pod takes the replacement's room, and is not evicted with it", landOnReplacement: true, wantAbandon: "its pods no longer fit on the other nodes and the replacements"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, "100%", replaceable()...)
-			w.launch = func(w *world, _ *v1.NodeClaim) {
+			w.launch = func(w *world, nc *v1.NodeClaim) {
+				if tc.landOnReplacement {
+					if err := w.kube.Create(context.Background(), boundPod("newcomer", nc.Status.NodeName, "1")); err != nil {
+						t.Fatal(err)
+					}
+				}
 				for _, o := range tc.arrive {
 					if err := w.kube.Create(context.Background(), o); err != nil {
 						t.Fatal(err)
@@ -437,6 +445,12 @@ func TestRecheckBeforeTheDrain(t *testing.T) {
 			}
 			if !strings.Contains(events, "DisruptionBlocked disruption abandoned: "+tc.wantAbandon) {
 				t.Fatalf("no abandon event with %q:\n%s", tc.wantAbandon, events)
+			}
+			if tc.landOnReplacement {
+				if alive, deleted := w.replacements(); alive != 1 || deleted != 0 {
+					t.Fatalf("the replacement a pod runs on: %d alive, %d deleted; want it kept", alive, deleted)
+				}
+				return
 			}
 			w.released("old")
 			if _, deleted := w.replacements(); deleted != 1 {

@@ -121,9 +121,11 @@ func (c *Controller) execute(ctx context.Context, cmd disruption.Command, byNode
 
 // finish releases what a command leaves behind. Candidates whose deletion
 // never began lose the taint and the DisruptionReason. When none was
-// deleted, the replacements launched for them are deleted too. When some
-// were, the replacements stay: they hold those nodes' pods, and
-// consolidation removes whatever room is left over.
+// deleted, the replacements launched for them are deleted too, except one
+// that pods have landed on meanwhile: deleting it would evict them outside
+// any budget, and consolidation weighs it like any other node. When some
+// candidates were deleted, the replacements stay: they hold those nodes'
+// pods, and consolidation removes whatever room is left over.
 func (c *Controller) finish(ctx context.Context, r *run) {
 	logger := log.FromContext(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -139,16 +141,43 @@ func (c *Controller) finish(ctx context.Context, r *run) {
 			logger.Error(err, "clearing the DisruptionReason", "NodeClaim", map[string]string{"name": info.nc.Name})
 		}
 	}
-	if len(r.deleting) > 0 {
+	if len(r.deleting) > 0 || len(r.created) == 0 {
+		return
+	}
+	busy, err := c.busyNodes(ctx)
+	if err != nil {
+		logger.Error(err, "listing pods; keeping the replacements of an abandoned disruption")
 		return
 	}
 	for _, nc := range r.created {
+		var fresh v1.NodeClaim
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(nc), &fresh); err == nil && busy[fresh.Status.NodeName] {
+			logger.Info("keeping the replacement of an abandoned disruption: pods run on it", "NodeClaim", map[string]string{"name": nc.Name})
+			continue
+		}
 		if err := c.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			logger.Error(err, "deleting the replacement of an abandoned disruption", "NodeClaim", map[string]string{"name": nc.Name})
 			continue
 		}
 		logger.Info("deleted the replacement of an abandoned disruption", "NodeClaim", map[string]string{"name": nc.Name})
 	}
+}
+
+// busyNodes are the nodes running pods other than their own (DaemonSet,
+// mirror): pods that deleting the node would evict.
+func (c *Controller) busyNodes(ctx context.Context) (map[string]bool, error) {
+	var all corev1.PodList
+	if err := c.Client.List(ctx, &all); err != nil {
+		return nil, err
+	}
+	busy := map[string]bool{}
+	for i := range all.Items {
+		p := &all.Items[i]
+		if p.Spec.NodeName != "" && !pods.IsOwnedByNode(p) && !pods.IsTerminal(p) {
+			busy[p.Spec.NodeName] = true
+		}
+	}
+	return busy, nil
 }
 
 // decisionMessage is Karpenter's v1.0–v1.2 decision log line.
