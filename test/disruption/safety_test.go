@@ -180,7 +180,7 @@ func TestTaintBeforeReplacement(t *testing.T) {
 	framework.Eventually(t, 2*time.Minute, "the decision to replace the node", func() (bool, string) {
 		return !decidedAbout(parse(j.Logs()), old.Status.NodeName).IsZero(), ""
 	})
-	framework.Eventually(t, 30*time.Second, "the candidate tainted", func() (bool, string) {
+	framework.Eventually(t, 2*time.Minute, "the candidate tainted", func() (bool, string) {
 		var node corev1.Node
 		if err := framework.Kube.Get(context.Background(), types.NamespacedName{Name: old.Status.NodeName}, &node); err != nil {
 			return false, err.Error()
