@@ -85,3 +85,59 @@ func budgetNodes(value string, total int) (int, error) {
 	}
 	return n, nil
 }
+
+// BudgetNode is one of a NodePool's NodeClaims as budget accounting sees it.
+type BudgetNode struct {
+	NodePool string
+	// Initialized: the NodeClaim is Initialized and its Node exists.
+	Initialized bool
+	// Ready is the Node's Ready condition.
+	Ready bool
+	// MarkedForDeletion: the NodeClaim or Node is being deleted, or a
+	// disruption command holds it (DisruptionReason, disrupted taint).
+	MarkedForDeletion bool
+	// InstanceTerminating: the NodeClaim's instance is being terminated;
+	// it is as good as gone.
+	InstanceTerminating bool
+}
+
+// PoolCount is what a NodePool's budgets are applied to.
+type PoolCount struct {
+	// Total counts the pool's initialized nodes whose instance is not
+	// terminating: percentages are of these.
+	Total int
+	// Disrupting counts those that are NotReady or marked for deletion:
+	// each uses up one disruption of the budget.
+	Disrupting int
+}
+
+// CountBudgets counts each NodePool's nodes as Karpenter does. Only
+// initialized nodes count: a replacement still launching would otherwise
+// round a percentage up and let more running nodes go than intended. A
+// NotReady node counts as disrupting, as it serves no pods either.
+func CountBudgets(nodes []BudgetNode) map[string]PoolCount {
+	out := map[string]PoolCount{}
+	for _, n := range nodes {
+		if n.NodePool == "" || !n.Initialized || n.InstanceTerminating {
+			continue
+		}
+		c := out[n.NodePool]
+		c.Total++
+		if !n.Ready || n.MarkedForDeletion {
+			c.Disrupting++
+		}
+		out[n.NodePool] = c
+	}
+	return out
+}
+
+// Remaining is how many more of a NodePool's nodes may begin disrupting for
+// reason at now: what its budgets allow for the pool's count, less the
+// nodes already disrupting, never below zero.
+func Remaining(np *v1.NodePool, reason v1.DisruptionReason, count PoolCount, now time.Time) (int, error) {
+	n, err := Allowed(np, reason, count.Total, now)
+	if err != nil {
+		return 0, err
+	}
+	return max(n-count.Disrupting, 0), nil
+}

@@ -60,3 +60,69 @@ func TestAllowed(t *testing.T) {
 		})
 	}
 }
+
+func TestCountBudgets(t *testing.T) {
+	ready := BudgetNode{NodePool: "a", Initialized: true, Ready: true}
+	with := func(f func(*BudgetNode)) BudgetNode { n := ready; f(&n); return n }
+	cases := []struct {
+		name  string
+		nodes []BudgetNode
+		want  PoolCount
+	}{
+		{name: "initialized, Ready nodes count and are not disrupting", nodes: []BudgetNode{ready, ready}, want: PoolCount{Total: 2}},
+		{name: "a replacement still launching is not counted", nodes: []BudgetNode{ready, with(func(n *BudgetNode) { n.Initialized, n.Ready = false, false })}, want: PoolCount{Total: 1}},
+		{name: "a NotReady node counts as disrupting", nodes: []BudgetNode{ready, with(func(n *BudgetNode) { n.Ready = false })}, want: PoolCount{Total: 2, Disrupting: 1}},
+		{name: "a node marked for deletion counts as disrupting", nodes: []BudgetNode{ready, with(func(n *BudgetNode) { n.MarkedForDeletion = true })}, want: PoolCount{Total: 2, Disrupting: 1}},
+		{name: "a node whose instance is terminating is not counted at all", nodes: []BudgetNode{ready, with(func(n *BudgetNode) { n.MarkedForDeletion, n.InstanceTerminating = true, true })}, want: PoolCount{Total: 1}},
+		{name: "nodes of no pool are not counted", nodes: []BudgetNode{ready, with(func(n *BudgetNode) { n.NodePool = "" })}, want: PoolCount{Total: 1}},
+		{name: "other pools are counted apart", nodes: []BudgetNode{ready, with(func(n *BudgetNode) { n.NodePool, n.Ready = "b", false })}, want: PoolCount{Total: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := CountBudgets(tc.nodes)["a"]; got != tc.want {
+				t.Fatalf("pool a counts %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRemaining(t *testing.T) {
+	now := time.Date(2026, 11, 23, 10, 30, 0, 0, time.UTC)
+	cases := []struct {
+		name  string
+		np    *v1.NodePool
+		count PoolCount
+		want  int
+	}{
+		{name: "10% of 10 initialized nodes, none disrupting", np: pool(v1.Budget{Nodes: "10%"}), count: PoolCount{Total: 10}, want: 1},
+		{name: "10% of 10, one NotReady: none left", np: pool(v1.Budget{Nodes: "10%"}), count: PoolCount{Total: 10, Disrupting: 1}, want: 0},
+		{name: "more disrupting than allowed is zero, not negative", np: pool(v1.Budget{Nodes: "1"}), count: PoolCount{Total: 10, Disrupting: 3}, want: 0},
+		{name: "a count less those disrupting", np: pool(v1.Budget{Nodes: "5"}), count: PoolCount{Total: 10, Disrupting: 2}, want: 3},
+		// Ten nodes and a launching replacement: counting the replacement
+		// would round 10% of 11 up to 2.
+		{name: "launching replacements do not round a percentage up", np: pool(v1.Budget{Nodes: "10%"}), count: CountBudgets(append(repeat(BudgetNode{NodePool: "a", Initialized: true, Ready: true}, 10), BudgetNode{NodePool: "a"}))["a"], want: 1},
+		{name: "no budgets: no limit", np: pool(), count: PoolCount{Total: 10, Disrupting: 2}, want: math.MaxInt - 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Remaining(tc.np, v1.DisruptionReasonUnderutilized, tc.count, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("remaining %d, want %d", got, tc.want)
+			}
+		})
+	}
+	if n, err := Remaining(pool(v1.Budget{Nodes: "5", Schedule: str("every day"), Duration: dur(time.Hour)}), v1.DisruptionReasonUnderutilized, PoolCount{Total: 10}, now); err == nil || n != 0 {
+		t.Fatalf("a bad schedule: %d, %v; want 0 and an error", n, err)
+	}
+}
+
+func repeat(n BudgetNode, k int) []BudgetNode {
+	out := make([]BudgetNode, k)
+	for i := range out {
+		out[i] = n
+	}
+	return out
+}

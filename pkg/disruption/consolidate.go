@@ -3,10 +3,12 @@ package disruption
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Candidate is a node that voluntary disruption might remove.
@@ -19,8 +21,14 @@ type Candidate struct {
 	// Price the node costs now, $/h.
 	Price float64
 	// Blocked says why the node may not be disrupted voluntarily (a pod with
-	// do-not-disrupt, a PDB, not yet consolidatable); empty when it may.
+	// do-not-disrupt, a PDB, nominated for pending pods); empty when it may.
 	Blocked string
+	// DriftedSince is when the NodeClaim became Drifted; zero when it is not.
+	DriftedSince time.Time
+	// Consolidatable: the node has been quiet for its pool's
+	// consolidateAfter. Decide consolidates only these; Consolidate takes
+	// every candidate it is given.
+	Consolidatable bool
 }
 
 // Options shape a consolidation decision.
@@ -32,6 +40,8 @@ type Options struct {
 	// AllowedEmpty is the same for empty nodes, whose budgets may differ by
 	// reason; nil means Allowed.
 	AllowedEmpty map[string]int
+	// AllowedDrift is the same for drifted nodes (Decide only).
+	AllowedDrift map[string]int
 	// Policy is each NodePool's consolidationPolicy.
 	Policy map[string]v1.ConsolidationPolicy
 	// SpotToSpot allows replacing a spot node with a cheaper spot node.
@@ -68,9 +78,14 @@ type Decision struct {
 // then nodes whose pods fit elsewhere are removed together, greedily by
 // price, each checked against the removals before it; then nodes that a
 // strictly cheaper single node can replace. Budgets cap each NodePool.
+//
+// snap.Pods are the pending pods: they keep their claim on the room they
+// will take (see scheduling.NewCluster), and no removal counts on capacity
+// that is still launching or not initialized.
 func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Decision {
 	d := Decision{Skipped: map[string]string{}}
 	cluster := scheduling.NewCluster(snap, opts.Scheduling)
+	snap = asClaimed(snap, cluster.Claims())
 	kube := newKubeModel(snap)
 	kube.sched = opts.Scheduling
 	totals := totalsByPool(snap, cands)
@@ -119,6 +134,7 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			continue
 		case len(r.Unschedulable) > 0:
 			d.Skipped[c.Node] = fmt.Sprintf("its pods would not fit elsewhere: pod %s/%s: %s", r.Unschedulable[0].Pod.Namespace, r.Unschedulable[0].Pod.Name, r.Unschedulable[0].Reason)
+			waitingForLaunch(cluster, c, d.Skipped)
 			continue
 		}
 		movable = append(movable, c)
@@ -127,6 +143,7 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			deletable = append(deletable, eval{c, r})
 		case len(r.Replacements) > 1:
 			d.Skipped[c.Node] = fmt.Sprintf("its pods would need %d new nodes; consolidation replaces one node with at most one", len(r.Replacements))
+			waitingForLaunch(cluster, c, d.Skipped)
 		default:
 			repl := r.Replacements[0]
 			bothSpot := c.CapacityType == v1.CapacityTypeSpot && repl.Offering.CapacityType == v1.CapacityTypeSpot
@@ -137,6 +154,7 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			switch {
 			case repl.Price() >= c.Price-1e-9:
 				d.Skipped[c.Node] = fmt.Sprintf("no cheaper replacement: its pods need a %s at $%.4f/h, the node costs $%.4f/h", repl.InstanceType.Name, repl.Price(), c.Price)
+				waitingForLaunch(cluster, c, d.Skipped)
 			case bothSpot && !opts.SpotToSpot:
 				d.Skipped[c.Node] = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
 			case spotWhy != "":
@@ -272,6 +290,44 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		}
 	}
 	return d
+}
+
+// WaitingForLaunchReason is why a node stays whose pods would fit only in
+// capacity that is still launching or not yet initialized: that machine is
+// not Ready, may never be, and its room was launched for other pods.
+const WaitingForLaunchReason = "its pods would fit elsewhere only on capacity that is still launching or not yet initialized"
+
+// waitingForLaunch replaces a candidate's skip reason with
+// WaitingForLaunchReason when capacity still launching is what its removal
+// lacks, so that "why not?" names the real cause.
+func waitingForLaunch(cluster *scheduling.Cluster, c Candidate, skipped map[string]string) {
+	if !cluster.HasInFlight() {
+		return
+	}
+	if r, err := cluster.TryRemoveCountingInFlight(c.Node); err == nil && len(r.Unschedulable) == 0 && len(r.Replacements) == 0 {
+		skipped[c.Node] = WaitingForLaunchReason
+	}
+}
+
+// asClaimed is snap as kube-scheduler will find it: each pending pod on the
+// node the model holds room for it on, and capacity that is still launching
+// closed, so that the risk model and repacking see the same cluster as the
+// removals.
+func asClaimed(snap scheduling.Snapshot, claims map[string][]*corev1.Pod) scheduling.Snapshot {
+	out := snap
+	out.Pods = nil
+	out.Nodes = make([]*scheduling.Node, len(snap.Nodes))
+	for i, n := range snap.Nodes {
+		if len(claims[n.Name]) == 0 && !n.InFlight {
+			out.Nodes[i] = n
+			continue
+		}
+		cp := *n
+		cp.Pods = append(append([]*corev1.Pod{}, n.Pods...), claims[n.Name]...)
+		cp.MarkedForDeletion = cp.MarkedForDeletion || n.InFlight
+		out.Nodes[i] = &cp
+	}
+	return out
 }
 
 const unsafeReason = "kube-scheduler could spread its pods so that some find no node with room, and new capacity for them would cost more than the savings"

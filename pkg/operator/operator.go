@@ -117,8 +117,10 @@ func Run(ctx context.Context, opts *Options) error {
 	recorder := mgr.GetEventRecorderFor("karpenter")
 	sched := opts.Scheduling()
 	batcher := provisioning.NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration)
+	resync := 10 * time.Second
+	nominations := &state.Nominations{Clock: clk, Window: state.NominationWindow(opts.BatchMaxDuration, resync)}
 	prov := &provisioning.Provisioner{Client: mgr.GetClient(), Cluster: &state.Cluster{Client: mgr.GetClient(), CloudProvider: provider},
-		Batcher: batcher, Recorder: recorder, Clock: clk, Resync: 10 * time.Second, Scheduling: sched}
+		Batcher: batcher, Recorder: recorder, Clock: clk, Resync: resync, Nominations: nominations, Scheduling: sched}
 	if err := mgr.Add(prov); err != nil {
 		return err
 	}
@@ -146,7 +148,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	if err := mgr.Add(&disruptionctrl.Controller{Client: mgr.GetClient(), Cluster: &state.Cluster{Client: mgr.GetClient(), CloudProvider: provider},
 		CloudProvider: provider, Recorder: recorder, Clock: clk, Poll: opts.DisruptionPoll, SpotToSpot: opts.FeatureGates.SpotToSpotConsolidation,
-		ReadyTimeout: 10 * time.Minute, Scheduling: sched}); err != nil {
+		ReadyTimeout: 10 * time.Minute, Nominations: nominations, Scheduling: sched}); err != nil {
 		return err
 	}
 	if opts.FeatureGates.NodeRepair {

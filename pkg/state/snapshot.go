@@ -190,7 +190,7 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		if len(alloc) == 0 {
 			alloc = smallestOption(nc, typesByPool[nc.Labels[v1.LabelNodePool]])
 		}
-		snap.Nodes = append(snap.Nodes, &scheduling.Node{Name: "nodeclaim/" + nc.Name, Labels: labels, Taints: nc.Spec.Taints,
+		snap.Nodes = append(snap.Nodes, &scheduling.Node{Name: InFlightName(nc.Name), Labels: labels, Taints: nc.Spec.Taints,
 			Allocatable: alloc, NodePool: nc.Labels[v1.LabelNodePool], InFlight: true,
 			AttachLimits: claimAttachLimits(nc, typesByPool[nc.Labels[v1.LabelNodePool]])})
 	}

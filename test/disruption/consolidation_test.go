@@ -62,7 +62,8 @@ func initialized(t testing.TB, n int) []v1.NodeClaim {
 
 // TestGuide03ScaleDown is the guides' walkthrough: five inflate pods on a
 // c6a.2xlarge, scaled to one, end on the cheapest node that fits one, in
-// order: replacement initialized, old node tainted, drained, deleted.
+// order: old node tainted (so nothing new lands on it), replacement
+// initialized, old node drained and deleted.
 func TestGuide03ScaleDown(t *testing.T) {
 	j := framework.StartJoiner(t, "DISRUPTION_POLL=2s")
 	t.Cleanup(func() { framework.ResetCluster(t) })
@@ -91,8 +92,8 @@ func TestGuide03ScaleDown(t *testing.T) {
 	ready, tainted := first(lines, "initialized nodeclaim", repl.Name), first(lines, "tainted node", old.Status.NodeName)
 	deletedNode, deletedClaim := first(lines, "deleted node", old.Status.NodeName), first(lines, "deleted nodeclaim", old.Name)
 	if ready.IsZero() || tainted.IsZero() || deletedNode.IsZero() || deletedClaim.IsZero() ||
-		!ready.Before(tainted) || !tainted.Before(deletedNode) || deletedClaim.Before(deletedNode) {
-		t.Errorf("order: replacement initialized %v, old tainted %v, node deleted %v, nodeclaim deleted %v", ready, tainted, deletedNode, deletedClaim)
+		!tainted.Before(ready) || !ready.Before(deletedNode) || deletedClaim.Before(deletedNode) {
+		t.Errorf("order: old tainted %v, replacement initialized %v, node deleted %v, nodeclaim deleted %v", tainted, ready, deletedNode, deletedClaim)
 	}
 	if !strings.Contains(j.Logs(), "disrupting nodeclaim(s) via replace, terminating 1 nodes (1 pods) "+old.Status.NodeName+"/c6a.2xlarge/on-demand and replacing with on-demand node from types c6a.large") {
 		t.Errorf("no Karpenter-style decision log")

@@ -15,6 +15,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
@@ -37,7 +38,14 @@ type Provisioner struct {
 	Resync time.Duration
 	// Scheduling carries the operator's scheduling settings to every plan.
 	Scheduling scheduling.Options
+	// Nominations record the NodeClaims and nodes each batch launched or
+	// chose for pending pods, which disruption then leaves alone.
+	Nominations *state.Nominations
 }
+
+// CacheWait bounds how long a batch waits for the cache to hold the
+// NodeClaims it created; past it the next batch plans anyway.
+const CacheWait = 5 * time.Second
 
 // Start implements manager.Runnable.
 func (p *Provisioner) Start(ctx context.Context) error {
@@ -141,11 +149,62 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 		if created[i] == nil {
 			continue
 		}
+		p.Nominations.NominateNodeClaim(created[i].Name, nc.Pods...)
 		for _, pod := range nc.Pods {
 			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", created[i].Name)
 		}
 	}
+	p.nominateExisting(pending, plan.Existing)
+	p.awaitCache(ctx, created)
 	return nil
+}
+
+// nominateExisting records the existing nodes and in-flight NodeClaims the
+// plan counts on for pending pods. Every batch while the pods wait renews
+// it, so a node launched for them stays protected until they bind.
+func (p *Provisioner) nominateExisting(pending []*corev1.Pod, existing map[string]string) {
+	if p.Nominations == nil || len(existing) == 0 {
+		return
+	}
+	byNode := map[string][]*corev1.Pod{}
+	for _, pod := range pending {
+		if node, ok := existing[pod.Namespace+"/"+pod.Name]; ok {
+			byNode[node] = append(byNode[node], pod)
+		}
+	}
+	for node, pods := range byNode {
+		p.Nominations.NominateSnapshotNode(node, pods...)
+	}
+}
+
+// awaitCache waits, at most CacheWait, until the cache holds the NodeClaims
+// just created. A batch planned before that would not see them, and would
+// launch capacity for the same pods again.
+func (p *Provisioner) awaitCache(ctx context.Context, created []*v1.NodeClaim) {
+	deadline := p.Clock.Now().Add(CacheWait)
+	for {
+		missing := 0
+		for _, nc := range created {
+			if nc == nil {
+				continue
+			}
+			if err := p.Client.Get(ctx, client.ObjectKeyFromObject(nc), &v1.NodeClaim{}); apierrors.IsNotFound(err) {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if !p.Clock.Now().Before(deadline) {
+			log.FromContext(ctx).Info("the cache does not hold every nodeclaim just created; planning the next batch anyway", "missing", missing, "waited", CacheWait.String())
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.Clock.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func (p *Provisioner) create(ctx context.Context, np *v1.NodePool, planned *scheduling.NewNodeClaim) (*v1.NodeClaim, error) {

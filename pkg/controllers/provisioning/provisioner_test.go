@@ -1,9 +1,8 @@
-package provisioning_test
+package provisioning
 
 import (
 	"context"
-	"errors"
-	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,134 +10,172 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
-	"github.com/joiner-autoscaler/joiner/pkg/controllers/provisioning"
-	"github.com/joiner-autoscaler/joiner/pkg/operator"
-	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-// catalogProvider offers the embedded catalog; the provisioner only asks
-// for instance types.
-type catalogProvider struct{ types []*cloudprovider.InstanceType }
+type catalogCloud struct{ cloudprovider.CloudProvider }
 
-func (p catalogProvider) InstanceTypes(context.Context, *v1.NodePool) ([]*cloudprovider.InstanceType, error) {
-	return p.types, nil
-}
-func (catalogProvider) Create(context.Context, *v1.NodeClaim) (*v1.NodeClaim, error) {
-	return nil, errors.New("not used")
-}
-func (catalogProvider) Delete(context.Context, *v1.NodeClaim) error { return errors.New("not used") }
-func (catalogProvider) Get(context.Context, string) (*v1.NodeClaim, error) {
-	return nil, errors.New("not used")
-}
-func (catalogProvider) List(context.Context) ([]*v1.NodeClaim, error)            { return nil, nil }
-func (catalogProvider) IsDrifted(context.Context, *v1.NodeClaim) (string, error) { return "", nil }
-func (catalogProvider) Name() string                                             { return "catalog" }
-
-func pool(name string, replicas *int64, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodePool {
-	return &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodePoolSpec{Replicas: replicas,
-		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-			Requirements: append([]v1.NodeSelectorRequirementWithMinValues{
-				{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}},
-				{Key: "karpenter.k8s.aws/instance-category", Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
-			}, reqs...),
-		}}}}
+func (catalogCloud) InstanceTypes(context.Context, *v1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	return catalog.InstanceTypes(catalog.Options{})
 }
 
-func pendingPod() *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+func pendingPod(name, cpu string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
-		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
 }
 
-func provision(t *testing.T, sched scheduling.Options, objs ...client.Object) ([]v1.NodeClaim, []string) {
+// provisionerWorld is a fake cluster whose cache misses the NodeClaims the
+// provisioner creates for the first hidden reads of each.
+type provisionerWorld struct {
+	fc   *clocktesting.FakeClock
+	kube client.Client
+	p    *Provisioner
+
+	mu     sync.Mutex
+	hidden int
+	misses map[string]int
+}
+
+func newProvisionerWorld(t *testing.T, hidden int, objs ...client.Object) *provisionerWorld {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v1.AddToScheme(s)
+	_ = awsv1.AddToScheme(s)
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	class.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default", UID: "pool"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+		NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
+		Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}}},
+	}}}}
+	w := &provisionerWorld{fc: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), hidden: hidden, misses: map[string]int{}}
+	inner := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.NodeClaim{}, &awsv1.EC2NodeClass{}).WithObjects(append([]client.Object{class, pool}, objs...)...).Build()
+	w.kube = interceptor.NewClient(inner, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*v1.NodeClaim); ok {
+				w.mu.Lock()
+				miss := w.hidden < 0 || w.misses[key.Name] < w.hidden
+				if miss {
+					w.misses[key.Name]++
+				}
+				w.mu.Unlock()
+				if miss {
+					return apierrors.NewNotFound(schema.GroupResource{Group: v1.Group, Resource: "nodeclaims"}, key.Name)
+				}
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	w.p = &Provisioner{Client: w.kube, Cluster: &state.Cluster{Client: w.kube, CloudProvider: catalogCloud{}}, Recorder: record.NewFakeRecorder(100), Clock: w.fc,
+		Nominations: &state.Nominations{Clock: w.fc, Window: 20 * time.Second}}
+	return w
+}
+
+// reconcile runs one batch, stepping the fake clock while it waits, and
+// returns how far the clock moved.
+func (w *provisionerWorld) reconcile(t *testing.T) time.Duration {
 	t.Helper()
-	its, err := catalog.InstanceTypes(catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
+	start := w.fc.Now()
+	done := make(chan error)
+	go func() { done <- w.p.Reconcile(context.Background()) }()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w.fc.Since(start)
+		case <-timeout:
+			t.Fatal("timed out")
+		case <-time.After(time.Millisecond):
+			if w.fc.HasWaiters() {
+				w.fc.Step(50 * time.Millisecond)
+			}
+		}
 	}
-	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Status: awsv1.EC2NodeClassStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}}}
-	kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(append(objs, class, pendingPod())...).Build()
-	rec := record.NewFakeRecorder(100)
-	p := &provisioning.Provisioner{Client: kube, Cluster: &state.Cluster{Client: kube, CloudProvider: catalogProvider{its}}, Recorder: rec,
-		Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)), Scheduling: sched}
-	if err := p.Reconcile(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var claims v1.NodeClaimList
-	if err := kube.List(context.Background(), &claims); err != nil {
-		t.Fatal(err)
-	}
-	var events []string
-	for len(rec.Events) > 0 {
-		events = append(events, <-rec.Events)
-	}
-	return claims.Items, events
 }
 
-// A NodePool with spec.replicas is never used as a dynamic pool.
-func TestStaticNodePoolIsLeftOut(t *testing.T) {
-	three := int64(3)
-	t.Run("alone, the pod stays pending and is told why", func(t *testing.T) {
-		claims, events := provision(t, scheduling.Options{}, pool("static", &three))
-		if len(claims) != 0 {
-			t.Fatalf("%d NodeClaims from a static NodePool", len(claims))
-		}
-		if !strings.Contains(strings.Join(events, "\n"), `nodepool "static": spec.replicas is set (3), which makes this a static NodePool`) {
-			t.Fatalf("events %q", events)
-		}
-	})
-	t.Run("beside a dynamic NodePool, only that one launches", func(t *testing.T) {
-		claims, _ := provision(t, scheduling.Options{}, pool("static", &three), pool("dynamic", nil))
-		if len(claims) != 1 || claims[0].Labels[v1.LabelNodePool] != "dynamic" {
-			t.Fatalf("claims %v", claims)
-		}
-	})
+func (w *provisionerWorld) claims(t *testing.T) []v1.NodeClaim {
+	var list v1.NodeClaimList
+	if err := w.kube.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
 }
 
-// Every planned NodeClaim says whether its minValues were relaxed, as
-// Karpenter's do; Strict never launches a relaxed one.
-func TestMinValuesRelaxedAnnotation(t *testing.T) {
-	five := 5
-	// Two families offered, five asked for.
-	scarce := v1.NodeSelectorRequirementWithMinValues{Key: "karpenter.k8s.aws/instance-family", Operator: corev1.NodeSelectorOpIn, Values: []string{"m5", "c5", "x", "y", "z"}, MinValues: &five}
-	plenty := v1.NodeSelectorRequirementWithMinValues{Key: "karpenter.k8s.aws/instance-family", Operator: corev1.NodeSelectorOpExists, MinValues: &five}
+// TestProvisionerWaitsForItsCache: a batch returns only once the cache
+// holds the NodeClaims it created, or after CacheWait.
+func TestProvisionerWaitsForItsCache(t *testing.T) {
 	cases := []struct {
 		name   string
-		policy scheduling.MinValuesPolicy
-		req    v1.NodeSelectorRequirementWithMinValues
-		want   string // annotation; "" means no NodeClaim
+		hidden int
+		// wantWait is how long the batch waits, on the fake clock.
+		wantMin, wantMax time.Duration
 	}{
-		{name: "met", policy: scheduling.MinValuesPolicyStrict, req: plenty, want: "false"},
-		{name: "met under BestEffort", policy: scheduling.MinValuesPolicyBestEffort, req: plenty, want: "false"},
-		{name: "relaxed under BestEffort", policy: scheduling.MinValuesPolicyBestEffort, req: scarce, want: "true"},
-		{name: "not launched under Strict", policy: scheduling.MinValuesPolicyStrict, req: scarce},
+		{name: "the cache has it at once", hidden: 0, wantMax: 0},
+		{name: "the cache lags a few reads", hidden: 3, wantMin: 150 * time.Millisecond, wantMax: time.Second},
+		{name: "the cache never has it: bounded", hidden: -1, wantMin: CacheWait, wantMax: CacheWait + time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			claims, events := provision(t, scheduling.Options{MinValuesPolicy: tc.policy}, pool("flex", nil, tc.req))
-			if tc.want == "" {
-				if len(claims) != 0 || !strings.Contains(strings.Join(events, "\n"), `minValues 5 of requirement "karpenter.k8s.aws/instance-family" cannot be met`) {
-					t.Fatalf("claims %d, events %q", len(claims), events)
+			w := newProvisionerWorld(t, tc.hidden, pendingPod("p", "1"))
+			waited := w.reconcile(t)
+			if n := len(w.claims(t)); n != 1 {
+				t.Fatalf("%d nodeclaims, want 1", n)
+			}
+			if waited < tc.wantMin || waited > tc.wantMax {
+				t.Fatalf("waited %s, want %s to %s", waited, tc.wantMin, tc.wantMax)
+			}
+			if tc.hidden > 0 {
+				for name, n := range w.misses {
+					if n != tc.hidden {
+						t.Fatalf("nodeclaim %s read %d times before it was there, want %d", name, n, tc.hidden)
+					}
 				}
-				return
-			}
-			if len(claims) != 1 {
-				t.Fatalf("%d claims, events %q", len(claims), events)
-			}
-			if got := claims[0].Annotations[v1.AnnotationNodeClaimMinValuesRelaxed]; got != tc.want {
-				t.Fatalf("%s=%q, want %q", v1.AnnotationNodeClaimMinValuesRelaxed, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestProvisionerNominates: the NodeClaims a batch launches, and the
+// in-flight capacity a later batch counts on, are nominated for their pods.
+func TestProvisionerNominates(t *testing.T) {
+	w := newProvisionerWorld(t, 0, pendingPod("p-0", "1"))
+	w.reconcile(t)
+	claims := w.claims(t)
+	if len(claims) != 1 {
+		t.Fatalf("%d nodeclaims", len(claims))
+	}
+	first := claims[0].Name
+	if got := w.p.Nominations.For("", first); len(got) != 1 || got[0] != "default/p-0" {
+		t.Fatalf("nominations of the new nodeclaim: %v", got)
+	}
+	// A later batch: p-0 still waits, and fits the NodeClaim in flight.
+	w.fc.Step(15 * time.Second)
+	w.reconcile(t)
+	if n := len(w.claims(t)); n != 1 {
+		t.Fatalf("the second batch launched again: %d nodeclaims", n)
+	}
+	w.fc.Step(15 * time.Second)
+	if got := w.p.Nominations.For("", first); len(got) != 1 {
+		t.Fatalf("the second batch did not renew the nomination: %v", got)
+	}
+	w.fc.Step(10 * time.Second)
+	if got := w.p.Nominations.For("", first); len(got) != 0 {
+		t.Fatalf("the nomination outlived its window: %v", got)
 	}
 }

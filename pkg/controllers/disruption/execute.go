@@ -1,0 +1,429 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/taints"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// run is one command being carried out and what it has changed so far.
+// Every way out of execute goes through finish, which undoes what the
+// command no longer needs: an error path added later cannot forget a
+// taint, a DisruptionReason or a replacement.
+type run struct {
+	cmd   disruption.Command
+	infos []*candidateInfo
+	// marked candidates may carry the DisruptionReason and the taint.
+	marked []*candidateInfo
+	// created are the replacements launched.
+	created []*v1.NodeClaim
+	// deleting are the candidate NodeClaims whose deletion was accepted.
+	deleting map[string]bool
+}
+
+// cleanupTimeout bounds the API calls that release a command after its
+// context ended.
+const cleanupTimeout = 30 * time.Second
+
+// execute carries out a command, in Karpenter's order: mark and taint the
+// candidates, so that kube-scheduler puts nothing more on them; launch the
+// replacements and wait until they are initialized; check on a fresh
+// snapshot, with the pods now present, that the plan still holds; then
+// delete the candidates (their termination drains them through the
+// Eviction API). Abandoned, the command releases its candidates and deletes
+// its replacements.
+func (c *Controller) execute(ctx context.Context, cmd disruption.Command, byNode map[string]*candidateInfo) (err error) {
+	logger := log.FromContext(ctx)
+	how := "delete"
+	if len(cmd.Replacements) > 0 {
+		how = "replace"
+	}
+	r := &run{cmd: cmd, deleting: map[string]bool{}}
+	for _, cand := range cmd.Candidates {
+		if info := byNode[cand.Node]; info != nil {
+			r.infos = append(r.infos, info)
+		}
+	}
+	logger.Info(decisionMessage(cmd, how, r.infos), "reason", strings.ToLower(string(cmd.Reason)), "savings", fmt.Sprintf("$%.4f/h", cmd.Savings))
+	defer func() { c.finish(ctx, r) }()
+
+	for _, info := range r.infos {
+		r.marked = append(r.marked, info)
+		if err := c.setReason(ctx, info.nc.Name, cmd.Reason); err != nil {
+			return fmt.Errorf("marking nodeclaim %s: %w", info.nc.Name, err)
+		}
+		if err := c.taint(ctx, info.node.Name); err != nil {
+			return fmt.Errorf("tainting node %s: %w", info.node.Name, err)
+		}
+	}
+	for _, repl := range cmd.Replacements {
+		nc, err := c.createReplacement(ctx, repl, cmd.Reason)
+		if err != nil {
+			return fmt.Errorf("launching a replacement: %w", err)
+		}
+		r.created = append(r.created, nc)
+		for _, info := range r.infos {
+			c.Recorder.Eventf(info.nc, corev1.EventTypeNormal, "DisruptionLaunching", "Launching NodeClaim %s to replace this one (%s)", nc.Name, cmd.Reason)
+		}
+	}
+	if len(r.created) > 0 {
+		for _, info := range r.infos {
+			c.Recorder.Event(info.nc, corev1.EventTypeNormal, "DisruptionWaitingReadiness", "Waiting for the replacements to initialize before draining")
+		}
+		if err := c.waitInitialized(ctx, r.created); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			logger.Error(err, "replacement did not initialize; abandoning the disruption")
+			return nil
+		}
+	}
+	why, err := c.recheck(ctx, r)
+	if err != nil {
+		return fmt.Errorf("re-checking the disruption: %w", err)
+	}
+	if why != "" {
+		logger.Info("abandoning the disruption: "+why, "reason", strings.ToLower(string(cmd.Reason)))
+		for _, info := range r.infos {
+			c.Recorder.Event(info.nc, corev1.EventTypeNormal, "DisruptionBlocked", "disruption abandoned: "+why)
+		}
+		return nil
+	}
+	for _, info := range r.infos {
+		c.Recorder.Event(info.nc, corev1.EventTypeNormal, "DisruptionTerminating", fmt.Sprintf("Disrupting NodeClaim: %s/%s", how, cmd.Reason))
+		if err := c.Client.Delete(ctx, info.nc); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting nodeclaim %s: %w", info.nc.Name, err)
+		}
+		r.deleting[info.nc.Name] = true
+		metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(string(cmd.Reason)), info.cand.NodePool).Inc()
+	}
+	// Decide again only once the candidates are gone: until their pods have
+	// moved, the replacement looks empty.
+	return c.waitGone(ctx, cmd.Candidates)
+}
+
+// finish releases what a command leaves behind. Candidates whose deletion
+// never began lose the taint and the DisruptionReason. When none was
+// deleted, the replacements launched for them are deleted too, except one
+// that pods have landed on meanwhile: deleting it would evict them outside
+// any budget, and consolidation weighs it like any other node. When some
+// candidates were deleted, the replacements stay: they hold those nodes'
+// pods, and consolidation removes whatever room is left over.
+func (c *Controller) finish(ctx context.Context, r *run) {
+	logger := log.FromContext(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	for _, info := range r.marked {
+		if r.deleting[info.nc.Name] {
+			continue
+		}
+		if err := c.untaint(ctx, info.node.Name); err != nil {
+			logger.Error(err, "removing the disrupted taint", "Node", map[string]string{"name": info.node.Name})
+		}
+		if err := c.clearReason(ctx, info.nc.Name); err != nil {
+			logger.Error(err, "clearing the DisruptionReason", "NodeClaim", map[string]string{"name": info.nc.Name})
+		}
+	}
+	if len(r.deleting) > 0 || len(r.created) == 0 {
+		return
+	}
+	busy, err := c.busyNodes(ctx)
+	if err != nil {
+		logger.Error(err, "listing pods; keeping the replacements of an abandoned disruption")
+		return
+	}
+	for _, nc := range r.created {
+		var fresh v1.NodeClaim
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(nc), &fresh); err == nil && busy[fresh.Status.NodeName] {
+			logger.Info("keeping the replacement of an abandoned disruption: pods run on it", "NodeClaim", map[string]string{"name": nc.Name})
+			continue
+		}
+		if err := c.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			logger.Error(err, "deleting the replacement of an abandoned disruption", "NodeClaim", map[string]string{"name": nc.Name})
+			continue
+		}
+		logger.Info("deleted the replacement of an abandoned disruption", "NodeClaim", map[string]string{"name": nc.Name})
+	}
+}
+
+// busyNodes are the nodes running pods other than their own (DaemonSet,
+// mirror): pods that deleting the node would evict.
+func (c *Controller) busyNodes(ctx context.Context) (map[string]bool, error) {
+	var all corev1.PodList
+	if err := c.Client.List(ctx, &all); err != nil {
+		return nil, err
+	}
+	busy := map[string]bool{}
+	for i := range all.Items {
+		p := &all.Items[i]
+		if p.Spec.NodeName != "" && !pods.IsOwnedByNode(p) && !pods.IsTerminal(p) {
+			busy[p.Spec.NodeName] = true
+		}
+	}
+	return busy, nil
+}
+
+// decisionMessage is Karpenter's v1.0–v1.2 decision log line.
+func decisionMessage(cmd disruption.Command, how string, infos []*candidateInfo) string {
+	var nodes []string
+	n := 0
+	for _, cand := range cmd.Candidates {
+		nodes = append(nodes, fmt.Sprintf("%s/%s/%s", cand.Node, cand.InstanceType, cand.CapacityType))
+	}
+	for _, info := range infos {
+		n += info.pods
+	}
+	msg := fmt.Sprintf("disrupting nodeclaim(s) via %s, terminating %d nodes (%d pods) %s", how, len(cmd.Candidates), n, strings.Join(nodes, ", "))
+	var replacing []string
+	for _, r := range cmd.Replacements {
+		var names []string
+		for _, it := range r.InstanceTypes {
+			names = append(names, it.Name)
+		}
+		replacing = append(replacing, fmt.Sprintf("%s node from types %s", r.Offering.CapacityType, provisioning.FirstN(names, 5)))
+	}
+	switch {
+	case len(replacing) == 1:
+		msg += " and replacing with " + replacing[0]
+	case len(replacing) > 1:
+		// Karpenter never replaces with more than one node; Joiner's repack
+		// may, and lists each.
+		msg += fmt.Sprintf(" and replacing with %d nodes: %s", len(replacing), strings.Join(replacing, "; "))
+	}
+	return msg
+}
+
+// recheck says why the command may no longer go ahead, from fresh pods,
+// PDBs and nodes: a protection that arrived (a do-not-disrupt pod, a PDB
+// that allows no eviction), or pods that no longer fit once the candidates
+// go (see disruption.Recheck). Empty when it may.
+func (c *Controller) recheck(ctx context.Context, r *run) (string, error) {
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := c.Client.List(ctx, &pdbs); err != nil {
+		return "", err
+	}
+	var all corev1.PodList
+	if err := c.Client.List(ctx, &all); err != nil {
+		return "", err
+	}
+	var pending []*corev1.Pod
+	for i := range all.Items {
+		if pods.IsProvisionable(&all.Items[i]) {
+			pending = append(pending, &all.Items[i])
+		}
+	}
+	snap, _, err := c.Cluster.Snapshot(ctx, pending)
+	if err != nil {
+		return "", err
+	}
+	inSnap := map[string]*scheduling.Node{}
+	for _, n := range snap.Nodes {
+		inSnap[n.Name] = n
+	}
+	present := r.cmd
+	present.Candidates = nil
+	for _, info := range r.infos {
+		var node corev1.Node
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: info.node.Name}, &node); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // gone already: nothing of it to recheck
+			}
+			return "", err
+		}
+		sn := inSnap[node.Name]
+		if sn == nil {
+			continue
+		}
+		if why := disruption.Blocked(&node, sn.Pods, pdbs.Items); why != "" {
+			return fmt.Sprintf("node %s: %s", node.Name, why), nil
+		}
+		present.Candidates = append(present.Candidates, info.cand)
+	}
+	if len(present.Candidates) == 0 {
+		return "", nil
+	}
+	return disruption.Recheck(snap, present, c.Scheduling), nil
+}
+
+func (c *Controller) createReplacement(ctx context.Context, r *scheduling.NewNodeClaim, reason v1.DisruptionReason) (*v1.NodeClaim, error) {
+	var np v1.NodePool
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: r.NodePool}, &np); err != nil {
+		return nil, err
+	}
+	nc, err := provisioning.NewNodeClaim(&np, r, c.Client.Scheme())
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Client.Create(ctx, nc); err != nil {
+		return nil, err
+	}
+	metrics.NodeClaimsCreated.WithLabelValues(strings.ToLower(string(reason)), np.Name).Inc()
+	return nc, nil
+}
+
+// cacheGrace is how long a NodeClaim just created may be missing from the
+// informer cache before it counts as deleted.
+const cacheGrace = 10 * time.Second
+
+func (c *Controller) waitInitialized(ctx context.Context, claims []*v1.NodeClaim) error {
+	start := c.Clock.Now()
+	deadline := start.Add(c.ReadyTimeout)
+	for {
+		ready := 0
+		for _, want := range claims {
+			var nc v1.NodeClaim
+			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(want), &nc); err != nil {
+				// The cache may not have seen a NodeClaim just created; one
+				// still missing after that was deleted (a failed launch).
+				if apierrors.IsNotFound(err) && c.Clock.Since(start) < cacheGrace {
+					continue
+				}
+				return fmt.Errorf("replacement %s: %w", want.Name, err)
+			}
+			if nc.DeletionTimestamp != nil {
+				return fmt.Errorf("replacement %s is being deleted", want.Name)
+			}
+			if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
+				ready++
+			}
+		}
+		if ready == len(claims) {
+			return nil
+		}
+		if c.Clock.Now().After(deadline) {
+			return fmt.Errorf("replacements not initialized after %s", c.ReadyTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.Clock.After(time.Second):
+		}
+	}
+}
+
+func (c *Controller) waitGone(ctx context.Context, cands []disruption.Candidate) error {
+	deadline := c.Clock.Now().Add(c.ReadyTimeout)
+	for c.Clock.Now().Before(deadline) {
+		left := 0
+		for _, cand := range cands {
+			var nc v1.NodeClaim
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: cand.NodeClaim}, &nc); err == nil {
+				left++
+			}
+		}
+		if left == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.Clock.After(time.Second):
+		}
+	}
+	return nil
+}
+
+// setReason sets the NodeClaim's DisruptionReason: a command holds it.
+func (c *Controller) setReason(ctx context.Context, name string, reason v1.DisruptionReason) error {
+	return c.patchClaimStatus(ctx, name, func(nc *v1.NodeClaim) bool {
+		return meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue,
+			Reason: string(reason), ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(c.Clock.Now())})
+	})
+}
+
+// clearReason removes the DisruptionReason; a NodeClaim that is gone needs
+// none removed.
+func (c *Controller) clearReason(ctx context.Context, name string) error {
+	err := c.patchClaimStatus(ctx, name, func(nc *v1.NodeClaim) bool {
+		return meta.RemoveStatusCondition(&nc.Status.Conditions, v1.ConditionTypeDisruptionReason)
+	})
+	return client.IgnoreNotFound(err)
+}
+
+// patchClaimStatus applies change to a fresh copy of the NodeClaim's status
+// and patches it with optimistic locking, reading again and retrying on a
+// conflict: a condition another controller wrote meanwhile is not lost.
+func (c *Controller) patchClaimStatus(ctx context.Context, name string, change func(*v1.NodeClaim) bool) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		var nc v1.NodeClaim
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, &nc); err != nil {
+			return err
+		}
+		stored := nc.DeepCopy()
+		if !change(&nc) {
+			return nil
+		}
+		return c.Client.Status().Patch(ctx, &nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	})
+}
+
+// patchNode is patchClaimStatus for a Node's spec. It reports whether the
+// node changed; a node that is gone needs no change.
+func (c *Controller) patchNode(ctx context.Context, name string, change func(*corev1.Node) bool) (bool, error) {
+	changed := false
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		var node corev1.Node
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
+			return err
+		}
+		stored := node.DeepCopy()
+		if changed = change(&node); !changed {
+			return nil
+		}
+		return c.Client.Patch(ctx, &node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	})
+	return changed, client.IgnoreNotFound(err)
+}
+
+func (c *Controller) taint(ctx context.Context, name string) error {
+	changed, err := c.patchNode(ctx, name, func(n *corev1.Node) bool {
+		if taints.Has(n.Spec.Taints, v1.DisruptedNoScheduleTaint) {
+			return false
+		}
+		n.Spec.Taints = append(n.Spec.Taints, v1.DisruptedNoScheduleTaint)
+		return true
+	})
+	if changed && err == nil {
+		log.FromContext(ctx).Info("tainted node", "Node", map[string]string{"name": name}, "taint.Key", v1.DisruptedNoScheduleTaint.Key, "taint.Value", "", "taint.Effect", string(v1.DisruptedNoScheduleTaint.Effect))
+	}
+	return err
+}
+
+// untaint removes the disrupted taint, unless the node is being deleted:
+// its termination owns the taint then.
+func (c *Controller) untaint(ctx context.Context, name string) error {
+	_, err := c.patchNode(ctx, name, func(n *corev1.Node) bool {
+		if n.DeletionTimestamp != nil {
+			return false
+		}
+		var kept []corev1.Taint
+		for _, t := range n.Spec.Taints {
+			if !t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
+				kept = append(kept, t)
+			}
+		}
+		if len(kept) == len(n.Spec.Taints) {
+			return false
+		}
+		n.Spec.Taints = kept
+		return true
+	})
+	return err
+}

@@ -1,0 +1,82 @@
+package disruption
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Blocked says why a node may not be disrupted voluntarily now, from the
+// node, the pods bound to it and the cluster's PDBs; empty when it may.
+// It is asked when candidates are chosen and again just before the drain,
+// when pods that arrived meanwhile may have changed the answer.
+func Blocked(node *corev1.Node, onNode []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget) string {
+	if node.Annotations[v1.AnnotationDoNotDisrupt] == "true" {
+		return fmt.Sprintf("node has %q", v1.AnnotationDoNotDisrupt+": true")
+	}
+	for _, p := range onNode {
+		if pods.IsOwnedByNode(p) || pods.IsTerminal(p) {
+			continue
+		}
+		if pods.DoNotDisrupt(p) {
+			return fmt.Sprintf("pod %s/%s has %q", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt+": true")
+		}
+		var matching []string
+		for i := range pdbs {
+			pdb := &pdbs[i]
+			if pdb.Namespace != p.Namespace || pdb.Spec.Selector == nil {
+				continue
+			}
+			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+			if err != nil || !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			matching = append(matching, pdb.Name)
+			if pdb.Status.DisruptionsAllowed == 0 {
+				return fmt.Sprintf("PDB %s/%s blocks the eviction of pod %s/%s (0 disruptions allowed)", pdb.Namespace, pdb.Name, p.Namespace, p.Name)
+			}
+		}
+		if len(matching) > 1 {
+			return fmt.Sprintf("pod %s/%s is covered by more than one PDB (%s), which the Eviction API refuses", p.Namespace, p.Name, strings.Join(matching, ", "))
+		}
+	}
+	return ""
+}
+
+// Protected says why a candidate may not be disrupted voluntarily now:
+// the provisioner launched or chose it for pending pods (nominatedFor, those
+// still within their window), a protection of its node or pods (Blocked),
+// or no known price to weigh it by. Empty when it may.
+func Protected(c Candidate, node *corev1.Node, onNode []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget, nominatedFor []string) string {
+	if why := Nominated(nominatedFor); why != "" {
+		return why
+	}
+	if why := Blocked(node, onNode, pdbs); why != "" {
+		return why
+	}
+	if math.IsInf(c.Price, 1) {
+		zone := node.Labels[corev1.LabelTopologyZone]
+		return fmt.Sprintf("no price known for %s %s in %s", c.CapacityType, c.InstanceType, zone)
+	}
+	return ""
+}
+
+// Nominated is the reason a node the provisioner launched, or chose, for
+// pending pods is left alone: until they bind it looks empty, or emptier
+// than it is. Empty when pods is.
+func Nominated(pods []string) string {
+	switch len(pods) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("nominated for pending pod %s, which the provisioner launched or chose it for", pods[0])
+	}
+	return fmt.Sprintf("nominated for pending pod %s and %d other(s), which the provisioner launched or chose it for", pods[0], len(pods)-1)
+}

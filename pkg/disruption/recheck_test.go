@@ -1,0 +1,99 @@
+package disruption
+
+import (
+	"strings"
+	"testing"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestRecheck(t *testing.T) {
+	tainted := func(n *scheduling.Node, c Candidate) (*scheduling.Node, Candidate) {
+		n.Taints = append(n.Taints, v1.DisruptedNoScheduleTaint)
+		return n, c
+	}
+	cases := []struct {
+		name    string
+		setup   func() *setup
+		pending []*corev1.Pod
+		// cands are the command's candidates, by node name.
+		cands []string
+		want  string
+	}{
+		{
+			name: "the replacement, initialized, holds the candidate's pods",
+			setup: func() *setup {
+				s := (&setup{}).add(tainted(node("old", "c6a.2xlarge", "on-demand", pod("inflate-0", "1", "1Gi"))))
+				return s.add(node("replacement", "c6a.large", "on-demand"))
+			},
+			cands: []string{"old"},
+		},
+		{
+			name: "a pod that arrived on the candidate before the taint no longer fits",
+			setup: func() *setup {
+				s := (&setup{}).add(tainted(node("old", "c6a.2xlarge", "on-demand", pod("inflate-0", "1", "1Gi"), pod("arrived", "1", "1Gi"))))
+				return s.add(node("replacement", "c6a.large", "on-demand"))
+			},
+			cands: []string{"old"},
+			want:  "its pods no longer fit on the other nodes and the replacements; 1 more node(s) would be needed",
+		},
+		{
+			name: "a pending pod claims the replacement's room first",
+			setup: func() *setup {
+				s := (&setup{}).add(tainted(node("old", "c6a.2xlarge", "on-demand", pod("inflate-0", "1", "1Gi"))))
+				return s.add(node("replacement", "c6a.large", "on-demand"))
+			},
+			pending: []*corev1.Pod{pod("newcomer", "1", "1Gi")},
+			cands:   []string{"old"},
+			want:    "no longer fit",
+		},
+		{
+			name: "a delete whose pods still fit on another node",
+			setup: func() *setup {
+				s := (&setup{}).add(tainted(node("a", "c6a.large", "on-demand", pod("a-0", "1", "1Gi"))))
+				return s.add(node("b", "c6a.2xlarge", "on-demand", pod("b-0", "1", "1Gi")))
+			},
+			cands: []string{"a"},
+		},
+		{
+			name: "a delete whose room elsewhere was taken meanwhile",
+			setup: func() *setup {
+				s := (&setup{}).add(tainted(node("a", "c6a.large", "on-demand", pod("a-0", "1", "1Gi"))))
+				return s.add(node("b", "c6a.2xlarge", "on-demand", pod("b-0", "1", "1Gi"), pod("b-1", "6", "1Gi")))
+			},
+			cands: []string{"a"},
+			want:  "no longer fit",
+		},
+		{
+			name: "a pod that fits nowhere",
+			setup: func() *setup {
+				return (&setup{}).add(tainted(node("a", "c6a.large", "on-demand", pod("a-0", "1", "1Gi"), pod("odd", "1", "1Gi"))))
+			},
+			cands: []string{"a"},
+			want:  "no longer fit",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.setup()
+			if tc.name == "a pod that fits nowhere" {
+				s.nodes[0].Pods[1].Spec.NodeSelector = map[string]string{"no-such": "label"}
+			}
+			snap := scheduling.Snapshot{Nodes: s.nodes, Pods: tc.pending, NodePools: []scheduling.NodePool{{NodePool: guide03(), InstanceTypes: catalogTypes()}}}
+			cmd := Command{Reason: v1.DisruptionReasonUnderutilized}
+			for _, c := range s.cands {
+				for _, name := range tc.cands {
+					if c.Node == name {
+						cmd.Candidates = append(cmd.Candidates, c)
+					}
+				}
+			}
+			got := Recheck(snap, cmd, scheduling.Options{})
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

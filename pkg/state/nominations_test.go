@@ -1,0 +1,67 @@
+package state
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func pending(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+}
+
+func TestNominations(t *testing.T) {
+	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	n := &Nominations{Clock: fc, Window: 20 * time.Second}
+	n.NominateNodeClaim("nc-1", pending("b"), pending("a"))
+	n.NominateSnapshotNode(InFlightName("nc-2"), pending("c"))
+	n.NominateSnapshotNode("node-3", pending("d"))
+	steps := []struct {
+		name            string
+		advance         time.Duration
+		renew           bool
+		node, nodeClaim string
+		want            []string
+	}{
+		{name: "a NodeClaim launched for pods", node: "node-1", nodeClaim: "nc-1", want: []string{"default/a", "default/b"}},
+		{name: "an in-flight NodeClaim, named as the snapshot names it", nodeClaim: "nc-2", want: []string{"default/c"}},
+		{name: "an existing node", node: "node-3", nodeClaim: "nc-3", want: []string{"default/d"}},
+		{name: "another node", node: "node-4", nodeClaim: "nc-4", want: []string{}},
+		{name: "within the window", advance: 19 * time.Second, node: "node-1", nodeClaim: "nc-1", want: []string{"default/a", "default/b"}},
+		{name: "renewed by the next batch", renew: true, advance: 15 * time.Second, node: "node-1", nodeClaim: "nc-1", want: []string{"default/a", "default/b", "default/e"}},
+		{name: "others expired", nodeClaim: "nc-2", want: []string{}},
+		{name: "expired", advance: 21 * time.Second, node: "node-1", nodeClaim: "nc-1", want: []string{}},
+	}
+	for _, s := range steps {
+		if s.renew {
+			n.NominateNodeClaim("nc-1", pending("e"))
+		}
+		fc.Step(s.advance)
+		got := n.For(s.node, s.nodeClaim)
+		if !reflect.DeepEqual(got, s.want) {
+			t.Fatalf("%s: %v, want %v", s.name, got, s.want)
+		}
+	}
+	var none *Nominations
+	none.NominateNode("x", pending("a"))
+	if got := none.For("x", ""); len(got) != 0 {
+		t.Fatalf("nil nominations: %v", got)
+	}
+}
+
+func TestNominationWindow(t *testing.T) {
+	for _, tc := range []struct{ batchMax, resync, want time.Duration }{
+		{10 * time.Second, 10 * time.Second, 20 * time.Second},
+		{time.Second, 0, 10 * time.Second},
+		{time.Second, 10 * time.Second, 20 * time.Second},
+		{30 * time.Second, 10 * time.Second, time.Minute},
+	} {
+		if got := NominationWindow(tc.batchMax, tc.resync); got != tc.want {
+			t.Errorf("NominationWindow(%s, %s) = %s, want %s", tc.batchMax, tc.resync, got, tc.want)
+		}
+	}
+}
