@@ -22,11 +22,16 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
+
+// Workers is how many NodeClaims the lifecycle and termination controllers
+// handle at once.
+const Workers = 64
 
 // ProviderIDIndex indexes Nodes by spec.providerID and NodeClaims by status.providerID.
 const ProviderIDIndex = "providerID"
@@ -62,6 +67,10 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.lifecycle").
 		For(&v1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeToClaims)).
+		// A launch waits on the cloud for seconds; one worker would queue a
+		// scale-up's launches, and every deletion, behind each other. Each
+		// NodeClaim is still reconciled by one worker at a time.
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(c)
 }
 
