@@ -105,12 +105,17 @@ func TestGuide03ScaleDown(t *testing.T) {
 }
 
 // TestEmptinessAndProtection scales a one-node workload down and checks
-// what happens to the node. Where the node must stay, the test first waits
-// for the DisruptionBlocked event that gives the expected reason on its
-// NodeClaim, which a decision emits when it weighs the node and leaves it,
-// and only then checks that nothing was done to it.
+// what happens to the node. Where the node must stay, the test waits for
+// the DisruptionBlocked event that gives the expected reason on its
+// NodeClaim, and then for the disruption loop to have weighed the node as
+// it is after the scale-down (once it may be consolidated) in a whole
+// decision, which its debug log line "evaluated consolidation" marks; only
+// then does it check that nothing was done to the node. The event alone
+// would not do: a reason that does not depend on the pods, such as
+// do-not-disrupt, is given once, and may have been given before the
+// scale-down.
 func TestEmptinessAndProtection(t *testing.T) {
-	j := framework.StartJoiner(t, "DISRUPTION_POLL=2s")
+	j := framework.StartJoiner(t, "DISRUPTION_POLL=2s", "LOG_LEVEL=debug")
 	pool := func(policy, after, budget string) string {
 		return strings.Replace(framework.PoolAndClass, "  template:\n",
 			fmt.Sprintf("  disruption: {consolidationPolicy: %s, consolidateAfter: %s, budgets: [{nodes: %q}]}\n  template:\n", policy, after, budget), 1)
@@ -183,6 +188,30 @@ spec:
 				})
 			case "kept":
 				framework.WaitForEvent(t, time.Minute, "DisruptionBlocked", old.Name, tc.wantEvent)
+				// Both waits end early when the node is disrupted, for the
+				// checks below to say so.
+				disrupted := func() bool {
+					claims := framework.NodeClaims(t)
+					return len(claims) != 1 || claims[0].Name != old.Name || claims[0].DeletionTimestamp != nil || j.Decided(old.Name, old.Status.NodeName)
+				}
+				if !strings.Contains(tc.pool, "consolidateAfter: Never") {
+					framework.Eventually(t, time.Minute, "the node Consolidatable", func() (bool, string) {
+						if disrupted() {
+							return true, ""
+						}
+						got := condition(framework.NodeClaims(t)[0], v1.ConditionTypeConsolidatable)
+						return got == "True/Consolidatable", got
+					})
+				}
+				// Decisions run one at a time, each logging "evaluated
+				// consolidation" once it has decided and before it acts: the
+				// second line from now is a decision begun after now, and
+				// the third shows that one has been carried out.
+				from := j.Count("evaluated consolidation")
+				framework.Eventually(t, time.Minute, "three more consolidation decisions", func() (bool, string) {
+					n := j.Count("evaluated consolidation") - from
+					return n >= 3 || disrupted(), fmt.Sprintf("%d so far", n)
+				})
 				claims := framework.NodeClaims(t)
 				if len(claims) != 1 || claims[0].Name != old.Name || claims[0].DeletionTimestamp != nil {
 					t.Fatalf("the node was disrupted: %d claims", len(claims))

@@ -78,6 +78,15 @@ func TestDrain(t *testing.T) {
 				if evicted := webEvictions(t); len(evicted) > 0 {
 					t.Fatalf("the drain evicted %v", evicted)
 				}
+				var pods corev1.PodList
+				if err := framework.Kube.List(context.Background(), &pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range pods.Items {
+					if p.DeletionTimestamp != nil || p.Spec.NodeName != nc.Status.NodeName {
+						t.Fatalf("pod %s on %q is going although it may not be evicted", p.Name, p.Spec.NodeName)
+					}
+				}
 				return
 			}
 			framework.Eventually(t, time.Minute, "the drain forced at the deadline", func() (bool, string) {
