@@ -47,18 +47,23 @@ func withControl(t *testing.T, poolYAML string, others int) v1.NodeClaim {
 	return v1.NodeClaim{}
 }
 
-// waitCondition waits for the NodeClaim's condition to read want
-// ("Status/Reason").
+// conditionOf is the named NodeClaim's condition ("Status/Reason",
+// "absent"), or "gone" when there is no such NodeClaim.
+func conditionOf(t *testing.T, name, cond string) string {
+	for _, nc := range framework.NodeClaims(t) {
+		if nc.Name == name {
+			return condition(nc, cond)
+		}
+	}
+	return "gone"
+}
+
+// waitCondition waits for the NodeClaim's condition to read want.
 func waitCondition(t *testing.T, name, cond, want string) {
 	t.Helper()
 	framework.Eventually(t, 30*time.Second, cond+" "+want+" on "+name, func() (bool, string) {
-		for _, nc := range framework.NodeClaims(t) {
-			if nc.Name == name {
-				got := condition(nc, cond)
-				return got == want, got
-			}
-		}
-		return false, "no such NodeClaim"
+		got := conditionOf(t, name, cond)
+		return got == want, got
 	})
 }
 
@@ -73,15 +78,9 @@ func TestConsolidatable(t *testing.T) {
 	never := initialized(t, 1)[0]
 	quiet := withControl(t, pool("2s", "720h"), 1)
 	waitCondition(t, quiet.Name, v1.ConditionTypeConsolidatable, "True/Consolidatable")
-	for _, nc := range framework.NodeClaims(t) {
-		if nc.Name == never.Name {
-			if got := condition(nc, v1.ConditionTypeConsolidatable); got != "absent" {
-				t.Fatalf("under consolidateAfter: Never, Consolidatable %s", got)
-			}
-			return
-		}
+	if got := conditionOf(t, never.Name, v1.ConditionTypeConsolidatable); got != "absent" {
+		t.Fatalf("under consolidateAfter: Never, Consolidatable %s", got)
 	}
-	t.Fatalf("the NodeClaim under consolidateAfter: Never is gone")
 }
 
 func TestDrift(t *testing.T) {
@@ -128,15 +127,9 @@ func TestDrift(t *testing.T) {
 				framework.Kubectl(t, "", "patch", "nodepool", "control", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"team":"payments"}}}}}`)
 				waitCondition(t, ctl.Name, v1.ConditionTypeDrifted, "True/NodePoolDrifted")
 			}
-			for _, got := range framework.NodeClaims(t) {
-				if got.Name == nc.Name {
-					if d := condition(got, v1.ConditionTypeDrifted); d != "absent" {
-						t.Fatalf("Drifted %s", d)
-					}
-					return
-				}
+			if got := conditionOf(t, nc.Name, v1.ConditionTypeDrifted); got != "absent" {
+				t.Fatalf("Drifted %s", got)
 			}
-			t.Fatalf("the NodeClaim under test is gone")
 		})
 	}
 }
