@@ -1,7 +1,7 @@
 # The two commands the README gives are `make demo` and `make test`.
 SHELL := /bin/bash
 
-.PHONY: demo test generate verify-generated setup down fmt
+.PHONY: demo test soak generate verify-generated setup down fmt
 
 ## demo: set everything up and run the demo on a local control plane
 demo:
@@ -13,6 +13,12 @@ test: setup
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
 	go test -count=1 -timeout 25m ./...
+
+## soak: the steady-state test's full 30-minute watch (-tags long), outside
+## make test; about 40 minutes. docs/long-tests.md has its figures.
+soak: setup
+	go vet -tags long ./test/disruption/
+	go test -tags long -count=1 -timeout 60m -v -run '^TestSteadyState$$' ./test/disruption/
 
 ## setup: install etcd and build the control-plane binaries (cached in .cache)
 setup:

@@ -53,16 +53,33 @@ func TestBudgets(t *testing.T) {
 			t.Cleanup(func() { framework.ResetCluster(t) })
 			framework.Kubectl(t, budgetPool(tc.budgets), "apply", "-f", "-")
 			framework.Kubectl(t, apart(4), "apply", "-f", "-")
-			initialized(t, 4)
+			claims := initialized(t, 4)
 			if tc.drift {
 				framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"team":"payments"}}}}}`)
 			} else {
 				framework.Kubectl(t, "", "scale", "deployment/web", "--replicas=0")
 			}
 			if tc.wantFirst == "" {
-				time.Sleep(15 * time.Second)
-				if n := len(framework.NodeClaims(t)); n != 4 || strings.Contains(j.Logs(), "disrupting nodeclaim") {
-					t.Fatalf("%d nodeclaims left; the budget allowed a disruption", n)
+				// Each node gets a DisruptionBlocked event naming the budget
+				// from the decision that weighed it and left it; once all
+				// four have one, nothing may have been done to any.
+				text := "disruption budget"
+				if tc.drift {
+					text = "drifted"
+				}
+				for _, nc := range claims {
+					if msg := framework.WaitForEvent(t, time.Minute, "DisruptionBlocked", nc.Name, text); !strings.Contains(msg, "budget") {
+						t.Fatalf("%s was left because %q, want the budget named", nc.Name, msg)
+					}
+				}
+				left := 0
+				for _, nc := range framework.NodeClaims(t) {
+					if nc.DeletionTimestamp == nil {
+						left++
+					}
+				}
+				if left != 4 || strings.Contains(j.Logs(), "disrupting nodeclaim") {
+					t.Fatalf("%d nodeclaims left; the budget allowed a disruption", left)
 				}
 				return
 			}

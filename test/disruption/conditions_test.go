@@ -25,36 +25,61 @@ func condition(nc v1.NodeClaim, t string) string {
 	return "absent"
 }
 
+// withControl applies poolYAML renamed "control" (its NodePool and its own
+// EC2NodeClass) and a one-pod Deployment on it, and returns its NodeClaim
+// once initialized, with the others that are.
+//
+// The control answers a question a fixed sleep cannot: has the controller
+// had its chance? The nodeclaim controller that sets Consolidatable and
+// Drifted works through its NodeClaims one at a time, in the order their
+// changes reach it; when it has acted on a change to the control made after
+// a change to the NodeClaim under test, it has weighed that one too.
+func withControl(t *testing.T, poolYAML string, others int) v1.NodeClaim {
+	t.Helper()
+	framework.Kubectl(t, strings.ReplaceAll(poolYAML, "name: default}", "name: control}"), "apply", "-f", "-")
+	framework.Kubectl(t, framework.Deployment("ctl", 1, "500m", "512Mi", "      nodeSelector: {karpenter.sh/nodepool: control}\n"), "apply", "-f", "-")
+	for _, nc := range initialized(t, others+1) {
+		if nc.Labels[v1.LabelNodePool] == "control" {
+			return nc
+		}
+	}
+	t.Fatal("no NodeClaim from the control NodePool")
+	return v1.NodeClaim{}
+}
+
+// conditionOf is the named NodeClaim's condition ("Status/Reason",
+// "absent"), or "gone" when there is no such NodeClaim.
+func conditionOf(t *testing.T, name, cond string) string {
+	for _, nc := range framework.NodeClaims(t) {
+		if nc.Name == name {
+			return condition(nc, cond)
+		}
+	}
+	return "gone"
+}
+
+// waitCondition waits for the NodeClaim's condition to read want.
+func waitCondition(t *testing.T, name, cond, want string) {
+	t.Helper()
+	framework.Eventually(t, 30*time.Second, cond+" "+want+" on "+name, func() (bool, string) {
+		got := conditionOf(t, name, cond)
+		return got == want, got
+	})
+}
+
+// TestConsolidatable checks that a NodeClaim quiet for consolidateAfter
+// becomes Consolidatable, and that one under consolidateAfter: Never does
+// not, although it initialized first and has been quiet for longer.
 func TestConsolidatable(t *testing.T) {
 	framework.StartJoiner(t)
-	cases := []struct {
-		name, after string
-		want        string
-	}{
-		{name: "quiet for consolidateAfter", after: "2s", want: "True/Consolidatable"},
-		{name: "Never disables it", after: "Never", want: "absent"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Cleanup(func() { framework.ResetCluster(t) })
-			framework.Kubectl(t, pool(tc.after, "720h"), "apply", "-f", "-")
-			framework.Kubectl(t, framework.Deployment("web", 2, "500m", "512Mi", ""), "apply", "-f", "-")
-			framework.Eventually(t, time.Minute, "the NodeClaim to initialize", func() (bool, string) {
-				claims := framework.NodeClaims(t)
-				return len(claims) == 1 && meta.IsStatusConditionTrue(claims[0].Status.Conditions, v1.ConditionTypeInitialized), fmt.Sprint(len(claims))
-			})
-			if tc.want == "absent" {
-				time.Sleep(5 * time.Second)
-				if got := condition(framework.NodeClaims(t)[0], v1.ConditionTypeConsolidatable); got != "absent" {
-					t.Fatalf("Consolidatable %s", got)
-				}
-				return
-			}
-			framework.Eventually(t, 30*time.Second, "Consolidatable", func() (bool, string) {
-				got := condition(framework.NodeClaims(t)[0], v1.ConditionTypeConsolidatable)
-				return got == tc.want, got
-			})
-		})
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	framework.Kubectl(t, pool("Never", "720h"), "apply", "-f", "-")
+	framework.Kubectl(t, framework.Deployment("web", 2, "500m", "512Mi", ""), "apply", "-f", "-")
+	never := initialized(t, 1)[0]
+	quiet := withControl(t, pool("2s", "720h"), 1)
+	waitCondition(t, quiet.Name, v1.ConditionTypeConsolidatable, "True/Consolidatable")
+	if got := conditionOf(t, never.Name, v1.ConditionTypeConsolidatable); got != "absent" {
+		t.Fatalf("under consolidateAfter: Never, Consolidatable %s", got)
 	}
 }
 
@@ -78,26 +103,33 @@ func TestDrift(t *testing.T) {
 			t.Cleanup(func() { framework.ResetCluster(t) })
 			framework.Kubectl(t, pool("Never", "720h"), "apply", "-f", "-")
 			framework.Kubectl(t, framework.Deployment("web", 1, "500m", "512Mi", ""), "apply", "-f", "-")
-			framework.Eventually(t, time.Minute, "the NodeClaim to initialize", func() (bool, string) {
-				claims := framework.NodeClaims(t)
-				return len(claims) == 1 && meta.IsStatusConditionTrue(claims[0].Status.Conditions, v1.ConditionTypeInitialized), fmt.Sprint(len(claims))
-			})
+			nc := initialized(t, 1)[0]
+			var ctl v1.NodeClaim
+			if tc.want == "absent" {
+				ctl = withControl(t, pool("Never", "720h"), 1)
+			}
 			if tc.class != "" {
 				framework.Kubectl(t, "", "patch", "ec2nodeclass", "default", "--type=merge", "-p", tc.class)
 			} else {
 				framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", tc.change)
 			}
-			if tc.want == "absent" {
-				time.Sleep(5 * time.Second)
-				if got := condition(framework.NodeClaims(t)[0], v1.ConditionTypeDrifted); got != "absent" {
-					t.Fatalf("Drifted %s", got)
-				}
+			if tc.want != "absent" {
+				waitCondition(t, nc.Name, v1.ConditionTypeDrifted, tc.want)
 				return
 			}
-			framework.Eventually(t, 30*time.Second, "Drifted "+tc.want, func() (bool, string) {
-				got := condition(framework.NodeClaims(t)[0], v1.ConditionTypeDrifted)
-				return got == tc.want, got
-			})
+			// The same kind of change, one that drifts, made to the control
+			// after the change under test: once the control has drifted,
+			// the change under test has been weighed.
+			if tc.class != "" {
+				framework.Kubectl(t, "", "patch", "ec2nodeclass", "control", "--type=merge", "-p", `{"spec":{"tags":{"team":"payments"}}}`)
+				waitCondition(t, ctl.Name, v1.ConditionTypeDrifted, "True/NodeClassDrift")
+			} else {
+				framework.Kubectl(t, "", "patch", "nodepool", "control", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"team":"payments"}}}}}`)
+				waitCondition(t, ctl.Name, v1.ConditionTypeDrifted, "True/NodePoolDrifted")
+			}
+			if got := conditionOf(t, nc.Name, v1.ConditionTypeDrifted); got != "absent" {
+				t.Fatalf("Drifted %s", got)
+			}
 		})
 	}
 }

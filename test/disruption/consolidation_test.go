@@ -12,6 +12,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 type logLine struct {
@@ -104,8 +105,18 @@ func TestGuide03ScaleDown(t *testing.T) {
 	}
 }
 
+// TestEmptinessAndProtection scales a one-node workload down and checks
+// what happens to the node. Where the node must stay, the test waits for
+// the DisruptionBlocked event that gives the expected reason on its
+// NodeClaim, and then for the disruption loop to have weighed the node as
+// it is after the scale-down (once it may be consolidated) in a whole
+// decision, which its debug log line "evaluated consolidation" marks; only
+// then does it check that nothing was done to the node. The event alone
+// would not do: a reason that does not depend on the pods, such as
+// do-not-disrupt, is given once, and may have been given before the
+// scale-down.
 func TestEmptinessAndProtection(t *testing.T) {
-	framework.StartJoiner(t, "DISRUPTION_POLL=2s")
+	j := framework.StartJoiner(t, "DISRUPTION_POLL=2s", "LOG_LEVEL=debug")
 	pool := func(policy, after, budget string) string {
 		return strings.Replace(framework.PoolAndClass, "  template:\n",
 			fmt.Sprintf("  disruption: {consolidationPolicy: %s, consolidateAfter: %s, budgets: [{nodes: %q}]}\n  template:\n", policy, after, budget), 1)
@@ -118,7 +129,8 @@ func TestEmptinessAndProtection(t *testing.T) {
 		scaleTo int
 		// want: "removed" (no NodeClaim left), "kept" (the original stays),
 		// or "replaced" (a different NodeClaim).
-		want      string
+		want string
+		// wantEvent is the DisruptionBlocked reason a kept node gets.
 		wantEvent string
 	}{
 		{name: "an empty node is removed", pool: pool("WhenEmptyOrUnderutilized", "5s", "10%"),
@@ -128,7 +140,7 @@ func TestEmptinessAndProtection(t *testing.T) {
 		{name: "WhenEmpty removes the empty node", pool: pool("WhenEmpty", "5s", "10%"),
 			workload: framework.Deployment("web", 2, "1", "1Gi", ""), scaleTo: 0, want: "removed"},
 		{name: "consolidateAfter Never keeps an empty node", pool: pool("WhenEmptyOrUnderutilized", "Never", "10%"),
-			workload: framework.Deployment("web", 2, "1", "1Gi", ""), scaleTo: 0, want: "kept"},
+			workload: framework.Deployment("web", 2, "1", "1Gi", ""), scaleTo: 0, want: "kept", wantEvent: "consolidateAfter is Never"},
 		{name: "a zero budget blocks consolidation", pool: pool("WhenEmptyOrUnderutilized", "5s", "0"),
 			workload: framework.Deployment("web", 3, "1", "1Gi", ""), scaleTo: 1, want: "kept", wantEvent: "disruption budget"},
 		{name: "do-not-disrupt on a pod blocks consolidation", pool: pool("WhenEmptyOrUnderutilized", "5s", "10%"),
@@ -157,6 +169,13 @@ spec:
 				return n > 0, fmt.Sprint(n)
 			})
 			framework.Kubectl(t, "", "scale", "deployment/web", fmt.Sprintf("--replicas=%d", tc.scaleTo))
+			framework.Eventually(t, time.Minute, "the scale-down done", func() (bool, string) {
+				var pods corev1.PodList
+				if err := framework.Kube.List(t.Context(), &pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil {
+					return false, err.Error()
+				}
+				return len(pods.Items) == tc.scaleTo, fmt.Sprintf("%d pods", len(pods.Items))
+			})
 			switch tc.want {
 			case "removed":
 				framework.Eventually(t, time.Minute, "the node removed", func() (bool, string) {
@@ -169,16 +188,37 @@ spec:
 					return len(claims) == 1 && claims[0].Name != old.Name, fmt.Sprint(len(claims))
 				})
 			case "kept":
-				if tc.wantEvent != "" {
-					framework.Eventually(t, time.Minute, "an event saying why", func() (bool, string) {
-						out := framework.Kubectl(t, "", "get", "events", "-A", "--field-selector", "reason=DisruptionBlocked", "-o", "custom-columns=MSG:.message")
-						return strings.Contains(out, tc.wantEvent), framework.TailLines(out, 3)
+				framework.WaitForEvent(t, time.Minute, "DisruptionBlocked", old.Name, tc.wantEvent)
+				// Both waits end early when the node is disrupted, for the
+				// checks below to say so.
+				disrupted := func() bool {
+					claims := framework.NodeClaims(t)
+					return len(claims) != 1 || claims[0].Name != old.Name || claims[0].DeletionTimestamp != nil || j.Decided(old.Name, old.Status.NodeName)
+				}
+				if !strings.Contains(tc.pool, "consolidateAfter: Never") {
+					framework.Eventually(t, time.Minute, "the node Consolidatable", func() (bool, string) {
+						if disrupted() {
+							return true, ""
+						}
+						got := condition(framework.NodeClaims(t)[0], v1.ConditionTypeConsolidatable)
+						return got == "True/Consolidatable", got
 					})
 				}
-				time.Sleep(12 * time.Second)
+				// Decisions run one at a time, each logging "evaluated
+				// consolidation" once it has decided and before it acts: the
+				// second line from now is a decision begun after now, and
+				// the third shows that one has been carried out.
+				from := j.Count("evaluated consolidation")
+				framework.Eventually(t, time.Minute, "three more consolidation decisions", func() (bool, string) {
+					n := j.Count("evaluated consolidation") - from
+					return n >= 3 || disrupted(), fmt.Sprintf("%d so far", n)
+				})
 				claims := framework.NodeClaims(t)
-				if len(claims) != 1 || claims[0].Name != old.Name {
+				if len(claims) != 1 || claims[0].Name != old.Name || claims[0].DeletionTimestamp != nil {
 					t.Fatalf("the node was disrupted: %d claims", len(claims))
+				}
+				if j.Decided(old.Name, old.Status.NodeName) {
+					t.Fatalf("a disruption of the node was decided")
 				}
 			}
 		})

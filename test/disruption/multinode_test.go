@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,14 +14,31 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
 // TestMultiNodeScaleDown scales a mixed workload of 1,000 pods down to 20%
-// and checks that consolidation brings the cluster's $/h within 1.15× the
-// LP lower bound of the remaining pods, within 10 minutes, without evicting
-// pods over and over.
+// and checks that consolidation brings the cluster's $/h within 1.15x the
+// LP lower bound of the remaining pods, within 10 minutes, with every pod
+// Running at the end, and without moving pods over and over.
+//
+// A move is one eviction that the workload has to make up for: the
+// ReplicaSet creates a new pod (under a new name) for each pod evicted, so
+// the moves are counted as the ReplicaSets' pod creations after the
+// scale-down, and "moves per pod" is that count over the 200 pods left.
+// Each new pod is traced back to the evicted pod it replaces, so a replica
+// evicted again and again shows as one lineage of many moves.
+//
+// This is the end-to-end counterpart of pkg/disruption's
+// TestScaleDownConvergence, which replays the same workload with a model of
+// kube-scheduler for several seeds; here the real kube-scheduler places the
+// evicted pods, once.
 func TestMultiNodeScaleDown(t *testing.T) {
 	framework.StartJoiner(t, "DISRUPTION_POLL=5s")
 	t.Cleanup(func() { framework.ResetCluster(t) })
@@ -32,6 +50,13 @@ func TestMultiNodeScaleDown(t *testing.T) {
 		initial = append(initial, nc.Labels[corev1.LabelInstanceTypeStable])
 	}
 	t.Logf("initial nodes: %v", initial)
+	moves := watchMoves(t, 50)
+	t.Cleanup(func() {
+		if t.Failed() {
+			total, perOwner, longest := moves.result()
+			t.Logf("moves so far: %d, per ReplicaSet %v, at most %d for one replica", total, perOwner, longest)
+		}
+	})
 	scaleMixed(t, "load", 50)
 	its, err := catalog.InstanceTypes(catalog.Options{})
 	if err != nil {
@@ -84,22 +109,27 @@ func TestMultiNodeScaleDown(t *testing.T) {
 		}
 		return ratio <= 1.15 && time.Since(settled) > time.Minute, fmt.Sprintf("$%.3f/h against a bound of $%.3f/h: %.3f", price, bound, ratio)
 	})
-	// Evictions per pod: a pod a ReplicaSet recreates is a new pod, so
-	// each can be evicted once at most; the total per remaining pod says
-	// how often the workload moved.
-	out := framework.Kubectl(t, "", "get", "events", "-n", "default", "--field-selector", "reason=Evicted", "-o", "custom-columns=POD:.involvedObject.name,COUNT:.count", "--no-headers")
-	evictions, perPod := 0, map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var name string
-		var count int
-		if _, err := fmt.Sscan(line, &name, &count); err == nil {
-			evictions += count
-			perPod[name] += count
+	// Settled: a minute without a change in price, so no command is under
+	// way and every evicted pod has had its replacement placed.
+	if ok, state := mixedRunning(t, "load", 200); !ok {
+		t.Errorf("after consolidation settled: %s", state)
+	}
+	var pods corev1.PodList
+	if err := framework.Kube.List(context.Background(), &pods, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning {
+			t.Errorf("pod %s is %s on %q", p.Name, p.Status.Phase, p.Spec.NodeName)
 		}
 	}
-	for name, n := range perPod {
-		if n > 2 {
-			t.Errorf("pod %s evicted %d times", name, n)
+	total, perOwner, longest := moves.result()
+	evicted := 0
+	out := framework.Kubectl(t, "", "get", "events", "-n", "default", "--field-selector", "reason=Evicted", "-o", "custom-columns=COUNT:.count", "--no-headers")
+	for _, line := range strings.Fields(out) {
+		var n int
+		if _, err := fmt.Sscan(line, &n); err == nil {
+			evicted += n
 		}
 	}
 	var kinds []string
@@ -107,8 +137,145 @@ func TestMultiNodeScaleDown(t *testing.T) {
 		kinds = append(kinds, nc.Labels[corev1.LabelInstanceTypeStable])
 	}
 	t.Logf("final nodes: %v", kinds)
-	t.Logf("1,000 pods on %d nodes scaled to 200: within 1.15x after %s; settled at $%.3f/h, %.3fx the LP bound of $%.3f/h, on %d nodes, after %s; %d evictions, %.2f per pod",
-		before, reached.Round(time.Second), price, ratio, bound, len(framework.NodeClaims(t)), settled.Sub(start).Round(time.Second), evictions, float64(evictions)/200)
+	t.Logf("1,000 pods on %d nodes scaled to 200: within 1.15x after %s; settled at $%.3f/h, %.3fx the LP bound of $%.3f/h, on %d nodes, after %s; %d moves (%d Evicted events), %.2f per pod, per ReplicaSet %v, at most %d for one replica",
+		before, reached.Round(time.Second), price, ratio, bound, len(framework.NodeClaims(t)), settled.Sub(start).Round(time.Second), total, evicted, float64(total)/200, perOwner, longest)
+	if total > 3*200 {
+		t.Errorf("%d moves for 200 pods, want at most three per pod on average", total)
+	}
+	if longest > maxReplicaMoves {
+		t.Errorf("one replica moved %d times, want at most %d", longest, maxReplicaMoves)
+	}
+}
+
+// maxReplicaMoves bounds how often one replica may be moved on the way to
+// the converged cluster. Runs have moved the workload 1.7 to 2.4 times per
+// pod on average and one replica up to 6 times (the offline replay, up to
+// 7): the bounds, three per pod on average and 8 for one replica, leave
+// room for kube-scheduler's random choices and catch a replace loop, which
+// moves the same pods dozens of times.
+const maxReplicaMoves = 8
+
+// moves traces the default namespace's pods through their ReplicaSets: a
+// pod the ReplicaSet creates while it is short of pods replaces the pod
+// whose deletion made it short, the earliest first, and carries that
+// replica's moves on by one.
+type moves struct {
+	mu       sync.Mutex
+	replicas int
+	// depth is how many moves each live pod's replica has been through.
+	depth map[types.UID]int
+	gone  map[types.UID]bool
+	live  map[string]int
+	// owed are, per ReplicaSet, the depths of the pods whose deletion left
+	// it short, in deletion order.
+	owed    map[string][]int
+	created map[string]int
+	longest int
+}
+
+// watchMoves starts tracing pods; replicas is each ReplicaSet's size from
+// the scale-down on, so deletions that leave a ReplicaSet with at least
+// that many pods are the scale-down itself, not moves.
+func watchMoves(t *testing.T, replicas int) *moves {
+	m := &moves{replicas: replicas, depth: map[types.UID]int{}, gone: map[types.UID]bool{}, live: map[string]int{}, owed: map[string][]int{}, created: map[string]int{}}
+	cs, err := kubernetes.NewForConfig(framework.Cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(m); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("the pod informer did not sync")
+	}
+	return m
+}
+
+func replicaSet(p *corev1.Pod) string {
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "ReplicaSet" {
+		return ref.Name
+	}
+	return ""
+}
+
+func (m *moves) OnAdd(obj interface{}, initial bool) {
+	p, ok := obj.(*corev1.Pod)
+	rs := ""
+	if ok {
+		rs = replicaSet(p)
+	}
+	if rs == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.live[rs]++
+	if initial {
+		m.depth[p.UID] = 0
+		return
+	}
+	m.created[rs]++
+	d := 1
+	if q := m.owed[rs]; len(q) > 0 {
+		d, m.owed[rs] = q[0]+1, q[1:]
+	}
+	m.depth[p.UID] = d
+	m.longest = max(m.longest, d)
+	if p.DeletionTimestamp != nil {
+		m.deleted(p, rs)
+	}
+}
+
+func (m *moves) OnUpdate(_, obj interface{}) {
+	if p, ok := obj.(*corev1.Pod); ok && p.DeletionTimestamp != nil {
+		if rs := replicaSet(p); rs != "" {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.deleted(p, rs)
+		}
+	}
+}
+
+func (m *moves) OnDelete(obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if p, ok := obj.(*corev1.Pod); ok {
+		if rs := replicaSet(p); rs != "" {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.deleted(p, rs)
+		}
+	}
+}
+
+// deleted counts a pod out of its ReplicaSet once, when it starts to go.
+func (m *moves) deleted(p *corev1.Pod, rs string) {
+	if m.gone[p.UID] {
+		return
+	}
+	m.gone[p.UID] = true
+	m.live[rs]--
+	if m.live[rs] < m.replicas {
+		m.owed[rs] = append(m.owed[rs], m.depth[p.UID])
+	}
+}
+
+// result is the moves in all, per ReplicaSet, and the most for one replica.
+func (m *moves) result() (int, map[string]int, int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	total, per := 0, map[string]int{}
+	for rs, n := range m.created {
+		total += n
+		per[rs] = n
+	}
+	return total, per, m.longest
 }
 
 // mixedShapes are four pod shapes, CPU-heavy to memory-heavy.

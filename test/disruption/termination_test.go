@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/test/framework"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -29,14 +30,25 @@ func exists(t testing.TB, name string) bool {
 	return false
 }
 
-// TestDrain deletes a NodeClaim whose pods resist eviction and checks that
-// the drain waits for them, and that terminationGracePeriod ends the wait.
+// witness is a pod that nothing protects, run beside the pod under test:
+// when the drain has evicted it, the drain has had its chance at the other.
+const witness = `---
+apiVersion: v1
+kind: Pod
+metadata: {name: witness, labels: {app: witness}}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers: [{name: c, image: registry.k8s.io/pause:3.9, resources: {requests: {cpu: 100m, memory: 64Mi}}}]
+`
+
+// TestDrain deletes a NodeClaim whose pod resists eviction and checks that
+// the drain waits for it, and that terminationGracePeriod ends the wait.
 func TestDrain(t *testing.T) {
 	framework.StartJoiner(t, "DISRUPTION_POLL=2s")
 	cases := []struct {
 		name, tgp, workload string
 		// wantGone: the node must go (forced at the deadline); otherwise it
-		// must still be there after a while.
+		// must stay while the drain goes on.
 		wantGone bool
 	}{
 		{name: "a PDB allowing no eviction holds the drain", workload: framework.Deployment("web", 1, "500m", "512Mi", "      terminationGracePeriodSeconds: 0\n") + pdb("maxUnavailable: 0")},
@@ -50,33 +62,61 @@ func TestDrain(t *testing.T) {
 			framework.Kubectl(t, withTGP(tc.tgp), "apply", "-f", "-")
 			// Pods are deleted at the deadline less their own grace period;
 			// with none, exactly at the deadline.
-			framework.Kubectl(t, tc.workload, "apply", "-f", "-")
+			framework.Kubectl(t, tc.workload+witness, "apply", "-f", "-")
 			nc := initialized(t, 1)[0]
-			framework.Eventually(t, time.Minute, "the pod running", func() (bool, string) {
-				n, _ := framework.Running(t, map[string]string{"app": "web"})
-				return n == 1, fmt.Sprint(n)
+			framework.Eventually(t, time.Minute, "the pod and the witness running on the node", func() (bool, string) {
+				n, nodes := framework.Running(t, map[string]string{"app": "web"})
+				w, _ := framework.Running(t, map[string]string{"app": "witness"})
+				return n == 1 && w == 1 && nodes[nc.Status.NodeName] == 1, fmt.Sprintf("%d on %v, witness %d", n, nodes, w)
 			})
 			framework.Kubectl(t, "", "delete", "nodeclaim", nc.Name, "--wait=false")
-			time.Sleep(4 * time.Second)
-			if !exists(t, nc.Name) {
-				t.Fatalf("the node went before its pod could be evicted")
-			}
+			framework.WaitForEvent(t, time.Minute, "Evicted", "witness", "")
 			if !tc.wantGone {
-				time.Sleep(10 * time.Second)
 				if !exists(t, nc.Name) {
 					t.Fatalf("the node went although its pod may not be evicted")
+				}
+				if evicted := webEvictions(t); len(evicted) > 0 {
+					t.Fatalf("the drain evicted %v", evicted)
+				}
+				var pods corev1.PodList
+				if err := framework.Kube.List(context.Background(), &pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range pods.Items {
+					if p.DeletionTimestamp != nil || p.Spec.NodeName != nc.Status.NodeName {
+						t.Fatalf("pod %s on %q is going although it may not be evicted", p.Name, p.Spec.NodeName)
+					}
 				}
 				return
 			}
 			framework.Eventually(t, time.Minute, "the drain forced at the deadline", func() (bool, string) {
 				return !exists(t, nc.Name), "still there"
 			})
-			out := framework.Kubectl(t, "", "get", "events", "-A", "--field-selector", "reason=TerminationGracePeriodExpiring", "-o", "custom-columns=MSG:.message")
-			if !strings.Contains(out, "terminationGracePeriod ends at") {
-				t.Errorf("no TerminationGracePeriodExpiring event: %s", out)
+			// The pod went by deletion at the deadline, never by eviction.
+			out := framework.Events(t, "TerminationGracePeriodExpiring", nc.Name)
+			if len(out) == 0 || !strings.Contains(out[0], "terminationGracePeriod ends at") {
+				t.Errorf("no TerminationGracePeriodExpiring event: %v", out)
+			}
+			if evicted := webEvictions(t); len(evicted) > 0 {
+				t.Errorf("the drain evicted %v before the deadline", evicted)
 			}
 		})
 	}
+}
+
+// webEvictions names the app=web pods that were evicted.
+func webEvictions(t *testing.T) []string {
+	var events corev1.EventList
+	if err := framework.Kube.List(context.Background(), &events, client.InNamespace("default"), client.MatchingFields{"reason": "Evicted"}); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range events.Items {
+		if strings.HasPrefix(e.InvolvedObject.Name, "web-") {
+			out = append(out, e.InvolvedObject.Name)
+		}
+	}
+	return out
 }
 
 // TestPDBHonouredThroughoutDrain drains a node whose four pods allow one

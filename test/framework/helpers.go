@@ -108,11 +108,11 @@ func WaitEvent(t testing.TB, text string) {
 	})
 }
 
-// WantClaims checks, after a grace period, that n NodeClaims exist.
+// WantClaims checks that n NodeClaims exist. It does not wait: call it once
+// a positive signal shows the provisioner has done its work, such as the
+// pods Running or the batch's FailedScheduling event.
 func WantClaims(t testing.TB, n int) {
 	t.Helper()
-	// Give a late batch the chance to add more than it should.
-	time.Sleep(2 * time.Second)
 	claims := NodeClaims(t)
 	if len(claims) != n {
 		var names []string
@@ -121,6 +121,77 @@ func WantClaims(t testing.TB, n int) {
 		}
 		t.Fatalf("%d nodeclaims %v, want %d", len(claims), names, n)
 	}
+}
+
+// Events returns the messages of the events with reason about the object
+// named name (any kind, any namespace), oldest first.
+func Events(t testing.TB, reason, name string) []string {
+	t.Helper()
+	var events corev1.EventList
+	if err := Kube.List(context.Background(), &events, client.MatchingFields{"reason": reason, "involvedObject.name": name}); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range events.Items {
+		out = append(out, e.Message)
+	}
+	return out
+}
+
+// WaitForEvent waits for an event with reason about the object named name
+// whose message contains text, and returns that message.
+func WaitForEvent(t testing.TB, timeout time.Duration, reason, name, text string) string {
+	t.Helper()
+	var found string
+	Eventually(t, timeout, fmt.Sprintf("a %s event on %s with %q", reason, name, text), func() (bool, string) {
+		msgs := Events(t, reason, name)
+		for _, m := range msgs {
+			if strings.Contains(m, text) {
+				found = m
+				return true, ""
+			}
+		}
+		return false, strings.Join(msgs, " | ")
+	})
+	return found
+}
+
+// Count is how many of the controller's log lines so far carry exactly
+// this message.
+func (j *Joiner) Count(message string) int {
+	return strings.Count(j.Logs(), `"message":"`+message+`"`)
+}
+
+// WaitForBatches waits until the provisioner has run n whole batches with
+// pending pods after the call. A batch with pending pods logs "found
+// provisionable pod(s)" when it has planned them, and batches run one at a
+// time, so the n+1th such line after the call shows the nth has finished,
+// NodeClaim creations and events included. Pods that stay pending get a
+// batch at least every 10 s (the provisioner's resync).
+func (j *Joiner) WaitForBatches(t testing.TB, n int) {
+	t.Helper()
+	const batch = "found provisionable pod(s)"
+	from := j.Count(batch)
+	Eventually(t, time.Duration(n+1)*30*time.Second, fmt.Sprintf("%d provisioning batches", n), func() (bool, string) {
+		got := j.Count(batch) - from
+		return got > n, fmt.Sprintf("%d batches begun", got)
+	})
+}
+
+// Decided reports whether a disruption decision ("disrupting nodeclaim(s)
+// ...") has been logged that names any of the nodes or NodeClaims.
+func (j *Joiner) Decided(names ...string) bool {
+	for _, line := range strings.Split(j.Logs(), "\n") {
+		if !strings.Contains(line, `"message":"disrupting nodeclaim(s)`) {
+			continue
+		}
+		for _, name := range names {
+			if strings.Contains(line, name) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ReadSeed returns one of the installation guides' manifests.

@@ -10,7 +10,9 @@ import (
 )
 
 // TestConstraintsEndToEnd runs each constraint, and its counter-case, through
-// the controller, kube-scheduler and kwok.
+// the controller, kube-scheduler and kwok. The NodeClaims are counted once
+// the pods run, or, for pods that must stay pending, once the provisioner's
+// FailedScheduling event says it planned them and found no room.
 func TestConstraintsEndToEnd(t *testing.T) {
 	framework.StartJoiner(t)
 	cases := []struct {

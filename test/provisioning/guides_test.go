@@ -145,7 +145,7 @@ func TestGuide03ScaleUp(t *testing.T) {
 }
 
 func TestGuide02SpotTaintedAndLimit(t *testing.T) {
-	framework.StartJoiner(t)
+	j := framework.StartJoiner(t)
 	t.Cleanup(func() { framework.ResetCluster(t) })
 	framework.Kubectl(t, "", "apply", "-f", seed("02-spot-tainted-nodepool.yaml"))
 	sel := map[string]string{"app": "spot-workload"}
@@ -180,7 +180,9 @@ func TestGuide02SpotTaintedAndLimit(t *testing.T) {
 		out := framework.Kubectl(t, "", "get", "events", "-n", "default", "--field-selector", "reason=FailedScheduling", "-o", "custom-columns=MSG:.message")
 		return strings.Contains(out, `all available instance types exceed limits for nodepool: "spot"`), framework.TailLines(out, 3)
 	})
-	time.Sleep(3 * time.Second)
+	// A later batch must not go past the limit either: let one run whole
+	// after the eight nodes are up.
+	j.WaitForBatches(t, 1)
 	if n := len(framework.NodeClaims(t)); n != 8 {
 		t.Fatalf("%d nodeclaims, want the limit's 8", n)
 	}

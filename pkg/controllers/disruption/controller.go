@@ -138,6 +138,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		cands = append(cands, info.cand)
 	}
 	decision := disruption.Decide(snap, cands, opts)
+	log.FromContext(ctx).V(1).Info("evaluated consolidation", "candidates", len(cands), "commands", len(decision.Commands))
 	c.explain(byNode, decision.Skipped)
 	if len(decision.Commands) == 0 {
 		return nil

@@ -1,0 +1,9 @@
+//go:build long
+
+package disruption
+
+import "time"
+
+// steadyWatch under the long build tag is the acceptance's full half hour
+// (make soak).
+const steadyWatch = 30 * time.Minute
