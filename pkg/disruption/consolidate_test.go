@@ -262,33 +262,6 @@ func balancedSetup() *setup {
 	return s
 }
 
-// BenchmarkConsolidationDecision times one decision over every candidate of
-// a cluster of 500 and 2,000 nodes, each half empty after a scale-down:
-//
-//	go test -run '^$' -bench ConsolidationDecision -benchtime 1x ./pkg/disruption/
-func BenchmarkConsolidationDecision(b *testing.B) {
-	for _, count := range []int{500, 2000} {
-		b.Run(fmt.Sprintf("nodes=%d", count), func(b *testing.B) {
-			snap, cands := scaledDownCluster(count)
-			var d Decision
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				d = Consolidate(snap, append([]Candidate{}, cands...), Options{Allowed: map[string]int{"default": count}})
-			}
-			b.StopTimer()
-			removed, savings := 0, 0.0
-			for _, c := range d.Commands {
-				removed += len(c.Candidates)
-				savings += c.Savings
-			}
-			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/decision")
-			b.ReportMetric(float64(len(cands)), "candidates")
-			b.ReportMetric(float64(removed), "nodes-removed")
-			b.ReportMetric(savings, "saved-$/h")
-		})
-	}
-}
-
 // scaledDownCluster builds count nodes of 2-8 vCPU types, packed with pods
 // of four shapes, then removes half the pods at random (fixed seed).
 func scaledDownCluster(count int) (scheduling.Snapshot, []Candidate) {
@@ -371,30 +344,4 @@ func summary(d Decision) []string {
 		out = append(out, s)
 	}
 	return out
-}
-
-// BenchmarkRepack times the repack search alone, the last resort of a
-// decision, over every candidate of a cluster with a 10% budget:
-//
-//	go test -run '^$' -bench Repack -benchtime 1x ./pkg/disruption/
-func BenchmarkRepack(b *testing.B) {
-	for _, count := range []int{500, 2000} {
-		b.Run(fmt.Sprintf("nodes=%d", count), func(b *testing.B) {
-			snap, cands := scaledDownCluster(count)
-			var cmd Command
-			var ok bool
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				cmd, ok = repack(snap, newKubeModel(snap), cands, map[string]int{"default": count / 10}, Options{}, totalsByPool(snap, cands))
-			}
-			b.StopTimer()
-			if !ok {
-				b.Fatal("no repack found")
-			}
-			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/search")
-			b.ReportMetric(float64(len(cmd.Candidates)), "nodes-replaced")
-			b.ReportMetric(float64(len(cmd.Replacements)), "new-nodes")
-			b.ReportMetric(cmd.Savings, "saved-$/h")
-		})
-	}
 }
