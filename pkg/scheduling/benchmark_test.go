@@ -46,8 +46,11 @@ func benchInstanceTypes() []*cloudprovider.InstanceType {
 	return out
 }
 
-// diversePods builds the benchmark's five equal groups with requests drawn
-// uniformly (fixed seed) from Karpenter's sets.
+// diversePods is the benchmark's workload made checkable: Karpenter's five
+// groups, but every spread and affinity selector matches the pod's own
+// label and the generic pods carry none, so that TestPlansHonourConstraints
+// can check every constraint on the final plan. karpenterPods is the
+// workload as Karpenter's benchmark builds it.
 func diversePods(count int) []*corev1.Pod {
 	r := rand.New(rand.NewSource(42))
 	cpus := []string{"100m", "250m", "500m", "1", "1500m"}
@@ -79,11 +82,67 @@ func diversePods(count int) []*corev1.Pod {
 	return pods
 }
 
+// karpenterPods builds the workload of Karpenter's scheduling benchmark
+// (BenchmarkScheduling1000 and 5000 in sigs.k8s.io/karpenter's
+// pkg/controllers/provisioning/scheduling, as of v1.14): five equal groups
+// in turn, the remainder generic, requests drawn uniformly from its sets:
+//   - generic pods, each labelled my-label=<random letter>;
+//   - zone spread (maxSkew 1) and hostname spread, each pod labelled
+//     my-label=<letter> and its selector my-label=<another draw>, so a
+//     spread counts generic pods and pods of other groups too;
+//   - zone pod affinity, each pod labelled my-affinity=<letter> and
+//     requiring a pod with my-affinity=<another draw> in its zone;
+//   - hostname anti-affinity among all app=nginx pods.
+//
+// The draws come from one seeded source in Karpenter's order, so the
+// workload is the same shape, not the same pods.
+func karpenterPods(count int) []*corev1.Pod {
+	r := rand.New(rand.NewSource(42))
+	cpus := []string{"100m", "250m", "500m", "1", "1500m"}
+	mems := []string{"100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi"}
+	letters := []string{"a", "b", "c", "d", "e", "f", "g"}
+	letter := func() string { return letters[r.Intn(len(letters))] }
+	created := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var pods []*corev1.Pod
+	add := func(n int, build func(p *corev1.Pod)) {
+		for i := 0; i < n; i++ {
+			p := mkPod(fmt.Sprintf("pod-%d", len(pods)), "1", "1Gi")
+			p.CreationTimestamp = created
+			build(p)
+			// Requests are drawn last, after the labels, as Karpenter does.
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse(cpus[r.Intn(len(cpus))]), corev1.ResourceMemory: resource.MustParse(mems[r.Intn(len(mems))])}
+			pods = append(pods, p)
+		}
+	}
+	generic := func(p *corev1.Pod) { p.Labels["my-label"] = letter() }
+	spreadOn := func(key string) func(p *corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Labels["my-label"] = letter()
+			spread(key, 1, map[string]string{"my-label": letter()})(p)
+		}
+	}
+	group := count / 5
+	add(group, generic)
+	add(group, spreadOn(corev1.LabelTopologyZone))
+	add(group, spreadOn(corev1.LabelHostname))
+	add(group, func(p *corev1.Pod) {
+		p.Labels["my-affinity"] = letter()
+		podAffinity(corev1.LabelTopologyZone, map[string]string{"my-affinity": letter()})(p)
+	})
+	add(group, func(p *corev1.Pod) {
+		p.Labels["app"] = "nginx"
+		podAntiAffinity(corev1.LabelHostname, map[string]string{"app": "nginx"})(p)
+	})
+	add(count-len(pods), generic)
+	return pods
+}
+
 func BenchmarkDiversePods(b *testing.B) {
 	types := benchInstanceTypes()
 	for _, count := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("pods=%d", count), func(b *testing.B) {
-			snap := Snapshot{Pods: diversePods(count), NodePools: []NodePool{{NodePool: mkNodePool("default"), InstanceTypes: types}}}
+			snap := Snapshot{Pods: karpenterPods(count), NodePools: []NodePool{{NodePool: mkNodePool("default"), InstanceTypes: types}}}
 			var plan *Plan
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -208,3 +208,70 @@ func checkEveryOption(t *testing.T, plan *Plan, pool *v1.NodePool, daemons []*co
 		}
 	}
 }
+
+// TestKarpenterWorkloadHonoursConstraints checks plans of the benchmark's
+// workload as Karpenter builds it (karpenterPods), whose selectors count
+// other pods than their own. Spread there is a rule about the moment each
+// pod is placed, which a final plan cannot show; what the final plan can
+// show is checked: every pod placed, every launch option valid, one nginx
+// pod per node, zone-constrained pods on single-zone nodes, and every zone
+// affinity satisfied by a pod of the target label in the same zone.
+func TestKarpenterWorkloadHonoursConstraints(t *testing.T) {
+	for _, count := range []int{100, 1000} {
+		t.Run(fmt.Sprintf("pods=%d", count), func(t *testing.T) {
+			pool := mkNodePool("default")
+			snap := Snapshot{Pods: karpenterPods(count), NodePools: []NodePool{{NodePool: pool, InstanceTypes: benchInstanceTypes()}}}
+			plan := Solve(snap, Options{})
+			if len(plan.Unschedulable) > 0 {
+				t.Fatalf("%d unschedulable, e.g. %s: %s", len(plan.Unschedulable), plan.Unschedulable[0].Pod.Name, plan.Unschedulable[0].Reason)
+			}
+			checkEveryOption(t, plan, pool, nil)
+			placed := 0
+			labelsInZone := map[string]map[string]bool{}
+			type want struct{ pod, zone, target string }
+			var affinities []want
+			for _, nc := range plan.NewNodeClaims {
+				zones := nc.Requirements[corev1.LabelTopologyZone].Values()
+				nginx := 0
+				for _, p := range nc.Pods {
+					placed++
+					if p.Labels["app"] == "nginx" {
+						nginx++
+					}
+					zonal := p.Spec.Affinity != nil && p.Spec.Affinity.PodAffinity != nil
+					for _, tsc := range p.Spec.TopologySpreadConstraints {
+						zonal = zonal || tsc.TopologyKey == corev1.LabelTopologyZone
+					}
+					if zonal && len(zones) != 1 {
+						t.Errorf("pod %s with zone constraints on a node with zones %v", p.Name, zones)
+						continue
+					}
+					if len(zones) != 1 {
+						continue
+					}
+					if a := p.Labels["my-affinity"]; a != "" {
+						if labelsInZone[zones[0]] == nil {
+							labelsInZone[zones[0]] = map[string]bool{}
+						}
+						labelsInZone[zones[0]][a] = true
+					}
+					if zonal && p.Spec.Affinity != nil && p.Spec.Affinity.PodAffinity != nil {
+						target := p.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector.MatchLabels["my-affinity"]
+						affinities = append(affinities, want{p.Name, zones[0], target})
+					}
+				}
+				if nginx > 1 {
+					t.Errorf("%d anti-affine nginx pods share a node", nginx)
+				}
+			}
+			if placed != count {
+				t.Fatalf("%d of %d pods placed", placed, count)
+			}
+			for _, a := range affinities {
+				if !labelsInZone[a.zone][a.target] {
+					t.Errorf("pod %s in %s requires a pod with my-affinity=%s there; none is", a.pod, a.zone, a.target)
+				}
+			}
+		})
+	}
+}
