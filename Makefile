@@ -17,8 +17,8 @@ test: setup
 ## soak: the steady-state test's full 30-minute watch (-tags long), outside
 ## make test; about 40 minutes. docs/long-tests.md has its figures.
 soak: setup
-	go vet -tags long ./test/disruption/
-	go test -tags long -count=1 -timeout 60m -v -run '^TestSteadyState$$' ./test/disruption/
+	go vet -tags long ./test/consolidation/
+	go test -tags long -count=1 -timeout 60m -v -run '^TestSteadyState$$' ./test/consolidation/
 
 ## setup: install etcd and build the control-plane binaries (cached in .cache)
 setup:

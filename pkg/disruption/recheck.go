@@ -3,8 +3,30 @@ package disruption
 import (
 	"fmt"
 
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
+
+// PodKey names a pod across its life: a recreated pod is another pod.
+func PodKey(p *corev1.Pod) string {
+	return p.Namespace + "/" + p.Name + "/" + string(p.UID)
+}
+
+// Arrived are the pods on a node that a command was not planned for
+// (planned holds the PodKeys it moved): pods kube-scheduler bound there
+// between the decision and the taint, or that tolerate the taint. The
+// node's own DaemonSet and mirror pods and finished pods never count.
+func Arrived(planned map[string]bool, onNode []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range onNode {
+		if !planned[PodKey(p)] && !pods.IsOwnedByNode(p) && !pods.IsTerminal(p) && p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // Recheck says why a command may no longer go ahead, asked just before its
 // candidates are drained: on a fresh snapshot in which the candidates carry

@@ -7,6 +7,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestRecheck(t *testing.T) {
@@ -93,6 +94,35 @@ func TestRecheck(t *testing.T) {
 			got := Recheck(snap, cmd, scheduling.Options{})
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestArrived(t *testing.T) {
+	planned := pod("planned", "1", "1Gi")
+	planned.UID = "u1"
+	recreated := pod("planned", "1", "1Gi") // a StatefulSet pod, back under its name
+	recreated.UID = "u2"
+	daemon := pod("agent", "100m", "64Mi")
+	daemon.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent"}}
+	done := pod("job", "1", "1Gi")
+	done.Status.Phase = corev1.PodSucceeded
+	late := pod("late", "1", "1Gi")
+	cases := []struct {
+		name   string
+		onNode []*corev1.Pod
+		want   int
+	}{
+		{name: "only what was planned", onNode: []*corev1.Pod{planned}, want: 0},
+		{name: "a DaemonSet pod and a finished pod are not arrivals", onNode: []*corev1.Pod{planned, daemon, done}, want: 0},
+		{name: "a new pod", onNode: []*corev1.Pod{planned, late}, want: 1},
+		{name: "a pod recreated under the same name is another pod", onNode: []*corev1.Pod{recreated}, want: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Arrived(map[string]bool{PodKey(planned): true}, tc.onNode); len(got) != tc.want {
+				t.Fatalf("%d arrived, want %d", len(got), tc.want)
 			}
 		})
 	}

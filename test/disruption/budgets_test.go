@@ -53,7 +53,7 @@ func TestBudgets(t *testing.T) {
 			t.Cleanup(func() { framework.ResetCluster(t) })
 			framework.Kubectl(t, budgetPool(tc.budgets), "apply", "-f", "-")
 			framework.Kubectl(t, apart(4), "apply", "-f", "-")
-			claims := initialized(t, 4)
+			claims := framework.Initialized(t, 4)
 			if tc.drift {
 				framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"team":"payments"}}}}}`)
 			} else {
@@ -104,7 +104,7 @@ func TestRestartDuringReplacement(t *testing.T) {
 	first := framework.StartJoiner(t, "DISRUPTION_POLL=2s", "KWOK_LAUNCH_DELAY=5s")
 	manifest := strings.Replace(framework.ReadSeed(t, "03-scale-up-down.yaml"), "consolidateAfter: 1m", "consolidateAfter: 5s", 1)
 	framework.Kubectl(t, manifest, "apply", "-f", "-")
-	initialized(t, 1)
+	framework.Initialized(t, 1)
 	framework.Kubectl(t, "", "scale", "deployment/inflate", "--replicas=1")
 	framework.Eventually(t, 2*time.Minute, "a replacement being launched", func() (bool, string) {
 		return len(framework.NodeClaims(t)) == 2, fmt.Sprint(len(framework.NodeClaims(t)))

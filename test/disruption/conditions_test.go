@@ -8,22 +8,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/test/framework"
-	"k8s.io/apimachinery/pkg/api/meta"
 )
-
-// pool is the test NodePool with consolidateAfter and expireAfter set.
-func pool(consolidateAfter, expireAfter string) string {
-	return strings.Replace(strings.Replace(framework.PoolAndClass,
-		"  template:\n", fmt.Sprintf("  disruption: {consolidateAfter: %s}\n  template:\n", consolidateAfter), 1),
-		"      requirements:", "      expireAfter: "+expireAfter+"\n      requirements:", 1)
-}
-
-func condition(nc v1.NodeClaim, t string) string {
-	if c := meta.FindStatusCondition(nc.Status.Conditions, t); c != nil {
-		return string(c.Status) + "/" + c.Reason
-	}
-	return "absent"
-}
 
 // withControl applies poolYAML renamed "control" (its NodePool and its own
 // EC2NodeClass) and a one-pod Deployment on it, and returns its NodeClaim
@@ -38,7 +23,7 @@ func withControl(t *testing.T, poolYAML string, others int) v1.NodeClaim {
 	t.Helper()
 	framework.Kubectl(t, strings.ReplaceAll(poolYAML, "name: default}", "name: control}"), "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("ctl", 1, "500m", "512Mi", "      nodeSelector: {karpenter.sh/nodepool: control}\n"), "apply", "-f", "-")
-	for _, nc := range initialized(t, others+1) {
+	for _, nc := range framework.Initialized(t, others+1) {
 		if nc.Labels[v1.LabelNodePool] == "control" {
 			return nc
 		}
@@ -52,7 +37,7 @@ func withControl(t *testing.T, poolYAML string, others int) v1.NodeClaim {
 func conditionOf(t *testing.T, name, cond string) string {
 	for _, nc := range framework.NodeClaims(t) {
 		if nc.Name == name {
-			return condition(nc, cond)
+			return framework.Condition(nc, cond)
 		}
 	}
 	return "gone"
@@ -73,10 +58,10 @@ func waitCondition(t *testing.T, name, cond, want string) {
 func TestConsolidatable(t *testing.T) {
 	framework.StartJoiner(t)
 	t.Cleanup(func() { framework.ResetCluster(t) })
-	framework.Kubectl(t, pool("Never", "720h"), "apply", "-f", "-")
+	framework.Kubectl(t, framework.PoolWith("Never", "720h"), "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("web", 2, "500m", "512Mi", ""), "apply", "-f", "-")
-	never := initialized(t, 1)[0]
-	quiet := withControl(t, pool("2s", "720h"), 1)
+	never := framework.Initialized(t, 1)[0]
+	quiet := withControl(t, framework.PoolWith("2s", "720h"), 1)
 	waitCondition(t, quiet.Name, v1.ConditionTypeConsolidatable, "True/Consolidatable")
 	if got := conditionOf(t, never.Name, v1.ConditionTypeConsolidatable); got != "absent" {
 		t.Fatalf("under consolidateAfter: Never, Consolidatable %s", got)
@@ -101,12 +86,12 @@ func TestDrift(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Cleanup(func() { framework.ResetCluster(t) })
-			framework.Kubectl(t, pool("Never", "720h"), "apply", "-f", "-")
+			framework.Kubectl(t, framework.PoolWith("Never", "720h"), "apply", "-f", "-")
 			framework.Kubectl(t, framework.Deployment("web", 1, "500m", "512Mi", ""), "apply", "-f", "-")
-			nc := initialized(t, 1)[0]
+			nc := framework.Initialized(t, 1)[0]
 			var ctl v1.NodeClaim
 			if tc.want == "absent" {
-				ctl = withControl(t, pool("Never", "720h"), 1)
+				ctl = withControl(t, framework.PoolWith("Never", "720h"), 1)
 			}
 			if tc.class != "" {
 				framework.Kubectl(t, "", "patch", "ec2nodeclass", "default", "--type=merge", "-p", tc.class)
@@ -137,7 +122,7 @@ func TestDrift(t *testing.T) {
 func TestExpiration(t *testing.T) {
 	j := framework.StartJoiner(t)
 	t.Cleanup(func() { framework.ResetCluster(t) })
-	framework.Kubectl(t, pool("Never", "20s"), "apply", "-f", "-")
+	framework.Kubectl(t, framework.PoolWith("Never", "20s"), "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("web", 2, "500m", "512Mi", ""), "apply", "-f", "-")
 	var first string
 	framework.Eventually(t, time.Minute, "a NodeClaim", func() (bool, string) {
@@ -168,10 +153,10 @@ func TestExpiration(t *testing.T) {
 func TestExpirationPastDoNotDisrupt(t *testing.T) {
 	framework.StartJoiner(t)
 	t.Cleanup(func() { framework.ResetCluster(t) })
-	p := strings.Replace(pool("Never", "20s"), "      expireAfter:", "      terminationGracePeriod: 20s\n      expireAfter:", 1)
+	p := strings.Replace(framework.PoolWith("Never", "20s"), "      expireAfter:", "      terminationGracePeriod: 20s\n      expireAfter:", 1)
 	framework.Kubectl(t, p, "apply", "-f", "-")
 	framework.Kubectl(t, doNotDisrupt(framework.Deployment("web", 1, "500m", "512Mi", "      terminationGracePeriodSeconds: 0\n")), "apply", "-f", "-")
-	first := initialized(t, 1)[0]
+	first := framework.Initialized(t, 1)[0]
 	var deleting time.Time
 	framework.Eventually(t, time.Minute, "the NodeClaim expired", func() (bool, string) {
 		for _, nc := range framework.NodeClaims(t) {

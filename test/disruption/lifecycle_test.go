@@ -47,7 +47,7 @@ func TestKarpenterHashesAreRestamped(t *testing.T) {
 	p := strings.Replace(framework.PoolAndClass, "  template:\n", "  disruption: {consolidateAfter: 40s, budgets: [{nodes: \"0\"}]}\n  template:\n", 1)
 	framework.Kubectl(t, p, "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("web", 1, "500m", "512Mi", ""), "apply", "-f", "-")
-	nc := initialized(t, 1)[0]
+	nc := framework.Initialized(t, 1)[0]
 	annotate(t, "nodepool", "default", map[string]string{v1.AnnotationNodePoolHash: karpenterStamps[v1.AnnotationNodePoolHash], v1.AnnotationNodePoolHashVersion: "v3"})
 	annotate(t, "ec2nodeclass", "default", map[string]string{awsv1.AnnotationEC2NodeClassHash: karpenterStamps[awsv1.AnnotationEC2NodeClassHash], awsv1.AnnotationEC2NodeClassHashVersion: "v6"})
 	annotate(t, "nodeclaim", nc.Name, karpenterStamps)
@@ -74,7 +74,7 @@ func TestKarpenterHashesAreRestamped(t *testing.T) {
 	})
 	// Consolidatable comes from a later pass of the controller that judges
 	// drift: it is the sign that drift was judged after the re-stamp.
-	if c := condition(got, v1.ConditionTypeConsolidatable); c != "absent" {
+	if c := framework.Condition(got, v1.ConditionTypeConsolidatable); c != "absent" {
 		t.Fatalf("Consolidatable %s before the re-stamp; the test cannot tell a later pass from an earlier one", c)
 	}
 	if got.Annotations[v1.AnnotationNodePoolHash] != pool.Annotations[v1.AnnotationNodePoolHash] ||
@@ -87,10 +87,10 @@ func TestKarpenterHashesAreRestamped(t *testing.T) {
 		if err := framework.Kube.Get(context.Background(), client.ObjectKey{Name: nc.Name}, &got); err != nil {
 			return false, err.Error()
 		}
-		c := condition(got, v1.ConditionTypeConsolidatable)
+		c := framework.Condition(got, v1.ConditionTypeConsolidatable)
 		return c == "True/Consolidatable", c
 	})
-	if d := condition(got, v1.ConditionTypeDrifted); d != "absent" {
+	if d := framework.Condition(got, v1.ConditionTypeDrifted); d != "absent" {
 		t.Fatalf("the migrated NodeClaim drifted: %s", d)
 	}
 }
@@ -101,9 +101,9 @@ func TestKarpenterHashesAreRestamped(t *testing.T) {
 func TestTerminationWaitsForVolumeAttachment(t *testing.T) {
 	framework.StartJoiner(t)
 	t.Cleanup(func() { framework.ResetCluster(t) })
-	framework.Kubectl(t, pool("Never", "720h"), "apply", "-f", "-")
+	framework.Kubectl(t, framework.PoolWith("Never", "720h"), "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("web", 1, "500m", "512Mi", "      terminationGracePeriodSeconds: 0\n"), "apply", "-f", "-")
-	nc := initialized(t, 1)[0]
+	nc := framework.Initialized(t, 1)[0]
 	pv := "pv-e2e"
 	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va-" + nc.Status.NodeName},
 		Spec: storagev1.VolumeAttachmentSpec{Attacher: "ebs.csi.aws.com", NodeName: nc.Status.NodeName,
@@ -122,7 +122,7 @@ func TestTerminationWaitsForVolumeAttachment(t *testing.T) {
 		} else if err != nil {
 			return false, err.Error()
 		}
-		d, v := condition(got, v1.ConditionTypeDrained), condition(got, v1.ConditionTypeVolumesDetached)
+		d, v := framework.Condition(got, v1.ConditionTypeDrained), framework.Condition(got, v1.ConditionTypeVolumesDetached)
 		return d == "True/Drained" && v == "Unknown/AwaitingVolumeDetachment", "Drained " + d + ", VolumesDetached " + v
 	})
 	out := framework.Kubectl(t, "", "get", "events", "-A", "--field-selector", "reason=AwaitingVolumeDetachment,involvedObject.name="+nc.Status.NodeName, "-o", "custom-columns=MSG:.message", "--no-headers")

@@ -14,7 +14,7 @@ import (
 )
 
 func withTGP(tgp string) string {
-	p := pool("Never", "720h")
+	p := framework.PoolWith("Never", "720h")
 	if tgp == "" {
 		return p
 	}
@@ -63,7 +63,7 @@ func TestDrain(t *testing.T) {
 			// Pods are deleted at the deadline less their own grace period;
 			// with none, exactly at the deadline.
 			framework.Kubectl(t, tc.workload+witness, "apply", "-f", "-")
-			nc := initialized(t, 1)[0]
+			nc := framework.Initialized(t, 1)[0]
 			framework.Eventually(t, time.Minute, "the pod and the witness running on the node", func() (bool, string) {
 				n, nodes := framework.Running(t, map[string]string{"app": "web"})
 				w, _ := framework.Running(t, map[string]string{"app": "witness"})
@@ -124,9 +124,9 @@ func webEvictions(t *testing.T) []string {
 func TestPDBHonouredThroughoutDrain(t *testing.T) {
 	framework.StartJoiner(t, "DISRUPTION_POLL=2s")
 	t.Cleanup(func() { framework.ResetCluster(t) })
-	framework.Kubectl(t, pool("Never", "720h"), "apply", "-f", "-")
+	framework.Kubectl(t, framework.PoolWith("Never", "720h"), "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("web", 4, "250m", "256Mi", "")+pdb("maxUnavailable: 1"), "apply", "-f", "-")
-	nc := initialized(t, 1)[0]
+	nc := framework.Initialized(t, 1)[0]
 	framework.Eventually(t, time.Minute, "4 pods running", func() (bool, string) {
 		n, _ := framework.Running(t, map[string]string{"app": "web"})
 		return n == 4, fmt.Sprint(n)

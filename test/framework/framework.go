@@ -96,10 +96,26 @@ func StartJoiner(t testing.TB, env ...string) *Joiner {
 			}
 		}
 		if t.Failed() {
-			t.Logf("joiner logs:\n%s", TailLines(j.Logs(), 60))
+			// The decisions and errors tell why a test failed; the tail is
+			// mostly the shutdown. Both, so a CI log is enough to diagnose.
+			t.Logf("joiner's decisions and errors:\n%s", TailLines(Decisions(j.Logs()), 150))
+			t.Logf("joiner logs:\n%s", TailLines(j.Logs(), 40))
 		}
 	})
 	return j
+}
+
+// Decisions keeps the log lines that explain what the controller chose to
+// do: the provisioner's and the disruption loop's, and every error.
+func Decisions(logs string) string {
+	var out []string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, `"logger":"controller.provisioner"`) || strings.Contains(line, `"logger":"controller.disruption"`) ||
+			strings.Contains(line, `"level":"ERROR"`) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // Stop signals the process and waits for it.

@@ -104,6 +104,8 @@ type candidateInfo struct {
 	nc   *v1.NodeClaim
 	node *corev1.Node
 	pods int
+	// planned are the pods the decision moved: what the command was sized for.
+	planned map[string]bool
 }
 
 // Reconcile makes one decision and carries it out.
@@ -257,9 +259,11 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 			info.cand.DriftedSince = meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDrifted).LastTransitionTime.Time
 		}
 		onNode := podsByNode[node.Name]
+		info.planned = map[string]bool{}
 		for _, p := range onNode {
 			if !pods.IsOwnedByNode(p) {
 				info.pods++
+				info.planned[disruption.PodKey(p)] = true
 			}
 		}
 		// A nomination protects a node only while its pods still wait:

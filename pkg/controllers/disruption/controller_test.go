@@ -400,6 +400,9 @@ func TestRecheckBeforeTheDrain(t *testing.T) {
 		arrive []client.Object
 		// landOnReplacement binds a pod to the replacement once it is up.
 		landOnReplacement bool
+		// shrink makes the replacement's node report a tenth of its
+		// allocatable, so that packing the same pods a second time fails.
+		shrink bool
 		// wantAbandon is part of the abandon event; "" when the command
 		// goes ahead.
 		wantAbandon string
@@ -411,11 +414,28 @@ func TestRecheckBeforeTheDrain(t *testing.T) {
 			Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "inflate-0"}}}}},
 			wantAbandon: "node old: PDB default/inflate blocks the eviction of pod default/inflate-0"},
 		{name: "a pod takes the replacement's room, and is not evicted with it", landOnReplacement: true, wantAbandon: "its pods no longer fit on the other nodes and the replacements"},
+		// The plan was checked when it was made; with no pod come since, a
+		// second packing would only abandon good commands over how it
+		// differs from the first, and launch their replacements again.
+		{name: "nothing arrives: the plan is not packed a second time", shrink: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, "100%", replaceable()...)
 			w.launch = func(w *world, nc *v1.NodeClaim) {
+				if tc.shrink {
+					var node corev1.Node
+					if err := w.kube.Get(context.Background(), client.ObjectKey{Name: nc.Status.NodeName}, &node); err != nil {
+						t.Fatal(err)
+					}
+					for k, q := range node.Status.Allocatable {
+						q.SetMilli(q.MilliValue() / 10)
+						node.Status.Allocatable[k] = q
+					}
+					if err := w.kube.Status().Update(context.Background(), &node); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if tc.landOnReplacement {
 					if err := w.kube.Create(context.Background(), boundPod("newcomer", nc.Status.NodeName, "1")); err != nil {
 						t.Fatal(err)

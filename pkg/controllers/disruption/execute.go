@@ -239,6 +239,7 @@ func (c *Controller) recheck(ctx context.Context, r *run) (string, error) {
 	}
 	present := r.cmd
 	present.Candidates = nil
+	arrived := 0
 	for _, info := range r.infos {
 		var node corev1.Node
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: info.node.Name}, &node); err != nil {
@@ -255,8 +256,25 @@ func (c *Controller) recheck(ctx context.Context, r *run) (string, error) {
 			return fmt.Sprintf("node %s: %s", node.Name, why), nil
 		}
 		present.Candidates = append(present.Candidates, info.cand)
+		arrived += len(disruption.Arrived(info.planned, sn.Pods))
 	}
-	if len(present.Candidates) == 0 {
+	// Pods that land on a replacement take room the plan gave the
+	// candidates' pods.
+	for _, nc := range r.created {
+		var fresh v1.NodeClaim
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(nc), &fresh); err != nil {
+			return "", client.IgnoreNotFound(err)
+		}
+		if sn := inSnap[fresh.Status.NodeName]; sn != nil {
+			arrived += len(disruption.Arrived(nil, sn.Pods))
+		}
+	}
+	// The command was planned for the pods then on its candidates; while
+	// no other pod has come to them or to the replacements, the plan holds
+	// as made. Simulating it again would only measure how a second packing
+	// of the same pods differs from the first, and abandon good commands
+	// over it, launching their replacements again and again.
+	if len(present.Candidates) == 0 || arrived == 0 {
 		return "", nil
 	}
 	return disruption.Recheck(snap, present, c.Scheduling), nil

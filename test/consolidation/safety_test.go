@@ -1,4 +1,4 @@
-package disruption
+package consolidation
 
 import (
 	"context"
@@ -73,9 +73,9 @@ func claimNamed(t *testing.T, name string) *v1.NodeClaim {
 func TestPendingPodsKeepTheirCapacity(t *testing.T) {
 	j := framework.StartJoiner(t, "DISRUPTION_POLL=2s", "KWOK_LAUNCH_DELAY=30s")
 	t.Cleanup(func() { framework.ResetCluster(t) })
-	framework.Kubectl(t, pool("5s", "720h"), "apply", "-f", "-")
+	framework.Kubectl(t, framework.PoolWith("5s", "720h"), "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("a", 1, "1", "1Gi", ""), "apply", "-f", "-")
-	a := initialized(t, 1)[0]
+	a := framework.Initialized(t, 1)[0]
 	aPod := onePod(t, "a")
 	// The loop has looked at A: it is the cheapest node for its pod.
 	framework.Eventually(t, time.Minute, "A found right-sized", func() (bool, string) {
@@ -124,9 +124,9 @@ func TestPendingPodsKeepTheirCapacity(t *testing.T) {
 func TestBusyClusterStillConsolidates(t *testing.T) {
 	j := framework.StartJoiner(t, "DISRUPTION_POLL=2s", "KWOK_LAUNCH_DELAY=60s")
 	t.Cleanup(func() { framework.ResetCluster(t) })
-	framework.Kubectl(t, pool("15s", "720h"), "apply", "-f", "-")
+	framework.Kubectl(t, framework.PoolWith("15s", "720h"), "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("e", 1, "1", "1Gi", ""), "apply", "-f", "-")
-	e := initialized(t, 1)[0]
+	e := framework.Initialized(t, 1)[0]
 	framework.Eventually(t, time.Minute, "e running", func() (bool, string) {
 		n, _ := framework.Running(t, map[string]string{"app": "e"})
 		return n == 1, fmt.Sprint(n)
@@ -171,7 +171,7 @@ func TestTaintBeforeReplacement(t *testing.T) {
 	t.Cleanup(func() { framework.ResetCluster(t) })
 	manifest := strings.Replace(framework.ReadSeed(t, "03-scale-up-down.yaml"), "consolidateAfter: 1m", "consolidateAfter: 5s", 1)
 	framework.Kubectl(t, manifest, "apply", "-f", "-")
-	old := initialized(t, 1)[0]
+	old := framework.Initialized(t, 1)[0]
 	framework.Eventually(t, time.Minute, "inflate running", func() (bool, string) {
 		n, _ := framework.Running(t, map[string]string{"app": "inflate"})
 		return n == 5, fmt.Sprint(n)

@@ -1,6 +1,6 @@
 //go:build !long
 
-package disruption
+package consolidation
 
 import "time"
 

@@ -1,4 +1,4 @@
-package disruption
+package consolidation
 
 import (
 	"sort"
@@ -31,7 +31,7 @@ import (
 //
 //	make soak
 //
-// (go test -tags long -run TestSteadyState ./test/disruption/), and
+// (go test -tags long -run TestSteadyState ./test/consolidation/), and
 // docs/long-tests.md keeps its figures.
 func TestSteadyState(t *testing.T) {
 	j := framework.StartJoiner(t, "DISRUPTION_POLL=1s")

@@ -1,4 +1,4 @@
-package disruption
+package consolidation
 
 import (
 	"bufio"
@@ -11,7 +11,6 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -46,21 +45,6 @@ func first(lines []logLine, msg, name string) time.Time {
 	return time.Time{}
 }
 
-func initialized(t testing.TB, n int) []v1.NodeClaim {
-	var claims []v1.NodeClaim
-	framework.Eventually(t, 2*time.Minute, fmt.Sprintf("%d initialized NodeClaim(s)", n), func() (bool, string) {
-		claims = framework.NodeClaims(t)
-		ready := 0
-		for _, nc := range claims {
-			if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
-				ready++
-			}
-		}
-		return ready == n && len(claims) == n, fmt.Sprintf("%d of %d", ready, len(claims))
-	})
-	return claims
-}
-
 // TestGuide03ScaleDown is the guides' walkthrough: five inflate pods on a
 // c6a.2xlarge, scaled to one, end on the cheapest node that fits one, in
 // order: old node tainted (so nothing new lands on it), replacement
@@ -70,7 +54,7 @@ func TestGuide03ScaleDown(t *testing.T) {
 	t.Cleanup(func() { framework.ResetCluster(t) })
 	manifest := strings.Replace(framework.ReadSeed(t, "03-scale-up-down.yaml"), "consolidateAfter: 1m", "consolidateAfter: 5s", 1)
 	framework.Kubectl(t, manifest, "apply", "-f", "-")
-	old := initialized(t, 1)[0]
+	old := framework.Initialized(t, 1)[0]
 	if old.Labels[corev1.LabelInstanceTypeStable] != "c6a.2xlarge" {
 		t.Fatalf("scale-up made %s", old.Labels[corev1.LabelInstanceTypeStable])
 	}
@@ -163,7 +147,7 @@ spec:
 			t.Cleanup(func() { framework.ResetCluster(t) })
 			framework.Kubectl(t, tc.pool, "apply", "-f", "-")
 			framework.Kubectl(t, tc.workload, "apply", "-f", "-")
-			old := initialized(t, 1)[0]
+			old := framework.Initialized(t, 1)[0]
 			framework.Eventually(t, time.Minute, "pods running", func() (bool, string) {
 				n, _ := framework.Running(t, map[string]string{"app": "web"})
 				return n > 0, fmt.Sprint(n)
@@ -200,7 +184,7 @@ spec:
 						if disrupted() {
 							return true, ""
 						}
-						got := condition(framework.NodeClaims(t)[0], v1.ConditionTypeConsolidatable)
+						got := framework.Condition(framework.NodeClaims(t)[0], v1.ConditionTypeConsolidatable)
 						return got == "True/Consolidatable", got
 					})
 				}
@@ -228,9 +212,9 @@ spec:
 func TestDriftReplaces(t *testing.T) {
 	framework.StartJoiner(t, "DISRUPTION_POLL=2s")
 	t.Cleanup(func() { framework.ResetCluster(t) })
-	framework.Kubectl(t, pool("Never", "720h"), "apply", "-f", "-")
+	framework.Kubectl(t, framework.PoolWith("Never", "720h"), "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("web", 2, "500m", "512Mi", ""), "apply", "-f", "-")
-	old := initialized(t, 1)[0]
+	old := framework.Initialized(t, 1)[0]
 	framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"team":"payments"}}}}}`)
 	framework.Eventually(t, 2*time.Minute, "the drifted node replaced, pods running on a node with the new label", func() (bool, string) {
 		claims := framework.NodeClaims(t)
