@@ -72,7 +72,10 @@ spec:
             labelSelector: {matchLabels: {app: db}}
             namespaceSelector: {matchLabels: {team: data}}
 `), "apply", "-f", "-")
-	framework.Eventually(t, 3*time.Minute, "3 web pods Running", func() (bool, string) {
+	// kube-scheduler may park a pod its pod-affinity filter rejected (no db
+	// pod was bound yet) until its unschedulable queue is flushed, after
+	// 5 minutes at most; the wait covers that.
+	framework.Eventually(t, 6*time.Minute, "3 web pods Running", func() (bool, string) {
 		n, nodes := framework.Running(t, map[string]string{"app": "web"})
 		return n == 3, fmt.Sprintf("%d running on %v", n, nodes)
 	})
