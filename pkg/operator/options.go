@@ -19,31 +19,38 @@ import (
 // environment variables (flag --batch-idle-duration, env BATCH_IDLE_DURATION),
 // so a Karpenter Helm values file's settings carry over.
 type Options struct {
-	CloudProvider          string
-	ClusterName            string
-	ClusterEndpoint        string
-	BatchIdleDuration      time.Duration
-	BatchMaxDuration       time.Duration
-	LogLevel               string
-	MetricsPort            int
-	HealthProbePort        int
-	KubeClientQPS          int
-	KubeClientBurst        int
-	DisableLeaderElection  bool
-	LeaderElectionName     string
-	LeaderElectionNS       string
-	PreferencePolicy       string
-	MinValuesPolicy        string
-	FeatureGates           FeatureGates
-	InterruptionQueue      string
-	KwokRegion             string
-	KwokZones              []string
-	KwokLaunchDelay        time.Duration
-	RegistrationTTL        time.Duration
-	LaunchTTL              time.Duration
-	GarbageCollectInterval time.Duration
-	GarbageCollectMinAge   time.Duration
-	DisruptionPoll         time.Duration
+	CloudProvider         string
+	ClusterName           string
+	ClusterEndpoint       string
+	BatchIdleDuration     time.Duration
+	BatchMaxDuration      time.Duration
+	LogLevel              string
+	MetricsPort           int
+	HealthProbePort       int
+	KubeClientQPS         int
+	KubeClientBurst       int
+	DisableLeaderElection bool
+	LeaderElectionName    string
+	LeaderElectionNS      string
+	PreferencePolicy      string
+	MinValuesPolicy       string
+	FeatureGates          FeatureGates
+	InterruptionQueue     string
+	// The aws provider's settings, as Karpenter's AWS provider names them.
+	ClusterCABundle         string
+	IsolatedVPC             bool
+	VMMemoryOverheadPercent float64
+	ReservedENIs            int
+	EKSControlPlane         bool
+	Region                  string
+	KwokRegion              string
+	KwokZones               []string
+	KwokLaunchDelay         time.Duration
+	RegistrationTTL         time.Duration
+	LaunchTTL               time.Duration
+	GarbageCollectInterval  time.Duration
+	GarbageCollectMinAge    time.Duration
+	DisruptionPoll          time.Duration
 }
 
 // FeatureGates are Karpenter's feature gates. Every gate Karpenter's Helm
@@ -155,6 +162,19 @@ var settings = []setting{
 		return nil
 	}},
 	stringSetting("interruption-queue", "INTERRUPTION_QUEUE", "", "SQS queue name for spot interruption and health events (aws)", func(o *Options) *string { return &o.InterruptionQueue }),
+	stringSetting("cluster-ca-bundle", "CLUSTER_CA_BUNDLE", "", "base64 CA bundle of the API server nodes join; discovered when empty (aws)", func(o *Options) *string { return &o.ClusterCABundle }),
+	boolSetting("isolated-vpc", "ISOLATED_VPC", "false", "the VPC has no internet access: skip the Pricing API and use the embedded prices (aws)", func(o *Options) *bool { return &o.IsolatedVPC }),
+	{"vm-memory-overhead-percent", "VM_MEMORY_OVERHEAD_PERCENT", "0.075", "fraction of an instance's memory the hypervisor and OS keep (aws)", func(o *Options, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f >= 1 {
+			return errors.New("want a fraction between 0 and 1, such as 0.075")
+		}
+		o.VMMemoryOverheadPercent = f
+		return nil
+	}},
+	intSetting("reserved-enis", "RESERVED_ENIS", "0", "network interfaces per instance kept from pods, which lowers max pods (aws)", 0, 1000, func(o *Options) *int { return &o.ReservedENIs }),
+	boolSetting("eks-control-plane", "EKS_CONTROL_PLANE", "false", "the cluster is an EKS cluster: discover the endpoint and CA through eks:DescribeCluster (aws)", func(o *Options) *bool { return &o.EKSControlPlane }),
+	stringSetting("region", "AWS_REGION", "", "AWS region; the SDK's chain (shared config, IMDS) when empty (aws)", func(o *Options) *string { return &o.Region }),
 	stringSetting("kwok-region", "KWOK_REGION", "us-east-1", "region of the kwok provider's catalog", func(o *Options) *string { return &o.KwokRegion }),
 	{"kwok-zones", "KWOK_ZONES", "", "comma-separated zones of the kwok provider; <region>a,b,c when empty", func(o *Options, v string) error {
 		o.KwokZones = nil

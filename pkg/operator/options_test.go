@@ -37,6 +37,14 @@ func TestParse(t *testing.T) {
 		{name: "unknown feature gate", env: map[string]string{"FEATURE_GATES": "Teleport=true"}, wantErr: `unknown feature gate "Teleport"`},
 		{name: "max shorter than idle", env: map[string]string{"BATCH_MAX_DURATION": "1s", "BATCH_IDLE_DURATION": "5s"}, wantErr: "must not be shorter than BATCH_IDLE_DURATION"},
 		{name: "aws needs a cluster name", args: []string{"--cloud-provider=aws"}, wantErr: "missing setting CLUSTER_NAME"},
+		{name: "bad memory overhead names the setting", env: map[string]string{"VM_MEMORY_OVERHEAD_PERCENT": "7.5"}, wantErr: `invalid setting VM_MEMORY_OVERHEAD_PERCENT (--vm-memory-overhead-percent, from env VM_MEMORY_OVERHEAD_PERCENT) "7.5": want a fraction between 0 and 1`},
+		{name: "bad reserved ENIs", env: map[string]string{"RESERVED_ENIS": "-1"}, wantErr: `invalid setting RESERVED_ENIS`},
+		{name: "bad isolated VPC", env: map[string]string{"ISOLATED_VPC": "maybe"}, wantErr: `invalid setting ISOLATED_VPC`},
+		{name: "aws settings default as Karpenter's", check: func(t *testing.T, o *Options) {
+			if o.VMMemoryOverheadPercent != 0.075 || o.ReservedENIs != 0 || o.IsolatedVPC || o.EKSControlPlane {
+				t.Fatalf("%+v", o)
+			}
+		}},
 		{name: "bad log level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: "want one of debug, info, error"},
 		{name: "policies default to Respect and Strict", check: func(t *testing.T, o *Options) {
 			if s := o.Scheduling(); s.PreferencePolicy != scheduling.PreferencePolicyRespect || s.MinValuesPolicy != scheduling.MinValuesPolicyStrict {
