@@ -1,0 +1,519 @@
+// Package instance launches, describes and terminates the EC2 instances
+// behind NodeClaims.
+//
+// Every call is batched: a provisioning burst of NodeClaims with the same
+// launch configuration becomes one CreateFleet call, and lookups and
+// terminations of many instances share DescribeInstances and
+// TerminateInstances calls. That keeps a 1,000-pod scale-up inside EC2's
+// request limits, as AWS recommends for fleet-sized launches.
+package instance
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/batcher"
+	"k8s.io/utils/clock"
+)
+
+// EC2API is the part of EC2 this package calls.
+type EC2API interface {
+	CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, opts ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error)
+	DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
+	TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, opts ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error)
+	CreateTags(ctx context.Context, in *ec2.CreateTagsInput, opts ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error)
+}
+
+// Capacity types, as the karpenter.sh/capacity-type label spells them.
+const (
+	CapacityTypeSpot     = "spot"
+	CapacityTypeOnDemand = "on-demand"
+)
+
+// MaxOverrides is the most launch-template overrides one fleet request
+// carries; EC2 refuses more than 300 per call, and beyond the cheapest
+// few dozen further options only make the call slower.
+const MaxOverrides = 60
+
+// Override is one (instance type, subnet) a fleet may launch into, with the
+// launch template its architecture and accelerators need.
+type Override struct {
+	LaunchTemplate string
+	InstanceType   string
+	SubnetID       string
+	Zone           string
+	// Price orders the overrides for on-demand's lowest-price strategy and
+	// chooses which 60 are kept.
+	Price float64
+}
+
+// Request is one NodeClaim's launch.
+type Request struct {
+	CapacityType string
+	Overrides    []Override
+	// Tags go on the instance at launch (the launch template tags its
+	// volumes and interfaces). They must be the same for every NodeClaim of
+	// a batch (pool, class, cluster); NodeClaim-specific tags are added
+	// after, with Tag.
+	Tags map[string]string
+	// Token identifies the launch for idempotency (the NodeClaim's UID).
+	Token string
+}
+
+// Instance is what Joiner needs to know of an EC2 instance.
+type Instance struct {
+	ID           string
+	Type         string
+	Zone         string
+	CapacityType string
+	ImageID      string
+	SubnetID     string
+	State        string
+	PrivateDNS   string
+	LaunchTime   time.Time
+	Tags         map[string]string
+	// VolumeIDs and NetworkInterfaceIDs are tagged together with the
+	// instance.
+	VolumeIDs           []string
+	NetworkInterfaceIDs []string
+}
+
+// ProviderID is the Node's spec.providerID for this instance.
+func (i *Instance) ProviderID() string { return fmt.Sprintf("aws:///%s/%s", i.Zone, i.ID) }
+
+// ParseProviderID returns the instance ID of aws:///<zone>/<id>.
+func ParseProviderID(providerID string) (string, error) {
+	rest, ok := strings.CutPrefix(providerID, "aws:///")
+	if !ok {
+		return "", fmt.Errorf("provider ID %q is not of the form aws:///<zone>/<instance-id>", providerID)
+	}
+	_, id, ok := strings.Cut(rest, "/")
+	if !ok || !strings.HasPrefix(id, "i-") {
+		return "", fmt.Errorf("provider ID %q is not of the form aws:///<zone>/<instance-id>", providerID)
+	}
+	return id, nil
+}
+
+// InsufficientCapacityError is a launch that found no capacity in any
+// override; Offerings lists what EC2 reported out, so the caller can mark
+// them unavailable.
+type InsufficientCapacityError struct {
+	Offerings []Offering
+	Message   string
+}
+
+// Offering names one (type, zone, capacity type).
+type Offering struct{ InstanceType, Zone, CapacityType string }
+
+func (e *InsufficientCapacityError) Error() string {
+	return "no capacity for any launch option: " + e.Message
+}
+
+// NotFoundError is an instance that does not exist, or no longer runs.
+type NotFoundError struct{ ID string }
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("instance %s not found", e.ID) }
+
+// IsNotFound reports whether err is a NotFoundError.
+func IsNotFound(err error) bool {
+	var e *NotFoundError
+	return errors.As(err, &e)
+}
+
+// Options configure the provider.
+type Options struct {
+	EC2         EC2API
+	ClusterName string
+	Clock       clock.WithDelayedExecution
+}
+
+// Provider launches and finds instances.
+type Provider struct {
+	ec2         EC2API
+	clusterName string
+	clock       clock.WithDelayedExecution
+	fleet       *batcher.Batcher[string, Request, []*Instance]
+	describe    *batcher.Batcher[struct{}, string, *Instance]
+	terminate   *batcher.Batcher[struct{}, string, struct{}]
+}
+
+// New builds the provider and its batchers.
+func New(opts Options) *Provider {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	p := &Provider{ec2: opts.EC2, clusterName: opts.ClusterName, clock: opts.Clock}
+	// The windows: a provisioning batch creates its NodeClaims within
+	// milliseconds of each other, so 35ms of quiet closes a launch batch
+	// without delaying a lone launch noticeably.
+	p.fleet = batcher.New(batcher.Options{Idle: 35 * time.Millisecond, Max: time.Second, MaxItems: 1000, Clock: opts.Clock}, p.createFleet)
+	p.describe = batcher.New(batcher.Options{Idle: 100 * time.Millisecond, Max: time.Second, MaxItems: 500, Clock: opts.Clock}, p.describeBatch)
+	p.terminate = batcher.New(batcher.Options{Idle: 100 * time.Millisecond, Max: time.Second, MaxItems: 500, Clock: opts.Clock}, p.terminateBatch)
+	return p
+}
+
+// ClusterTag is the tag every instance of the cluster carries.
+func (p *Provider) ClusterTag() string { return "kubernetes.io/cluster/" + p.clusterName }
+
+// Create launches one instance for the request, batched with concurrent
+// requests of the same configuration.
+func (p *Provider) Create(ctx context.Context, req Request) (*Instance, error) {
+	if len(req.Overrides) == 0 {
+		return nil, &InsufficientCapacityError{Message: "no launch options left (every offering is unavailable)"}
+	}
+	req.Overrides = trimOverrides(req.CapacityType, req.Overrides)
+	got, err := p.fleet.Do(ctx, batchKey(req), req)
+	if err != nil {
+		return nil, err
+	}
+	return got[0], nil
+}
+
+// trimOverrides keeps the cheapest MaxOverrides, ordered by price (on-demand's
+// lowest-price strategy follows priority; spot's price-capacity-optimized
+// weighs price itself, so the order matters only for which are kept).
+func trimOverrides(capacityType string, in []Override) []Override {
+	out := append([]Override(nil), in...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Price != out[j].Price {
+			return out[i].Price < out[j].Price
+		}
+		if out[i].InstanceType != out[j].InstanceType {
+			return out[i].InstanceType < out[j].InstanceType
+		}
+		return out[i].Zone < out[j].Zone
+	})
+	if len(out) > MaxOverrides {
+		out = out[:MaxOverrides]
+	}
+	return out
+}
+
+// batchKey is equal for requests one fleet call can serve.
+func batchKey(r Request) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", r.CapacityType)
+	for _, o := range r.Overrides {
+		fmt.Fprintf(h, "%s|%s|%s|%s\n", o.LaunchTemplate, o.InstanceType, o.SubnetID, o.Zone)
+	}
+	keys := make([]string, 0, len(r.Tags))
+	for k := range r.Tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%s\n", k, r.Tags[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (p *Provider) createFleet(ctx context.Context, _ string, reqs []Request) []batcher.Result[[]*Instance] {
+	out := make([]batcher.Result[[]*Instance], len(reqs))
+	fail := func(err error) []batcher.Result[[]*Instance] {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	first := reqs[0]
+	tokens := make([]string, len(reqs))
+	for i, r := range reqs {
+		tokens[i] = r.Token
+	}
+	sort.Strings(tokens)
+	sum := sha256.Sum256([]byte(strings.Join(tokens, ",")))
+	in := &ec2.CreateFleetInput{
+		Type:                  ec2types.FleetTypeInstant,
+		ClientToken:           aws.String(hex.EncodeToString(sum[:16])),
+		LaunchTemplateConfigs: launchConfigs(first),
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
+			TotalTargetCapacity:       aws.Int32(int32(len(reqs))),
+			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(first.CapacityType),
+		},
+		TagSpecifications: []ec2types.TagSpecification{
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags(first.Tags)},
+			{ResourceType: ec2types.ResourceTypeFleet, Tags: ec2Tags(first.Tags)},
+		},
+	}
+	if first.CapacityType == CapacityTypeSpot {
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	} else {
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+	}
+	resp, err := p.ec2.CreateFleet(ctx, in)
+	if err != nil {
+		return fail(fmt.Errorf("creating fleet: %w", err))
+	}
+	var launched []*Instance
+	for _, fi := range resp.Instances {
+		zone, subnet := "", ""
+		if lto := fi.LaunchTemplateAndOverrides; lto != nil && lto.Overrides != nil {
+			zone, subnet = aws.ToString(lto.Overrides.AvailabilityZone), aws.ToString(lto.Overrides.SubnetId)
+		}
+		if zone == "" {
+			zone = zoneOfSubnet(first.Overrides, subnet)
+		}
+		for _, id := range fi.InstanceIds {
+			launched = append(launched, &Instance{ID: id, Type: string(fi.InstanceType), Zone: zone, SubnetID: subnet,
+				CapacityType: first.CapacityType, State: string(ec2types.InstanceStateNamePending), Tags: first.Tags, LaunchTime: p.clock.Now()})
+		}
+	}
+	var ice []Offering
+	var msgs []string
+	for _, e := range resp.Errors {
+		code := aws.ToString(e.ErrorCode)
+		msgs = append(msgs, code+": "+aws.ToString(e.ErrorMessage))
+		if isCapacityCode(code) && e.LaunchTemplateAndOverrides != nil && e.LaunchTemplateAndOverrides.Overrides != nil {
+			o := e.LaunchTemplateAndOverrides.Overrides
+			zone := aws.ToString(o.AvailabilityZone)
+			if zone == "" {
+				zone = zoneOfSubnet(first.Overrides, aws.ToString(o.SubnetId))
+			}
+			ice = append(ice, Offering{InstanceType: string(o.InstanceType), Zone: zone, CapacityType: first.CapacityType})
+		}
+	}
+	for i := range reqs {
+		if i < len(launched) {
+			out[i].Value = []*Instance{launched[i]}
+			continue
+		}
+		if len(ice) > 0 || len(msgs) == 0 {
+			out[i].Err = &InsufficientCapacityError{Offerings: ice, Message: strings.Join(uniq(msgs), "; ")}
+		} else {
+			out[i].Err = fmt.Errorf("creating fleet: %s", strings.Join(uniq(msgs), "; "))
+		}
+	}
+	return out
+}
+
+// isCapacityCode tells EC2's capacity errors from configuration errors:
+// only the former mean "try another offering".
+func isCapacityCode(code string) bool {
+	switch code {
+	case "InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientReservedInstanceCapacity",
+		"InsufficientCapacity", "MaxSpotInstanceCountExceeded", "UnfulfillableCapacity",
+		"Unsupported", "SpotMaxPriceTooLow", "InsufficientFreeAddressesInSubnet":
+		return true
+	}
+	return false
+}
+
+func launchConfigs(r Request) []ec2types.FleetLaunchTemplateConfigRequest {
+	byTemplate := map[string][]ec2types.FleetLaunchTemplateOverridesRequest{}
+	var order []string
+	for i, o := range r.Overrides {
+		if _, ok := byTemplate[o.LaunchTemplate]; !ok {
+			order = append(order, o.LaunchTemplate)
+		}
+		ov := ec2types.FleetLaunchTemplateOverridesRequest{
+			InstanceType:     ec2types.InstanceType(o.InstanceType),
+			SubnetId:         aws.String(o.SubnetID),
+			AvailabilityZone: aws.String(o.Zone),
+		}
+		if r.CapacityType != CapacityTypeSpot {
+			ov.Priority = aws.Float64(float64(i))
+		}
+		byTemplate[o.LaunchTemplate] = append(byTemplate[o.LaunchTemplate], ov)
+	}
+	out := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(order))
+	for _, lt := range order {
+		out = append(out, ec2types.FleetLaunchTemplateConfigRequest{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String(lt), Version: aws.String("$Latest")},
+			Overrides:                   byTemplate[lt],
+		})
+	}
+	return out
+}
+
+func zoneOfSubnet(overrides []Override, subnet string) string {
+	for _, o := range overrides {
+		if o.SubnetID == subnet {
+			return o.Zone
+		}
+	}
+	return ""
+}
+
+func uniq(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func ec2Tags(m map[string]string) []ec2types.Tag {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]ec2types.Tag, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
+	}
+	return out
+}
+
+// Get describes one instance, batched with concurrent lookups. A terminated
+// instance, or one EC2 does not know (yet), is a NotFoundError.
+func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
+	return p.describe.Do(ctx, struct{}{}, id)
+}
+
+func (p *Provider) describeBatch(ctx context.Context, _ struct{}, ids []string) []batcher.Result[*Instance] {
+	out := make([]batcher.Result[*Instance], len(ids))
+	unique := uniq(ids)
+	found := map[string]*Instance{}
+	err := p.describeAll(ctx, &ec2.DescribeInstancesInput{InstanceIds: unique}, func(i *Instance) { found[i.ID] = i })
+	if err != nil && isNotFoundCode(err) && len(unique) > 1 {
+		// One unknown ID fails the whole call; ask one by one so the
+		// others still get their answer.
+		err = nil
+		for _, id := range unique {
+			if e := p.describeAll(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}}, func(i *Instance) { found[i.ID] = i }); e != nil && !isNotFoundCode(e) {
+				err = e
+			}
+		}
+	}
+	for i, id := range ids {
+		switch inst := found[id]; {
+		case err != nil && !isNotFoundCode(err):
+			out[i].Err = fmt.Errorf("describing instance %s: %w", id, err)
+		case inst == nil || inst.State == string(ec2types.InstanceStateNameTerminated):
+			out[i].Err = &NotFoundError{ID: id}
+		default:
+			out[i].Value = inst
+		}
+	}
+	return out
+}
+
+func isNotFoundCode(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && (api.ErrorCode() == "InvalidInstanceID.NotFound" || api.ErrorCode() == "InvalidInstanceID.Malformed")
+}
+
+// List returns the cluster's instances that are not terminated.
+func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
+	var out []*Instance
+	err := p.describeAll(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("tag-key"), Values: []string{p.ClusterTag()}},
+		{Name: aws.String("tag-key"), Values: []string{"karpenter.sh/nodepool"}},
+		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped", "shutting-down"}},
+	}}, func(i *Instance) { out = append(out, i) })
+	if err != nil {
+		return nil, fmt.Errorf("listing instances: %w", err)
+	}
+	return out, nil
+}
+
+func (p *Provider) describeAll(ctx context.Context, in *ec2.DescribeInstancesInput, each func(*Instance)) error {
+	pager := ec2.NewDescribeInstancesPaginator(p.ec2, in)
+	for pager.HasMorePages() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return err
+		}
+		for _, r := range page.Reservations {
+			for _, i := range r.Instances {
+				each(fromEC2(i))
+			}
+		}
+	}
+	return nil
+}
+
+func fromEC2(i ec2types.Instance) *Instance {
+	inst := &Instance{
+		ID: aws.ToString(i.InstanceId), Type: string(i.InstanceType), ImageID: aws.ToString(i.ImageId),
+		SubnetID: aws.ToString(i.SubnetId), PrivateDNS: aws.ToString(i.PrivateDnsName), LaunchTime: aws.ToTime(i.LaunchTime),
+		CapacityType: CapacityTypeOnDemand, Tags: map[string]string{},
+	}
+	if i.Placement != nil {
+		inst.Zone = aws.ToString(i.Placement.AvailabilityZone)
+	}
+	if i.State != nil {
+		inst.State = string(i.State.Name)
+	}
+	if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot || i.SpotInstanceRequestId != nil {
+		inst.CapacityType = CapacityTypeSpot
+	}
+	for _, t := range i.Tags {
+		inst.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	for _, b := range i.BlockDeviceMappings {
+		if b.Ebs != nil && b.Ebs.VolumeId != nil {
+			inst.VolumeIDs = append(inst.VolumeIDs, *b.Ebs.VolumeId)
+		}
+	}
+	for _, n := range i.NetworkInterfaces {
+		if n.NetworkInterfaceId != nil {
+			inst.NetworkInterfaceIDs = append(inst.NetworkInterfaceIDs, *n.NetworkInterfaceId)
+		}
+	}
+	return inst
+}
+
+// Delete terminates the instance, batched with concurrent terminations. It
+// returns a NotFoundError once the instance is gone, so the caller can tell
+// "done" from "in progress".
+func (p *Provider) Delete(ctx context.Context, id string) error {
+	inst, err := p.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if inst.State == string(ec2types.InstanceStateNameShuttingDown) {
+		return nil
+	}
+	_, err = p.terminate.Do(ctx, struct{}{}, id)
+	return err
+}
+
+func (p *Provider) terminateBatch(ctx context.Context, _ struct{}, ids []string) []batcher.Result[struct{}] {
+	out := make([]batcher.Result[struct{}], len(ids))
+	_, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: uniq(ids)})
+	if err != nil && isNotFoundCode(err) && len(ids) > 1 {
+		err = nil
+		for _, id := range uniq(ids) {
+			if _, e := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); e != nil && !isNotFoundCode(e) {
+				err = e
+			}
+		}
+	}
+	for i, id := range ids {
+		switch {
+		case err != nil && isNotFoundCode(err):
+			out[i].Err = &NotFoundError{ID: id}
+		case err != nil:
+			out[i].Err = fmt.Errorf("terminating instance %s: %w", id, err)
+		}
+	}
+	return out
+}
+
+// Tag adds tags to the instance and the volumes and interfaces it was
+// launched with, in one call.
+func (p *Provider) Tag(ctx context.Context, inst *Instance, tags map[string]string) error {
+	resources := append([]string{inst.ID}, inst.VolumeIDs...)
+	resources = append(resources, inst.NetworkInterfaceIDs...)
+	_, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: resources, Tags: ec2Tags(tags)})
+	if err != nil {
+		return fmt.Errorf("tagging instance %s: %w", inst.ID, err)
+	}
+	return nil
+}

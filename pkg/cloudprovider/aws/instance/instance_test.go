@@ -1,0 +1,287 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/joiner-autoscaler/joiner/internal/awstest"
+)
+
+var moto *awstest.Moto
+
+func TestMain(m *testing.M) {
+	var err error
+	moto, err = awstest.StartMoto()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	moto.Stop()
+	os.Exit(code)
+}
+
+// counting wraps EC2 and counts calls per action.
+type counting struct {
+	EC2API
+	mu    sync.Mutex
+	calls map[string]int
+	fleet func(*ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error)
+}
+
+func (c *counting) count(action string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[action]++
+}
+
+func (c *counting) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, opts ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
+	c.count("CreateFleet")
+	if c.fleet != nil {
+		return c.fleet(in)
+	}
+	return c.EC2API.CreateFleet(ctx, in, opts...)
+}
+
+func (c *counting) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
+	c.count("DescribeInstances")
+	return c.EC2API.DescribeInstances(ctx, in, opts...)
+}
+
+func (c *counting) TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, opts ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error) {
+	c.count("TerminateInstances")
+	return c.EC2API.TerminateInstances(ctx, in, opts...)
+}
+
+type fixture struct {
+	ec2      *ec2.Client
+	subnets  map[string]string // zone -> subnet
+	template string
+}
+
+func setup(t *testing.T) fixture {
+	t.Helper()
+	if err := moto.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	client := ec2.NewFromConfig(awstest.Config(moto.URL, "us-east-1"))
+	vpc, err := client.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.0.0.0/16")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fixture{ec2: client, subnets: map[string]string{}, template: "lt-test"}
+	for i, zone := range []string{"us-east-1a", "us-east-1b"} {
+		s, err := client.CreateSubnet(ctx, &ec2.CreateSubnetInput{VpcId: vpc.Vpc.VpcId, CidrBlock: aws.String(fmt.Sprintf("10.0.%d.0/24", i)), AvailabilityZone: aws.String(zone)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.subnets[zone] = *s.Subnet.SubnetId
+	}
+	images, err := client.DescribeImages(ctx, &ec2.DescribeImagesInput{Filters: []ec2types.Filter{{Name: aws.String("architecture"), Values: []string{"x86_64"}}}})
+	if err != nil || len(images.Images) == 0 {
+		t.Fatalf("no image in moto: %v", err)
+	}
+	if _, err := client.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String(f.template),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: images.Images[0].ImageId}}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f fixture) request(token string, types ...string) Request {
+	r := Request{CapacityType: CapacityTypeOnDemand, Token: token, Tags: map[string]string{"kubernetes.io/cluster/demo": "owned", "karpenter.sh/nodepool": "default"}}
+	for i, it := range types {
+		for _, zone := range []string{"us-east-1a", "us-east-1b"} {
+			r.Overrides = append(r.Overrides, Override{LaunchTemplate: f.template, InstanceType: it, SubnetID: f.subnets[zone], Zone: zone, Price: float64(i + 1)})
+		}
+	}
+	return r
+}
+
+func TestConcurrentLaunchesShareOneFleetCall(t *testing.T) {
+	cases := []struct {
+		name      string
+		requests  []Request
+		wantFleet int
+	}{
+		{name: "same configuration: one call", wantFleet: 1},
+		{name: "different configurations: one call each", wantFleet: 2},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := setup(t)
+			ctr := &counting{EC2API: f.ec2, calls: map[string]int{}}
+			p := New(Options{EC2: ctr, ClusterName: "demo"})
+			reqs := []Request{f.request("a", "m5.large"), f.request("b", "m5.large"), f.request("c", "m5.large")}
+			if i == 1 {
+				reqs[2] = f.request("c", "c5.large")
+			}
+			var wg sync.WaitGroup
+			got := make([]*Instance, len(reqs))
+			errs := make([]error, len(reqs))
+			for j := range reqs {
+				wg.Add(1)
+				go func() { defer wg.Done(); got[j], errs[j] = p.Create(context.Background(), reqs[j]) }()
+			}
+			wg.Wait()
+			ids := map[string]bool{}
+			for j := range reqs {
+				if errs[j] != nil {
+					t.Fatalf("launch %d: %v", j, errs[j])
+				}
+				ids[got[j].ID] = true
+				if got[j].Zone == "" || got[j].Type == "" {
+					t.Fatalf("launch %d has no zone or type: %+v", j, got[j])
+				}
+			}
+			if len(ids) != len(reqs) {
+				t.Fatalf("%d distinct instances for %d launches", len(ids), len(reqs))
+			}
+			if ctr.calls["CreateFleet"] != tc.wantFleet {
+				t.Fatalf("%d CreateFleet calls, want %d", ctr.calls["CreateFleet"], tc.wantFleet)
+			}
+			// The instances exist, with the launch tags, and one Get each,
+			// concurrently, costs one DescribeInstances.
+			var gets atomic.Int32
+			var wg2 sync.WaitGroup
+			for id := range ids {
+				wg2.Add(1)
+				go func() {
+					defer wg2.Done()
+					inst, err := p.Get(context.Background(), id)
+					if err != nil {
+						t.Errorf("get %s: %v", id, err)
+						return
+					}
+					if inst.Tags["karpenter.sh/nodepool"] != "default" {
+						t.Errorf("instance %s tags %v", id, inst.Tags)
+					}
+					gets.Add(1)
+				}()
+			}
+			wg2.Wait()
+			if ctr.calls["DescribeInstances"] != 1 {
+				t.Fatalf("%d DescribeInstances calls for %d concurrent gets, want 1", ctr.calls["DescribeInstances"], gets.Load())
+			}
+		})
+	}
+}
+
+func TestOverridesAreTheCheapestSixtyInPriceOrder(t *testing.T) {
+	var in []Override
+	for i := 100; i > 0; i-- {
+		in = append(in, Override{LaunchTemplate: "lt", InstanceType: fmt.Sprintf("t%03d", i), SubnetID: "s", Zone: "z", Price: float64(i)})
+	}
+	var sent *ec2.CreateFleetInput
+	ctr := &counting{calls: map[string]int{}, fleet: func(in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
+		sent = in
+		return &ec2.CreateFleetOutput{Instances: []ec2types.CreateFleetInstance{{InstanceIds: []string{"i-1"}, InstanceType: "t001",
+			LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{SubnetId: aws.String("s"), AvailabilityZone: aws.String("z")}}}}}, nil
+	}}
+	p := New(Options{EC2: ctr, ClusterName: "demo"})
+	if _, err := p.Create(context.Background(), Request{CapacityType: CapacityTypeOnDemand, Overrides: in, Token: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	ovs := sent.LaunchTemplateConfigs[0].Overrides
+	if len(ovs) != MaxOverrides {
+		t.Fatalf("%d overrides, want %d", len(ovs), MaxOverrides)
+	}
+	for i, o := range ovs {
+		if want := fmt.Sprintf("t%03d", i+1); string(o.InstanceType) != want || aws.ToFloat64(o.Priority) != float64(i) {
+			t.Fatalf("override %d is %s priority %v, want %s priority %d", i, o.InstanceType, aws.ToFloat64(o.Priority), want, i)
+		}
+	}
+	if sent.OnDemandOptions == nil || sent.OnDemandOptions.AllocationStrategy != ec2types.FleetOnDemandAllocationStrategyLowestPrice {
+		t.Fatalf("on-demand options %+v", sent.OnDemandOptions)
+	}
+}
+
+func TestCapacityErrorsNameTheOfferings(t *testing.T) {
+	cases := []struct {
+		name    string
+		code    string
+		wantICE bool
+	}{
+		{name: "insufficient capacity", code: "InsufficientInstanceCapacity", wantICE: true},
+		{name: "a configuration error is not a capacity error", code: "InvalidLaunchTemplateName.NotFoundException", wantICE: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctr := &counting{calls: map[string]int{}, fleet: func(in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
+				return &ec2.CreateFleetOutput{Errors: []ec2types.CreateFleetError{{ErrorCode: aws.String(tc.code), ErrorMessage: aws.String("nope"),
+					LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{
+						InstanceType: "m5.large", SubnetId: aws.String("s-a"), AvailabilityZone: aws.String("us-east-1a")}}}}}, nil
+			}}
+			p := New(Options{EC2: ctr, ClusterName: "demo"})
+			_, err := p.Create(context.Background(), Request{CapacityType: CapacityTypeSpot, Token: "t",
+				Overrides: []Override{{LaunchTemplate: "lt", InstanceType: "m5.large", SubnetID: "s-a", Zone: "us-east-1a"}}})
+			var ice *InsufficientCapacityError
+			if got := errors.As(err, &ice); got != tc.wantICE {
+				t.Fatalf("error %v: capacity error %v, want %v", err, got, tc.wantICE)
+			}
+			if tc.wantICE && (len(ice.Offerings) != 1 || ice.Offerings[0] != (Offering{"m5.large", "us-east-1a", CapacityTypeSpot})) {
+				t.Fatalf("offerings %+v", ice.Offerings)
+			}
+		})
+	}
+}
+
+func TestDeleteEndsInNotFound(t *testing.T) {
+	f := setup(t)
+	p := New(Options{EC2: f.ec2, ClusterName: "demo"})
+	inst, err := p.Create(context.Background(), f.request("d", "m5.large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := p.List(context.Background())
+	if err != nil || len(listed) != 1 || listed[0].ID != inst.ID {
+		t.Fatalf("list %v %v", listed, err)
+	}
+	if err := p.Delete(context.Background(), inst.ID); err != nil {
+		t.Fatalf("first delete: %v", err)
+	}
+	// moto terminates at once; the next call must say the instance is gone.
+	if err := p.Delete(context.Background(), inst.ID); !IsNotFound(err) {
+		t.Fatalf("second delete: %v, want not found", err)
+	}
+	if _, err := p.Get(context.Background(), "i-0000000000000dead"); !IsNotFound(err) {
+		t.Fatalf("get of an unknown instance: %v, want not found", err)
+	}
+	listed, err = p.List(context.Background())
+	if err != nil || len(listed) != 0 {
+		t.Fatalf("list after delete %v %v", listed, err)
+	}
+}
+
+func TestParseProviderID(t *testing.T) {
+	cases := []struct{ in, want, err string }{
+		{in: "aws:///us-east-1a/i-0123", want: "i-0123"},
+		{in: "kwok://x", err: "not of the form"},
+		{in: "aws:///us-east-1a", err: "not of the form"},
+	}
+	for _, tc := range cases {
+		got, err := ParseProviderID(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("%s: %v", tc.in, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Fatalf("%s: %q %v", tc.in, got, err)
+		}
+	}
+}
+
+
+
