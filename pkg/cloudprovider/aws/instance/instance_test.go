@@ -282,6 +282,3 @@ func TestParseProviderID(t *testing.T) {
 		}
 	}
 }
-
-
-
