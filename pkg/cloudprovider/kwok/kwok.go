@@ -18,6 +18,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -271,7 +272,7 @@ func (c *CloudProvider) launchedBefore(ctx context.Context, name string) (*corev
 // NodeClaim allows and fits in. Ties break by type name, zone and capacity
 // type so that the same request always launches the same machine.
 func (c *CloudProvider) choose(nodeClaim *v1.NodeClaim) (*cloudprovider.InstanceType, cloudprovider.Offering, error) {
-	reqs, err := parseRequirements(nodeClaim.Spec.Requirements)
+	reqs, err := requirements.Parse(nodeClaim.Spec.Requirements)
 	if err != nil {
 		return nil, cloudprovider.Offering{}, fmt.Errorf("nodeclaim %s: %w", nodeClaim.Name, err)
 	}
@@ -282,12 +283,12 @@ func (c *CloudProvider) choose(nodeClaim *v1.NodeClaim) (*cloudprovider.Instance
 		compatible int
 	)
 	for _, it := range c.types {
-		if !typeAllowed(reqs, it) || !fits(requests, it.Allocatable) {
+		if !reqs.TypeAllowed(it) || !requirements.Fits(requests, it.Allocatable) {
 			continue
 		}
 		compatible++
 		for _, o := range it.Offerings {
-			if !o.Available || !reqs.allow(corev1.LabelTopologyZone, o.Zone) || !reqs.allow(v1.LabelCapacityType, o.CapacityType) {
+			if !o.Available || !reqs.Allow(corev1.LabelTopologyZone, o.Zone) || !reqs.Allow(v1.LabelCapacityType, o.CapacityType) {
 				continue
 			}
 			if best == nil || cheaper(it.Name, o, best.Name, bestOffer) {
@@ -298,7 +299,7 @@ func (c *CloudProvider) choose(nodeClaim *v1.NodeClaim) (*cloudprovider.Instance
 	if best != nil {
 		return best, bestOffer, nil
 	}
-	asked := fmt.Sprintf("%s and requests %s", reqs, resourceString(requests))
+	asked := fmt.Sprintf("%s and requests %s", reqs, requirements.ResourceString(requests))
 	if compatible == 0 {
 		return nil, cloudprovider.Offering{}, &cloudprovider.InsufficientCapacityError{
 			Err: fmt.Errorf("nodeclaim %s: no instance type in %s satisfies %s", nodeClaim.Name, c.opts.Region, asked),
@@ -320,60 +321,6 @@ func cheaper(name string, o cloudprovider.Offering, bestName string, best cloudp
 		return o.Zone < best.Zone
 	}
 	return o.CapacityType < best.CapacityType
-}
-
-// typeAllowed checks the requirements that depend on the instance type alone.
-// Zone and capacity type vary per offering and are checked there. A key the
-// type has no label for is not the cloud's to judge: such labels come from the
-// NodePool template and the NodeClaim carries them onto the Node itself.
-func typeAllowed(reqs requirements, it *cloudprovider.InstanceType) bool {
-	for key := range reqs {
-		switch key {
-		case corev1.LabelTopologyZone, v1.LabelCapacityType:
-			continue
-		case corev1.LabelInstanceTypeStable:
-			if !reqs.allow(key, it.Name) {
-				return false
-			}
-			continue
-		}
-		if v, ok := it.Labels[key]; ok && !reqs.allow(key, v) {
-			return false
-		}
-	}
-	return true
-}
-
-// fits reports whether requests fit in allocatable. A resource the type does
-// not have at all (a GPU on a CPU type) does not fit any non-zero request.
-func fits(requests, allocatable corev1.ResourceList) bool {
-	for name, q := range requests {
-		if q.Sign() <= 0 {
-			continue
-		}
-		a, ok := allocatable[name]
-		if !ok || q.Cmp(a) > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func resourceString(rl corev1.ResourceList) string {
-	if len(rl) == 0 {
-		return "none"
-	}
-	names := make([]string, 0, len(rl))
-	for n := range rl {
-		names = append(names, string(n))
-	}
-	slices.Sort(names)
-	parts := make([]string, len(names))
-	for i, n := range names {
-		q := rl[corev1.ResourceName(n)]
-		parts[i] = n + "=" + q.String()
-	}
-	return strings.Join(parts, ",")
 }
 
 // newNode is the Node a kubelet started by Joiner would register for this

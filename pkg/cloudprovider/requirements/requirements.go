@@ -1,12 +1,14 @@
-package kwok
+package requirements
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -33,12 +35,12 @@ type requirement struct {
 	raw    []string
 }
 
-// requirements are all of a NodeClaim's requirements; a key may repeat and
+// Requirements are all of a NodeClaim's Requirements; a key may repeat and
 // then every entry must hold, as in a node selector term.
-type requirements map[string][]requirement
+type Requirements map[string][]requirement
 
-func parseRequirements(in []v1.NodeSelectorRequirementWithMinValues) (requirements, error) {
-	out := requirements{}
+func Parse(in []v1.NodeSelectorRequirementWithMinValues) (Requirements, error) {
+	out := Requirements{}
 	for _, r := range in {
 		key := r.Key
 		if k, ok := deprecatedKeys[key]; ok {
@@ -107,7 +109,7 @@ func (r requirement) accepts(value string, present bool) bool {
 
 // allow reports whether every requirement on key accepts value; a key nobody
 // constrained allows anything.
-func (rs requirements) allow(key, value string) bool {
+func (rs Requirements) Allow(key, value string) bool {
 	for _, r := range rs[key] {
 		if !r.accepts(value, true) {
 			return false
@@ -116,9 +118,9 @@ func (rs requirements) allow(key, value string) bool {
 	return true
 }
 
-// String lists the requirements sorted by key, for error messages that tell a
+// String lists the Requirements sorted by key, for error messages that tell a
 // user what was asked for.
-func (rs requirements) String() string {
+func (rs Requirements) String() string {
 	keys := make([]string, 0, len(rs))
 	for k := range rs {
 		keys = append(keys, k)
@@ -139,3 +141,58 @@ func (rs requirements) String() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// TypeAllowed checks the requirements that depend on the instance type alone.
+// Zone and capacity type vary per offering and are checked there. A key the
+// type has no label for is not the cloud's to judge: such labels come from the
+// NodePool template and the NodeClaim carries them onto the Node itself.
+func (reqs Requirements) TypeAllowed(it *cloudprovider.InstanceType) bool {
+	for key := range reqs {
+		switch key {
+		case corev1.LabelTopologyZone, v1.LabelCapacityType:
+			continue
+		case corev1.LabelInstanceTypeStable:
+			if !reqs.Allow(key, it.Name) {
+				return false
+			}
+			continue
+		}
+		if v, ok := it.Labels[key]; ok && !reqs.Allow(key, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// Fits reports whether requests fit in allocatable. A resource the type does
+// not have at all (a GPU on a CPU type) does not fit any non-zero request.
+func Fits(requests, allocatable corev1.ResourceList) bool {
+	for name, q := range requests {
+		if q.Sign() <= 0 {
+			continue
+		}
+		a, ok := allocatable[name]
+		if !ok || q.Cmp(a) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func ResourceString(rl corev1.ResourceList) string {
+	if len(rl) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(rl))
+	for n := range rl {
+		names = append(names, string(n))
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		q := rl[corev1.ResourceName(n)]
+		parts[i] = n + "=" + q.String()
+	}
+	return strings.Join(parts, ",")
+}
+
