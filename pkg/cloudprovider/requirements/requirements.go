@@ -195,4 +195,3 @@ func ResourceString(rl corev1.ResourceList) string {
 	}
 	return strings.Join(parts, ",")
 }
-
