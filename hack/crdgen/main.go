@@ -9,6 +9,9 @@
 //   - label values in a NodePool template are map values, which have no
 //     marker for pattern and length; so are the kubelet's reserved resources
 //     and eviction thresholds in an EC2NodeClass;
+//   - a NodeClaim's conditions are Karpenter's own condition type, looser than
+//     metav1.Condition: only type, status and lastTransitionTime are
+//     required, and the reason may be empty;
 //   - Karpenter puts the label-value pattern and length of requirement values
 //     on the list itself, where the apiserver never applies them (they are
 //     string validations, and the list is no string). Karpenter therefore
@@ -155,6 +158,9 @@ func patchCRD(path string) error {
 			spec.Properties["template"] = template
 		case "NodeClaim":
 			patchNodeSpec(&spec, false)
+			status := schema.Properties["status"]
+			patchNodeClaimConditions(&status)
+			schema.Properties["status"] = status
 		case "EC2NodeClass":
 			patchKubelet(&spec)
 		}
@@ -200,6 +206,18 @@ func patchNodeSpec(spec *apiextensionsv1.JSONSchemaProps, nodePool bool) {
 		reqs.Items.Schema.Properties["key"] = key
 	}
 	spec.Properties["requirements"] = reqs
+}
+
+// patchNodeClaimConditions loosens the condition items to Karpenter's.
+func patchNodeClaimConditions(status *apiextensionsv1.JSONSchemaProps) {
+	conditions := status.Properties["conditions"]
+	item := conditions.Items.Schema
+	item.Required = []string{"lastTransitionTime", "status", "type"}
+	reason := item.Properties["reason"]
+	reason.MinLength = nil
+	reason.Pattern = `^([A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?|)$`
+	item.Properties["reason"] = reason
+	status.Properties["conditions"] = conditions
 }
 
 // patchKubelet adds the value patterns of the kubelet's resource maps.

@@ -270,3 +270,62 @@ func patchObject(t *testing.T, o *unstructured.Unstructured, patch string) *unst
 	}
 	return u
 }
+
+// statusCase writes status (through the status subresource) to a created
+// object; want is as in validationCase.
+type statusCase struct {
+	name, base string
+	// status is the status as YAML.
+	status string
+	want   string
+	// path and value, when set, are a field the accepted status must hold.
+	path  []string
+	value any
+}
+
+const (
+	readyCondition = `{type: Ready, status: "True", reason: Ready, message: "", lastTransitionTime: "2025-01-01T00:00:00Z"}`
+)
+
+var statusCases = []statusCase{
+	// NodePool and NodeClaim conditions are a map keyed by type, as in Karpenter.
+	{name: "NodePool conditions with a repeated type", base: baseNodePool, status: `{conditions: [` + readyCondition + `, ` + readyCondition + `]}`, want: `status.conditions[1]: Duplicate value: map[string]interface {}{"type":"Ready"}`},
+	{name: "NodeClaim conditions with a repeated type", base: baseNodeClaim, status: `{conditions: [` + readyCondition + `, ` + readyCondition + `]}`, want: `status.conditions[1]: Duplicate value: map[string]interface {}{"type":"Ready"}`},
+	// A NodeClaim's conditions are Karpenter's own type: reason and message may be left out.
+	{name: "NodeClaim condition without reason or message", base: baseNodeClaim, status: `{conditions: [{type: Launched, status: Unknown, lastTransitionTime: "2025-01-01T00:00:00Z"}]}`},
+	{name: "NodeClaim condition with an empty reason", base: baseNodeClaim, status: `{conditions: [{type: Launched, status: Unknown, reason: "", lastTransitionTime: "2025-01-01T00:00:00Z"}]}`},
+	{name: "NodeClaim condition reason that is not CamelCase", base: baseNodeClaim, status: `{conditions: [{type: Launched, status: Unknown, reason: "not launched", lastTransitionTime: "2025-01-01T00:00:00Z"}]}`, want: `status.conditions[0].reason: Invalid value: "not launched"`},
+	// A NodePool's conditions stay metav1.Condition, as in Karpenter.
+	{name: "NodePool condition with an empty reason", base: baseNodePool, status: `{conditions: [{type: Ready, status: "True", reason: "", message: "", lastTransitionTime: "2025-01-01T00:00:00Z"}]}`, want: `status.conditions[0].reason: Invalid value: "": conditions[0].reason in body should be at least 1 chars long`},
+	{name: "NodePool nodes default to 0", base: baseNodePool, status: `{conditions: [` + readyCondition + `]}`, path: []string{"status", "nodes"}, value: int64(0)},
+}
+
+func TestStatusValidation(t *testing.T) {
+	ctx := context.Background()
+	client := dyn(t)
+	for i, tc := range statusCases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := obj(t, tc.base)
+			o.SetName(fmt.Sprintf("status-%d", i))
+			res := client.Resource(resourceFor(o.GetKind()))
+			t.Cleanup(func() { _ = res.Delete(ctx, o.GetName(), metav1.DeleteOptions{}) })
+			created, err := res.Create(ctx, o, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			status := map[string]any{}
+			if err := yaml.Unmarshal([]byte(tc.status), &status); err != nil {
+				t.Fatalf("bad status YAML: %v", err)
+			}
+			created.Object["status"] = status
+			updated, err := res.UpdateStatus(ctx, created, metav1.UpdateOptions{FieldValidation: "Strict"})
+			checkErr(t, err, tc.want)
+			if tc.path != nil {
+				got, _, _ := unstructured.NestedFieldNoCopy(updated.Object, tc.path...)
+				if got != tc.value {
+					t.Fatalf("%v = %#v, want %#v", tc.path, got, tc.value)
+				}
+			}
+		})
+	}
+}
