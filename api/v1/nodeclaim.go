@@ -131,6 +131,8 @@ type NodeClaimStatus struct {
 	// +optional
 	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
 	// Conditions contains signals for health and readiness.
+	// +listType=map
+	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// LastPodEventTime is updated when a pod binds to, or leaves, the node; it

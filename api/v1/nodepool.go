@@ -204,6 +204,7 @@ type NodePoolStatus struct {
 	// +optional
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 	// Nodes is the number of nodes the NodePool has.
+	// +kubebuilder:default:=0
 	// +optional
 	Nodes *int64 `json:"nodes,omitempty"`
 	// NodeClassObservedGeneration is the NodeClass generation last seen, so that
@@ -211,6 +212,8 @@ type NodePoolStatus struct {
 	// +optional
 	NodeClassObservedGeneration int64 `json:"nodeClassObservedGeneration,omitempty"`
 	// Conditions contains signals for health and readiness.
+	// +listType=map
+	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

@@ -7,7 +7,16 @@
 //   - NodePool and NodeClaim share the requirement type, but only a NodePool
 //     may not name karpenter.sh/nodepool in its requirements;
 //   - label values in a NodePool template are map values, which have no
-//     marker for pattern and length.
+//     marker for pattern and length; so are the kubelet's reserved resources
+//     and eviction thresholds in an EC2NodeClass;
+//   - a NodeClaim's conditions are Karpenter's own condition type, looser than
+//     metav1.Condition: only type, status and lastTransitionTime are
+//     required, and the reason may be empty;
+//   - Karpenter puts the label-value pattern and length of requirement values
+//     on the list itself, where the apiserver never applies them (they are
+//     string validations, and the list is no string). Karpenter therefore
+//     accepts any value, and so must we to answer as it does; controller-gen
+//     refuses those keywords on a list, so they are set here.
 //
 // With -verify it generates into a temporary folder and fails if the committed
 // files differ, which is how tests catch stale generated code.
@@ -115,6 +124,11 @@ func controllerGen(root string, args ...string) error {
 const (
 	qualifiedNamePattern = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
 	labelValuePattern    = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	// quantityPattern is resource.Quantity's grammar.
+	quantityPattern = `^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+	// evictionThresholdPattern takes a percentage, a quantity, or (as
+	// Karpenter's does, through its empty alternative) an empty string.
+	evictionThresholdPattern = `^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%||(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$`
 )
 
 func patchCRD(path string) error {
@@ -144,6 +158,11 @@ func patchCRD(path string) error {
 			spec.Properties["template"] = template
 		case "NodeClaim":
 			patchNodeSpec(&spec, false)
+			status := schema.Properties["status"]
+			patchNodeClaimConditions(&status)
+			schema.Properties["status"] = status
+		case "EC2NodeClass":
+			patchKubelet(&spec)
 		}
 		schema.Properties["spec"] = spec
 	}
@@ -174,16 +193,47 @@ func patchNodeSpec(spec *apiextensionsv1.JSONSchemaProps, nodePool bool) {
 		item.Properties["effect"] = effect
 		spec.Properties[field] = taints
 	}
-	if !nodePool {
-		return
-	}
 	reqs := spec.Properties["requirements"]
-	key := reqs.Items.Schema.Properties["key"]
-	rule := apiextensionsv1.ValidationRule{Rule: `self != "karpenter.sh/nodepool"`, Message: `label "karpenter.sh/nodepool" is restricted`}
-	// Keep Karpenter's order: the domain rule, then this one.
-	key.XValidations = append(key.XValidations[:1], append(apiextensionsv1.ValidationRules{rule}, key.XValidations[1:]...)...)
-	reqs.Items.Schema.Properties["key"] = key
+	values := reqs.Items.Schema.Properties["values"]
+	values.MaxLength = ptr(int64(63))
+	values.Pattern = labelValuePattern
+	reqs.Items.Schema.Properties["values"] = values
+	if nodePool {
+		key := reqs.Items.Schema.Properties["key"]
+		rule := apiextensionsv1.ValidationRule{Rule: `self != "karpenter.sh/nodepool"`, Message: `label "karpenter.sh/nodepool" is restricted`}
+		// Keep Karpenter's order: the domain rule, then this one.
+		key.XValidations = append(key.XValidations[:1], append(apiextensionsv1.ValidationRules{rule}, key.XValidations[1:]...)...)
+		reqs.Items.Schema.Properties["key"] = key
+	}
 	spec.Properties["requirements"] = reqs
+}
+
+// patchNodeClaimConditions loosens the condition items to Karpenter's.
+func patchNodeClaimConditions(status *apiextensionsv1.JSONSchemaProps) {
+	conditions := status.Properties["conditions"]
+	item := conditions.Items.Schema
+	item.Required = []string{"lastTransitionTime", "status", "type"}
+	reason := item.Properties["reason"]
+	reason.MinLength = nil
+	reason.Pattern = `^([A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?|)$`
+	item.Properties["reason"] = reason
+	status.Properties["conditions"] = conditions
+}
+
+// patchKubelet adds the value patterns of the kubelet's resource maps.
+func patchKubelet(spec *apiextensionsv1.JSONSchemaProps) {
+	kubelet := spec.Properties["kubelet"]
+	for field, pattern := range map[string]string{
+		"kubeReserved":   quantityPattern,
+		"systemReserved": quantityPattern,
+		"evictionHard":   evictionThresholdPattern,
+		"evictionSoft":   evictionThresholdPattern,
+	} {
+		m := kubelet.Properties[field]
+		m.AdditionalProperties.Schema.Pattern = pattern
+		kubelet.Properties[field] = m
+	}
+	spec.Properties["kubelet"] = kubelet
 }
 
 func ptr[T any](v T) *T { return &v }

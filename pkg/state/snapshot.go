@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"strings"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -85,6 +87,10 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			continue
 		}
 		if reason := StaticNodePool(np); reason != "" {
+			problems = append(problems, NodePoolProblem{np.Name, reason})
+			continue
+		}
+		if reason := InvalidRequirementValue(np); reason != "" {
 			problems = append(problems, NodePoolProblem{np.Name, reason})
 			continue
 		}
@@ -235,6 +241,23 @@ func StaticNodePool(np *v1.NodePool) string {
 	return fmt.Sprintf("spec.replicas is set (%d), which makes this a static NodePool; static NodePools need the StaticCapacity feature gate, "+
 		"which Joiner does not support, so it launches no nodes; to provision for pending pods, recreate it without spec.replicas "+
 		"(a NodePool cannot switch between static and dynamic in place)", *np.Spec.Replicas)
+}
+
+// InvalidRequirementValue names the first requirement value of a NodePool
+// that is not a label value, or returns "". The CRD lets any value through,
+// as Karpenter's does, so this is where one is caught: no node can carry such
+// a value, and a NodeClaim would copy it into labels the apiserver refuses.
+func InvalidRequirementValue(np *v1.NodePool) string {
+	for i, r := range np.Spec.Template.Spec.Requirements {
+		for j, value := range r.Values {
+			if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+				return fmt.Sprintf("spec.template.spec.requirements[%d].values[%d]: %q (key %q) is not a label value: %s; "+
+					"use at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+					i, j, value, r.Key, strings.Join(errs, "; "))
+			}
+		}
+	}
+	return ""
 }
 
 // nodeClassProblem says why a NodePool's NodeClass cannot be used, or "".

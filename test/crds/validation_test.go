@@ -72,7 +72,9 @@ var validationCases = []validationCase{
 	{name: "Lt with a negative value", base: baseNodePool, patch: req(`{key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["-1"]}`), want: "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value"},
 	{name: "Gte without values", base: baseNodePool, patch: req(`{key: karpenter.k8s.aws/instance-cpu, operator: Gte}`), want: "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value"},
 	{name: "Lte with an integer is accepted", base: baseNodePool, patch: req(`{key: karpenter.k8s.aws/instance-cpu, operator: Lte, values: ["16"]}`)},
-	{name: "unknown operator", base: baseNodePool, patch: req(`{key: kubernetes.io/arch, operator: Equals, values: [amd64]}`), want: `Unsupported value: "Equals": supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"`},
+	// Karpenter's CRD lists Gte and Lte first, and the apiserver names the
+	// supported values in the CRD's order.
+	{name: "unknown operator", base: baseNodePool, patch: req(`{key: kubernetes.io/arch, operator: Equals, values: [amd64]}`), want: `spec.template.spec.requirements[0].operator: Unsupported value: "Equals": supported values: "Gte", "Lte", "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"`},
 	{name: "restricted label domain karpenter.sh", base: baseNodePool, patch: req(`{key: karpenter.sh/team, operator: Exists}`), want: `label domain "karpenter.sh" is restricted`},
 	{name: "karpenter.sh/nodepool requirement", base: baseNodePool, patch: req(`{key: karpenter.sh/nodepool, operator: In, values: [a]}`), want: `label "karpenter.sh/nodepool" is restricted`},
 	{name: "hostname requirement", base: baseNodePool, patch: req(`{key: kubernetes.io/hostname, operator: In, values: [a]}`), want: `label "kubernetes.io/hostname" is restricted`},
@@ -80,7 +82,12 @@ var validationCases = []validationCase{
 	{name: "well-known AWS label is allowed", base: baseNodePool, patch: req(`{key: karpenter.k8s.aws/instance-family, operator: In, values: [c5a]}`)},
 	{name: "capacity-type requirement is allowed", base: baseNodePool, patch: req(`{key: karpenter.sh/capacity-type, operator: In, values: [spot]}`)},
 	{name: "invalid key", base: baseNodePool, patch: req(`{key: "not a key", operator: Exists}`), want: "spec.template.spec.requirements[0].key: Invalid value"},
-	{name: "value that is not a label value", base: baseNodePool, patch: req(`{key: team, operator: In, values: ["a b"]}`), want: "spec.template.spec.requirements[0].values[0]: Invalid value"},
+	// Karpenter's CRD puts the label-value pattern and length on the values
+	// list, where the apiserver never applies them: any value is accepted
+	// (the NodePool's status reports it).
+	{name: "value that is not a label value is accepted", base: baseNodePool, patch: req(`{key: team, operator: In, values: ["a b"]}`)},
+	{name: "value longer than 63 characters is accepted", base: baseNodePool, patch: req(`{key: team, operator: In, values: [` + strings.Repeat("a", 64) + `]}`)},
+	{name: "value with a domain and a slash is accepted", base: baseNodePool, patch: req(`{key: team, operator: NotIn, values: [kubernetes.io/hostname, "karpenter.sh/x"]}`)},
 	{name: "minValues above the number of values", base: baseNodePool, patch: req(`{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large], minValues: 2}`), want: "requirements with 'minValues' must have at least that many values specified in the 'values' field"},
 	{name: "minValues zero", base: baseNodePool, patch: req(`{key: node.kubernetes.io/instance-type, operator: Exists, minValues: 0}`), want: "should be greater than or equal to 1"},
 	{name: "too many requirements", base: baseNodePool, patch: req(strings.TrimSuffix(strings.Repeat("{key: team, operator: Exists},", 101), ",")), want: "Too many: 101: must have at most 100 items"},
@@ -131,6 +138,8 @@ var validationCases = []validationCase{
 	{name: "NodeClaim karpenter.sh/nodepool requirement is allowed", base: baseNodeClaim, patch: `spec: {requirements: [{key: karpenter.sh/nodepool, operator: In, values: [default]}]}`},
 	{name: "NodeClaim restricted label domain", base: baseNodeClaim, patch: `spec: {requirements: [{key: karpenter.sh/team, operator: Exists}]}`, want: `label domain "karpenter.sh" is restricted`},
 	{name: "NodeClaim hostname requirement", base: baseNodeClaim, patch: `spec: {requirements: [{key: kubernetes.io/hostname, operator: Exists}]}`, want: `label "kubernetes.io/hostname" is restricted`},
+	{name: "NodeClaim unknown operator", base: baseNodeClaim, patch: `spec: {requirements: [{key: kubernetes.io/arch, operator: in, values: [amd64]}]}`, want: `spec.requirements[0].operator: Unsupported value: "in": supported values: "Gte", "Lte", "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"`},
+	{name: "NodeClaim value that is not a label value is accepted", base: baseNodeClaim, patch: `spec: {requirements: [{key: team, operator: In, values: ["a b", "` + strings.Repeat("b", 64) + `"]}]}`},
 	{name: "NodeClaim bad expireAfter", base: baseNodeClaim, patch: `spec: {expireAfter: 2w}`, want: `spec.expireAfter: Invalid value: "2w"`},
 	{name: "NodeClaim spec change", base: baseNodeClaim, update: `spec: {expireAfter: 10h}`, want: "spec is immutable"},
 
@@ -174,6 +183,20 @@ var validationCases = []validationCase{
 	{name: "unknown systemReserved key", base: baseEC2NodeClass, patch: `spec: {kubelet: {systemReserved: {gpu: "1"}}}`, want: "valid keys for systemReserved are ['cpu','memory','ephemeral-storage','pid']"},
 	{name: "negative kubeReserved", base: baseEC2NodeClass, patch: `spec: {kubelet: {kubeReserved: {cpu: "-1"}}}`, want: "kubeReserved value cannot be a negative resource quantity"},
 	{name: "unknown eviction signal", base: baseEC2NodeClass, patch: `spec: {kubelet: {evictionHard: {disk.available: 5%}}}`, want: "valid keys for evictionHard are"},
+	{name: "evictionHard value that is neither a percentage nor a quantity", base: baseEC2NodeClass, patch: `spec: {kubelet: {evictionHard: {memory.available: five}}}`, want: `spec.kubelet.evictionHard.memory.available: Invalid value: "five": spec.kubelet.evictionHard.memory.available in body should match '^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%||(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$'`},
+	{name: "evictionSoft percentage above 100", base: baseEC2NodeClass, patch: `spec: {kubelet: {evictionSoft: {nodefs.available: 101%}, evictionSoftGracePeriod: {nodefs.available: 1m}}}`, want: `spec.kubelet.evictionSoft.nodefs.available: Invalid value: "101%": spec.kubelet.evictionSoft.nodefs.available in body should match`},
+	{name: "eviction thresholds as percentages and quantities are accepted", base: baseEC2NodeClass, patch: `spec: {kubelet: {evictionHard: {memory.available: 5%, nodefs.available: "10.5%", pid.available: "", imagefs.available: 100.0%}, evictionSoft: {memory.available: 500Mi}, evictionSoftGracePeriod: {memory.available: 1m30s}}}`},
+	{name: "kubeReserved value that is not a quantity", base: baseEC2NodeClass, patch: `spec: {kubelet: {kubeReserved: {memory: 1 Gi}}}`, want: `spec.kubelet.kubeReserved.memory: Invalid value: "1 Gi": spec.kubelet.kubeReserved.memory in body should match '^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$'`},
+	{name: "systemReserved value that is not a quantity", base: baseEC2NodeClass, patch: `spec: {kubelet: {systemReserved: {cpu: lots}}}`, want: `spec.kubelet.systemReserved.cpu: Invalid value: "lots": spec.kubelet.systemReserved.cpu in body should match`},
+	{name: "networkInterfaces without the primary interface", base: baseEC2NodeClass, patch: `spec: {networkInterfaces: [{networkCardIndex: 0, deviceIndex: 1, interfaceType: interface}]}`, want: "networkInterfaces must include a primary interface with interfaceType='interface'"},
+	{name: "networkInterfaces with an efa-only primary", base: baseEC2NodeClass, patch: `spec: {networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: efa-only}]}`, want: "networkInterfaces must include a primary interface with interfaceType='interface'"},
+	{name: "empty networkInterfaces are accepted", base: baseEC2NodeClass, patch: `spec: {networkInterfaces: []}`},
+	{name: "networkInterfaces with a repeated pair", base: baseEC2NodeClass, patch: `spec: {networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}, {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}]}`, want: "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card"},
+	{name: "networkInterfaces with two efa-only on one card", base: baseEC2NodeClass, patch: `spec: {networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}, {networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}, {networkCardIndex: 1, deviceIndex: 1, interfaceType: efa-only}]}`, want: "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card"},
+	{name: "networkInterfaces with one efa-only per card are accepted", base: baseEC2NodeClass, patch: `spec: {networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}, {networkCardIndex: 0, deviceIndex: 1, interfaceType: efa-only}, {networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}]}`},
+	{name: "empty connectionTracking", base: baseEC2NodeClass, patch: `spec: {connectionTracking: {}}`, want: "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set"},
+	{name: "empty placementGroupSelector", base: baseEC2NodeClass, patch: `spec: {placementGroupSelector: {}}`, want: "expected at least one, got none, ['name', 'id']"},
+	{name: "placementGroupSelector with name and id", base: baseEC2NodeClass, patch: `spec: {placementGroupSelector: {name: training, id: pg-0123}}`, want: "'name' and 'id' are mutually exclusive"},
 	{name: "unknown instanceStorePolicy", base: baseEC2NodeClass, patch: `spec: {instanceStorePolicy: RAID1}`, want: `Unsupported value: "RAID1": supported values: "RAID0"`},
 	{name: "bad subnet id", base: baseEC2NodeClass, patch: `spec: {subnetSelectorTerms: [{id: vpc-0123}]}`, want: `spec.subnetSelectorTerms[0].id: Invalid value: "vpc-0123"`},
 }
@@ -246,4 +269,63 @@ func patchObject(t *testing.T, o *unstructured.Unstructured, patch string) *unst
 		t.Fatal(err)
 	}
 	return u
+}
+
+// statusCase writes status (through the status subresource) to a created
+// object; want is as in validationCase.
+type statusCase struct {
+	name, base string
+	// status is the status as YAML.
+	status string
+	want   string
+	// path and value, when set, are a field the accepted status must hold.
+	path  []string
+	value any
+}
+
+const (
+	readyCondition = `{type: Ready, status: "True", reason: Ready, message: "", lastTransitionTime: "2025-01-01T00:00:00Z"}`
+)
+
+var statusCases = []statusCase{
+	// NodePool and NodeClaim conditions are a map keyed by type, as in Karpenter.
+	{name: "NodePool conditions with a repeated type", base: baseNodePool, status: `{conditions: [` + readyCondition + `, ` + readyCondition + `]}`, want: `status.conditions[1]: Duplicate value: map[string]interface {}{"type":"Ready"}`},
+	{name: "NodeClaim conditions with a repeated type", base: baseNodeClaim, status: `{conditions: [` + readyCondition + `, ` + readyCondition + `]}`, want: `status.conditions[1]: Duplicate value: map[string]interface {}{"type":"Ready"}`},
+	// A NodeClaim's conditions are Karpenter's own type: reason and message may be left out.
+	{name: "NodeClaim condition without reason or message", base: baseNodeClaim, status: `{conditions: [{type: Launched, status: Unknown, lastTransitionTime: "2025-01-01T00:00:00Z"}]}`},
+	{name: "NodeClaim condition with an empty reason", base: baseNodeClaim, status: `{conditions: [{type: Launched, status: Unknown, reason: "", lastTransitionTime: "2025-01-01T00:00:00Z"}]}`},
+	{name: "NodeClaim condition reason that is not CamelCase", base: baseNodeClaim, status: `{conditions: [{type: Launched, status: Unknown, reason: "not launched", lastTransitionTime: "2025-01-01T00:00:00Z"}]}`, want: `status.conditions[0].reason: Invalid value: "not launched"`},
+	// A NodePool's conditions stay metav1.Condition, as in Karpenter.
+	{name: "NodePool condition with an empty reason", base: baseNodePool, status: `{conditions: [{type: Ready, status: "True", reason: "", message: "", lastTransitionTime: "2025-01-01T00:00:00Z"}]}`, want: `status.conditions[0].reason: Invalid value: "": conditions[0].reason in body should be at least 1 chars long`},
+	{name: "NodePool nodes default to 0", base: baseNodePool, status: `{conditions: [` + readyCondition + `]}`, path: []string{"status", "nodes"}, value: int64(0)},
+}
+
+func TestStatusValidation(t *testing.T) {
+	ctx := context.Background()
+	client := dyn(t)
+	for i, tc := range statusCases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := obj(t, tc.base)
+			o.SetName(fmt.Sprintf("status-%d", i))
+			res := client.Resource(resourceFor(o.GetKind()))
+			t.Cleanup(func() { _ = res.Delete(ctx, o.GetName(), metav1.DeleteOptions{}) })
+			created, err := res.Create(ctx, o, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			status := map[string]any{}
+			if err := yaml.Unmarshal([]byte(tc.status), &status); err != nil {
+				t.Fatalf("bad status YAML: %v", err)
+			}
+			created.Object["status"] = status
+			updated, err := res.UpdateStatus(ctx, created, metav1.UpdateOptions{FieldValidation: "Strict"})
+			checkErr(t, err, tc.want)
+			if tc.path != nil {
+				got, _, _ := unstructured.NestedFieldNoCopy(updated.Object, tc.path...)
+				if got != tc.value {
+					t.Fatalf("%v = %#v, want %#v", tc.path, got, tc.value)
+				}
+			}
+		})
+	}
 }

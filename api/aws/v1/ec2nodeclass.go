@@ -95,16 +95,15 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:default={"httpEndpoint":"enabled","httpProtocolIPv6":"disabled","httpPutResponseHopLimit":1,"httpTokens":"required"}
 	// +optional
 	MetadataOptions *MetadataOptions `json:"metadataOptions,omitempty"`
-	// NetworkInterfaces configure EFA and additional interfaces; the primary
-	// interface (card 0, device 0) must be listed when this is set.
-	// +kubebuilder:validation:XValidation:message="networkInterfaces must include the primary interface (networkCardIndex 0, deviceIndex 0) of type 'interface'",rule="self.exists(x, x.networkCardIndex == 0 && x.deviceIndex == 0 && x.interfaceType == 'interface')"
-	// +kubebuilder:validation:XValidation:message="networkInterfaces must not repeat a (networkCardIndex, deviceIndex) pair",rule="self.all(x, self.exists_one(y, y.networkCardIndex == x.networkCardIndex && y.deviceIndex == x.deviceIndex))"
-	// +kubebuilder:validation:XValidation:message="networkInterfaces may have at most one 'efa-only' interface per network card",rule="self.all(x, x.interfaceType != 'efa-only' || self.exists_one(y, y.interfaceType == 'efa-only' && y.networkCardIndex == x.networkCardIndex))"
+	// NetworkInterfaces configure EFA and additional interfaces; when set, the
+	// primary interface (card 0, device 0, type interface) must be listed.
+	// +kubebuilder:validation:XValidation:message="networkInterfaces must include a primary interface with interfaceType='interface'",rule="self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && x.interfaceType == 'interface')"
+	// +kubebuilder:validation:XValidation:message="networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card",rule="self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex).size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))"
 	// +kubebuilder:validation:MaxItems:=150
 	// +optional
 	NetworkInterfaces []NetworkInterface `json:"networkInterfaces,omitempty"`
 	// ConnectionTracking sets the conntrack timeouts of the network interfaces.
-	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tcpEstablishedTimeout', 'udpStreamTimeout', 'udpTimeout']",rule="has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)"
+	// +kubebuilder:validation:XValidation:message="at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set",rule="has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)"
 	// +optional
 	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
 	// CPUOptions filter instance types by CPU features.
@@ -169,7 +168,8 @@ type CapacityReservationSelectorTerm struct {
 }
 
 // PlacementGroupSelector names one placement group, by name or by id.
-// +kubebuilder:validation:XValidation:message="expected exactly one, got both or none, ['name', 'id']",rule="has(self.name) != has(self.id)"
+// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['name', 'id']",rule="has(self.name) || has(self.id)"
+// +kubebuilder:validation:XValidation:message="'name' and 'id' are mutually exclusive",rule="!(has(self.name) && has(self.id))"
 type PlacementGroupSelector struct {
 	// Name of the placement group.
 	// +kubebuilder:validation:MinLength:=1

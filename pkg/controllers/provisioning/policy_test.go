@@ -106,6 +106,28 @@ func TestStaticNodePoolIsLeftOut(t *testing.T) {
 	})
 }
 
+// A NodePool whose requirement values are not label values, which the CRD
+// lets through as Karpenter's does, launches nothing: no node could carry
+// such a value. A NodePool beside it still launches.
+func TestNodePoolWithInvalidRequirementValueIsLeftOut(t *testing.T) {
+	odd := v1.NodeSelectorRequirementWithMinValues{Key: "team", Operator: corev1.NodeSelectorOpIn, Values: []string{"a b"}}
+	t.Run("alone, the pod stays pending and is told why", func(t *testing.T) {
+		claims, events := provision(t, scheduling.Options{}, pool("odd", nil, odd))
+		if len(claims) != 0 {
+			t.Fatalf("%d NodeClaims from a NodePool with an invalid value", len(claims))
+		}
+		if !strings.Contains(strings.Join(events, "\n"), `nodepool "odd": spec.template.spec.requirements[2].values[0]: "a b" (key "team") is not a label value`) {
+			t.Fatalf("events %q", events)
+		}
+	})
+	t.Run("beside a valid NodePool, only that one launches", func(t *testing.T) {
+		claims, _ := provision(t, scheduling.Options{}, pool("odd", nil, odd), pool("fine", nil))
+		if len(claims) != 1 || claims[0].Labels[v1.LabelNodePool] != "fine" {
+			t.Fatalf("claims %v", claims)
+		}
+	})
+}
+
 // Every planned NodeClaim says whether its minValues were relaxed, as
 // Karpenter's do; Strict never launches a relaxed one.
 func TestMinValuesRelaxedAnnotation(t *testing.T) {

@@ -161,11 +161,15 @@ func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool,
 	return true, "", ""
 }
 
-// validate checks what the CRD's CEL cannot: requirements that parse and
-// taints that are not repeated across taints and startupTaints; and that
-// the NodePool is not static, which Joiner cannot run.
+// validate checks what the CRD's CEL cannot: requirements that parse, with
+// values that are label values, and taints that are not repeated across
+// taints and startupTaints; and that the NodePool is not static, which
+// Joiner cannot run.
 func validate(np *v1.NodePool) error {
 	if reason := state.StaticNodePool(np); reason != "" {
+		return errors.New(reason)
+	}
+	if reason := state.InvalidRequirementValue(np); reason != "" {
 		return errors.New(reason)
 	}
 	if _, err := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...); err != nil {

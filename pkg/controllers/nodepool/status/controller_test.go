@@ -9,6 +9,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodepool/status"
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,22 +19,33 @@ import (
 )
 
 // A NodePool with spec.replicas is never silently a dynamic pool: its
-// status says it launches nothing, naming spec.replicas and the fix.
-func TestStaticNodePoolStatus(t *testing.T) {
+// status says it launches nothing, naming spec.replicas and the fix. Nor is
+// one whose requirement values are not label values, which the CRD accepts
+// as Karpenter's does.
+func TestNodePoolValidationStatus(t *testing.T) {
 	three := int64(3)
 	cases := []struct {
 		name      string
 		replicas  *int64
+		reqs      []v1.NodeSelectorRequirementWithMinValues
 		valid     bool
 		wantInMsg []string
 	}{
 		{name: "dynamic NodePool is valid", valid: true},
 		{name: "static NodePool says why it launches nothing", replicas: &three, wantInMsg: []string{"spec.replicas is set (3)", "StaticCapacity", "recreate it without spec.replicas"}},
+		{name: "label values are valid", valid: true, reqs: []v1.NodeSelectorRequirementWithMinValues{{Key: "team", Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b-c.d_e"}}}},
+		{name: "a value with a space is named", reqs: []v1.NodeSelectorRequirementWithMinValues{
+			{Key: "team", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}},
+			{Key: "zone", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"ok", "a b"}}},
+			wantInMsg: []string{`spec.template.spec.requirements[1].values[1]: "a b" (key "zone") is not a label value`, "alphanumeric"}},
+		{name: "a value of 64 characters is named", reqs: []v1.NodeSelectorRequirementWithMinValues{{Key: "team", Operator: corev1.NodeSelectorOpIn, Values: []string{strings.Repeat("a", 64)}}},
+			wantInMsg: []string{"spec.template.spec.requirements[0].values[0]", "must be no more than 63 bytes"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "pool", Generation: 1}, Spec: v1.NodePoolSpec{Replicas: tc.replicas,
-				Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}}}}}
+				Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{Requirements: tc.reqs,
+					NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}}}}}
 			kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(np).WithStatusSubresource(&v1.NodePool{}).Build()
 			c := &status.Controller{Client: kube, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
 			if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "pool"}}); err != nil {
@@ -56,7 +68,7 @@ func TestStaticNodePoolStatus(t *testing.T) {
 				}
 			}
 			if !tc.valid && meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionTypeReady) {
-				t.Error("a static NodePool is Ready")
+				t.Error("an invalid NodePool is Ready")
 			}
 		})
 	}
