@@ -40,3 +40,18 @@ func (in *EC2NodeClass) Hash() string {
 		AMIFamily string
 	}{spec, in.AMIFamily()})
 }
+
+// HashDrifted reports whether a NodeClaim launched from the class no longer
+// matches its spec. A NodeClaim without a stamp, or stamped under another
+// hash version (launched by Karpenter, or by an older Joiner), is not
+// comparable and is not drift: the NodeClaim disruption controller
+// re-stamps it. The class's hash is computed, not read from its annotation,
+// which lags a spec change by a reconcile and would meanwhile drift the
+// NodeClaims launched from the new spec.
+func HashDrifted(class *EC2NodeClass, nodeClaim *v1.NodeClaim) bool {
+	stamped := nodeClaim.Annotations[AnnotationEC2NodeClassHash]
+	if stamped == "" || nodeClaim.Annotations[AnnotationEC2NodeClassHashVersion] != EC2NodeClassHashVersion {
+		return false
+	}
+	return stamped != class.Hash()
+}

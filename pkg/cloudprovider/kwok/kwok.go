@@ -157,11 +157,7 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) 
 	if err != nil || class == nil {
 		return "", err
 	}
-	stamped := nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash]
-	if stamped == "" || nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] != awsv1.EC2NodeClassHashVersion {
-		return "", nil
-	}
-	if stamped != class.Hash() {
+	if awsv1.HashDrifted(class, nodeClaim) {
 		return awsv1.ReasonNodeClassDrift, nil
 	}
 	return "", nil

@@ -86,6 +86,9 @@ type Instance struct {
 	// instance.
 	VolumeIDs           []string
 	NetworkInterfaceIDs []string
+	// SecurityGroupIDs are the groups of the primary interface, which
+	// drift is judged by.
+	SecurityGroupIDs []string
 }
 
 // ProviderID is the Node's spec.providerID for this instance.
@@ -455,6 +458,9 @@ func fromEC2(i ec2types.Instance) *Instance {
 	}
 	for _, t := range i.Tags {
 		inst.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	for _, g := range i.SecurityGroups {
+		inst.SecurityGroupIDs = append(inst.SecurityGroupIDs, aws.ToString(g.GroupId))
 	}
 	for _, b := range i.BlockDeviceMappings {
 		if b.Ebs != nil && b.Ebs.VolumeId != nil {
