@@ -301,4 +301,3 @@ func TestName(t *testing.T) {
 }
 
 func iamTag(k, v string) iamtypes.Tag { return iamtypes.Tag{Key: aws.String(k), Value: aws.String(v)} }
-
