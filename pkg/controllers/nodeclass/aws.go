@@ -16,7 +16,6 @@ import (
 	"github.com/aws/smithy-go"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/selector"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/subnet"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -287,8 +286,10 @@ func (r *resolution) ready(t string) {
 }
 
 // failed records err on condition t. An error that names its reason is the
-// user's to fix: the condition goes False with the error's text and clear
-// runs (it empties the status field: nothing matched). Any other error (an
+// user's to fix (a selector that matched nothing, a missing role): the
+// condition goes False with the error's text, and clear, if given, empties
+// the status field, which would otherwise show what no longer resolves.
+// Any other error (an
 // AWS error such as AccessDenied, or throttling past the SDK's retries) is
 // retried with backoff; its text goes in the condition too, except that a
 // transient one (throttling, 5xx) leaves a True condition as it is rather
@@ -297,7 +298,7 @@ func (r *resolution) failed(t string, err error, clear func()) {
 	var rs reasoner
 	if errors.As(err, &rs) {
 		setCondition(r.nc, t, metav1.ConditionFalse, rs.Reason(), err.Error(), r.now)
-		if clear != nil && isNoMatch(err) {
+		if clear != nil {
 			clear()
 		}
 		r.userFixable = true
@@ -314,13 +315,6 @@ func (r *resolution) failed(t string, err error, clear func()) {
 		reason = "ResolutionFailed"
 	}
 	setCondition(r.nc, t, metav1.ConditionFalse, reason, err.Error(), r.now)
-}
-
-// isNoMatch: the error says a selector matched nothing, so the resolved
-// list in status is emptied rather than left stale.
-func isNoMatch(err error) bool {
-	var nm *selector.NoMatchError
-	return errors.As(err, &nm)
 }
 
 var notReasonChars = regexp.MustCompile(`[^A-Za-z0-9_]`)

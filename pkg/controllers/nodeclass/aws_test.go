@@ -345,6 +345,18 @@ func TestNotReady(t *testing.T) {
 				awsv1.ConditionTypeAMIsReady: {status: metav1.ConditionFalse, reason: "AMINotFound", message: []string{"AMISelector did not match any AMIs"}},
 				awsv1.ConditionTypeReady:     {status: metav1.ConditionFalse, message: []string{"AMIsReady=False"}},
 			}},
+		{name: "AMI resolver names what matched nothing",
+			before: func(e *env) {
+				e.amis.err = reasoned{reason: "AMINotFound", msg: "amiSelectorTerms[0] {alias: al2023@v20990101}: no such AMI version"}
+			},
+			conds: map[string]want{
+				awsv1.ConditionTypeAMIsReady: {status: metav1.ConditionFalse, reason: "AMINotFound", message: []string{"al2023@v20990101"}},
+			},
+			check: func(t *testing.T, nc *awsv1.EC2NodeClass) {
+				if nc.Status.AMIs != nil {
+					t.Errorf("amis %v, want none", nc.Status.AMIs)
+				}
+			}},
 		{name: "role does not exist",
 			edit: func(nc *awsv1.EC2NodeClass) { nc.Spec.Role = "KarpenterNodeRole-typo" },
 			conds: map[string]want{
