@@ -17,8 +17,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -279,7 +279,10 @@ func (c *Cluster) nodeClassProblem(ctx context.Context, np *v1.NodePool) string 
 	if nc.DeletionTimestamp != nil {
 		return fmt.Sprintf("EC2NodeClass %q is being deleted", ref.Name)
 	}
-	if !meta.IsStatusConditionTrue(nc.Status.Conditions, "Ready") {
+	if status, _, message := nc.Readiness(); status != metav1.ConditionTrue {
+		if message != "" {
+			return fmt.Sprintf("EC2NodeClass %q is not ready (%s)", ref.Name, message)
+		}
 		return fmt.Sprintf("EC2NodeClass %q is not ready", ref.Name)
 	}
 	return ""

@@ -147,18 +147,17 @@ func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool,
 		}
 		return false, "NodeClassNotFound", err.Error()
 	}
-	if nc.DeletionTimestamp != nil {
-		return false, "NodeClassTerminating", fmt.Sprintf("EC2NodeClass %q is terminating", ref.Name)
+	status, reason, message := nc.Readiness()
+	if status == metav1.ConditionTrue {
+		return true, "", ""
 	}
-	cond := meta.FindStatusCondition(nc.Status.Conditions, "Ready")
-	if cond == nil || cond.Status != metav1.ConditionTrue {
-		msg := "EC2NodeClass is not ready"
-		if cond != nil && cond.Message != "" {
-			msg = cond.Message
-		}
-		return false, "NodeClassNotReady", msg
+	if reason != awsv1.ReasonNodeClassTerminating {
+		reason = "NodeClassNotReady"
 	}
-	return true, "", ""
+	if message == "" {
+		message = "EC2NodeClass is not ready"
+	}
+	return false, reason, message
 }
 
 // validate checks what the CRD's CEL cannot: requirements that parse, with

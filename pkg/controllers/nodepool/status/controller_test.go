@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodepool/status"
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
@@ -69,6 +70,66 @@ func TestNodePoolValidationStatus(t *testing.T) {
 			}
 			if !tc.valid && meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionTypeReady) {
 				t.Error("an invalid NodePool is Ready")
+			}
+		})
+	}
+}
+
+// NodeClassReady follows the class's readiness as awsv1 decides it, not
+// just its Ready condition: a spec change not yet resolved, a dependent
+// that is False, or a class being deleted all make it False.
+func TestNodeClassReadiness(t *testing.T) {
+	deps := func(gen int64, status metav1.ConditionStatus) []metav1.Condition {
+		out := []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now(), ObservedGeneration: gen}}
+		for _, d := range awsv1.ReadyDependents {
+			out = append(out, metav1.Condition{Type: d, Status: metav1.ConditionTrue, Reason: d, LastTransitionTime: metav1.Now(), ObservedGeneration: gen})
+		}
+		out[len(out)-1].Status = status
+		return out
+	}
+	cases := []struct {
+		name       string
+		generation int64
+		conds      []metav1.Condition
+		deleting   bool
+		ready      bool
+		reason     string
+		message    string
+	}{
+		{name: "every dependent true", generation: 1, conds: deps(1, metav1.ConditionTrue), ready: true},
+		{name: "a dependent false", generation: 1, conds: deps(1, metav1.ConditionFalse), reason: "NodeClassNotReady", message: "ValidationSucceeded=False"},
+		{name: "spec changed since", generation: 2, conds: deps(1, metav1.ConditionTrue), reason: "NodeClassNotReady", message: "AMIsReady=Unknown"},
+		{name: "being deleted", generation: 1, conds: deps(1, metav1.ConditionTrue), deleting: true, reason: "NodeClassTerminating", message: "is terminating"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "pool", Generation: 1}, Spec: v1.NodePoolSpec{
+				Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}}}}}
+			class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: tc.generation}}
+			if tc.deleting {
+				class.Finalizers = []string{awsv1.TerminationFinalizer}
+			}
+			class.Status.Conditions = tc.conds
+			kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(np, class).WithStatusSubresource(&v1.NodePool{}, &awsv1.EC2NodeClass{}).Build()
+			if tc.deleting {
+				if err := kube.Delete(context.Background(), class); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := &status.Controller{Client: kube, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
+			if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "pool"}}); err != nil {
+				t.Fatal(err)
+			}
+			got := &v1.NodePool{}
+			if err := kube.Get(context.Background(), types.NamespacedName{Name: "pool"}, got); err != nil {
+				t.Fatal(err)
+			}
+			cond := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionTypeNodeClassReady)
+			if cond == nil || (cond.Status == metav1.ConditionTrue) != tc.ready {
+				t.Fatalf("NodeClassReady %+v, want ready=%v", cond, tc.ready)
+			}
+			if !tc.ready && (cond.Reason != tc.reason || !strings.Contains(cond.Message, tc.message)) {
+				t.Errorf("NodeClassReady %s %q, want %s with %q", cond.Reason, cond.Message, tc.reason, tc.message)
 			}
 		})
 	}

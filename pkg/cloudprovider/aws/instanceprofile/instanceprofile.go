@@ -1,0 +1,314 @@
+// Package instanceprofile gives an EC2NodeClass the IAM instance profile
+// its nodes launch with: one Joiner creates and owns for spec.role, or the
+// one named in spec.instanceProfile, used as given and never changed.
+package instanceprofile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+	"github.com/aws/smithy-go"
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+)
+
+// Tags on the profiles Joiner creates. The ec2nodeclass and cluster tags
+// are what Delete checks before it removes a profile, so a profile of the
+// same name that Joiner did not create is never deleted.
+const (
+	TagNodeClass = "karpenter.k8s.aws/ec2nodeclass"
+	TagManagedBy = "karpenter.sh/managed-by"
+	TagRegion    = "topology.kubernetes.io/region"
+	// TagClusterPrefix is followed by the cluster name; its value is "owned".
+	TagClusterPrefix = "kubernetes.io/cluster/"
+)
+
+// IAMAPI is the part of the IAM client the provider calls. GetRole is used
+// only to check a new role before the old one is removed from a profile;
+// without iam:GetRole that check is skipped.
+type IAMAPI interface {
+	GetInstanceProfile(ctx context.Context, in *iam.GetInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error)
+	CreateInstanceProfile(ctx context.Context, in *iam.CreateInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.CreateInstanceProfileOutput, error)
+	TagInstanceProfile(ctx context.Context, in *iam.TagInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.TagInstanceProfileOutput, error)
+	AddRoleToInstanceProfile(ctx context.Context, in *iam.AddRoleToInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.AddRoleToInstanceProfileOutput, error)
+	RemoveRoleFromInstanceProfile(ctx context.Context, in *iam.RemoveRoleFromInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.RemoveRoleFromInstanceProfileOutput, error)
+	DeleteInstanceProfile(ctx context.Context, in *iam.DeleteInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error)
+	GetRole(ctx context.Context, in *iam.GetRoleInput, optFns ...func(*iam.Options)) (*iam.GetRoleOutput, error)
+}
+
+// Provider manages instance profiles for one cluster in one region.
+type Provider struct {
+	IAM         IAMAPI
+	ClusterName string
+	Region      string
+}
+
+// NotFoundError is a spec field naming an IAM entity that does not exist.
+type NotFoundError struct {
+	// Field is "spec.role" or "spec.instanceProfile".
+	Field string
+	// Name is the field's value.
+	Name string
+	// Fix says what to do.
+	Fix string
+	// Err is IAM's answer.
+	Err error
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("%s: %q does not exist in IAM; %s", e.Field, e.Name, e.Fix)
+}
+
+func (e *NotFoundError) Unwrap() error { return e.Err }
+
+// Reason is the InstanceProfileReady condition reason.
+func (e *NotFoundError) Reason() string {
+	if e.Field == "spec.role" {
+		return "RoleNotFound"
+	}
+	return "InstanceProfileNotFound"
+}
+
+// maxNameLength is IAM's limit on an instance profile name.
+const maxNameLength = 128
+
+// hashLength is the hex digits of the name's hash suffix (64 bits).
+const hashLength = 16
+
+var unsafeNameChars = regexp.MustCompile(`[^\w+=,.@-]`)
+
+// Name is the instance profile Joiner creates for class in clusterName and
+// region:
+//
+//	<cluster>_<class>_<hash>
+//
+// where hash is the first 16 hex digits of SHA-256 over the cluster name,
+// region and class name, and "<cluster>_<class>" (characters IAM does not
+// allow in a name replaced by "-") is cut to 111 characters, so the whole
+// name fits IAM's 128. The readable part is for people listing profiles; the
+// hash makes the name unique per cluster, region and class even when the
+// readable part is cut. The name is Joiner's own: a class that Karpenter
+// managed gets a new profile (and its nodes drift to it) when Joiner takes
+// over.
+func Name(clusterName, region, class string) string {
+	sum := sha256.Sum256([]byte(clusterName + "\x00" + region + "\x00" + class))
+	suffix := hex.EncodeToString(sum[:])[:hashLength]
+	readable := unsafeNameChars.ReplaceAllString(clusterName+"_"+class, "-")
+	if max := maxNameLength - 1 - hashLength; len(readable) > max {
+		readable = readable[:max]
+	}
+	return readable + "_" + suffix
+}
+
+// Tags are the tags of the profile Joiner creates for nc.
+func (p *Provider) Tags(nc *awsv1.EC2NodeClass) map[string]string {
+	return map[string]string{
+		TagNodeClass:                     nc.Name,
+		TagClusterPrefix + p.ClusterName: "owned",
+		TagManagedBy:                     p.ClusterName,
+		TagRegion:                        p.Region,
+	}
+}
+
+// RoleName is the role name in spec.role, which may also be given as a
+// role ARN (arn:aws:iam::111122223333:role/path/name): IAM's profile calls
+// take the bare name.
+func RoleName(role string) string {
+	if strings.HasPrefix(role, "arn:") {
+		return role[strings.LastIndex(role, "/")+1:]
+	}
+	return role
+}
+
+// Ensure returns the name of the instance profile nc's nodes launch with.
+// For spec.role it creates the profile (see Name) if missing, tags it, and
+// puts the role in it, replacing another role. For spec.instanceProfile it
+// checks the profile exists and returns it unchanged.
+func (p *Provider) Ensure(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
+	if nc.Spec.Role == "" {
+		if nc.Spec.InstanceProfile == nil || *nc.Spec.InstanceProfile == "" {
+			return "", errors.New("spec: set role (Joiner manages an instance profile for it) or instanceProfile (an existing profile)")
+		}
+		name := *nc.Spec.InstanceProfile
+		if _, err := p.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil {
+			if isNoSuchEntity(err) {
+				return "", &NotFoundError{Field: "spec.instanceProfile", Name: name, Err: err,
+					Fix: "create it, or set spec.role instead and Joiner creates one"}
+			}
+			return "", fmt.Errorf("getting instance profile %q: %w", name, err)
+		}
+		return name, nil
+	}
+	name := Name(p.ClusterName, p.Region, nc.Name)
+	role := RoleName(nc.Spec.Role)
+	profile, err := p.getOrCreate(ctx, nc, name)
+	if err != nil {
+		return "", err
+	}
+	if err := p.tagIfMissing(ctx, nc, profile); err != nil {
+		return "", err
+	}
+	var others []string
+	has := false
+	for _, r := range profile.Roles {
+		if aws.ToString(r.RoleName) == role {
+			has = true
+		} else {
+			others = append(others, aws.ToString(r.RoleName))
+		}
+	}
+	if has && len(others) == 0 {
+		return name, nil
+	}
+	if len(others) > 0 {
+		// Removing the old role first is forced (a profile holds one role),
+		// so check the new one exists before nodes lose the old one.
+		if _, err := p.IAM.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(role)}); err != nil {
+			if isNoSuchEntity(err) {
+				return "", roleNotFound(nc.Spec.Role, err)
+			}
+			if !isAccessDenied(err) {
+				return "", fmt.Errorf("getting role %q: %w", role, err)
+			}
+		}
+		for _, old := range others {
+			if _, err := p.IAM.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{
+				InstanceProfileName: aws.String(name), RoleName: aws.String(old)}); err != nil && !isNoSuchEntity(err) {
+				return "", fmt.Errorf("removing role %q from instance profile %q: %w", old, name, err)
+			}
+		}
+	}
+	if !has {
+		if _, err := p.IAM.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{
+			InstanceProfileName: aws.String(name), RoleName: aws.String(role)}); err != nil {
+			if isNoSuchEntity(err) {
+				return "", roleNotFound(nc.Spec.Role, err)
+			}
+			if !isCode(err, "LimitExceeded") {
+				return "", fmt.Errorf("adding role %q to instance profile %q: %w", role, name, err)
+			}
+			// LimitExceeded: another writer put a role in meanwhile; the
+			// next reconcile sees and replaces it.
+			return "", fmt.Errorf("adding role %q to instance profile %q: another role was added concurrently: %w", role, name, err)
+		}
+	}
+	return name, nil
+}
+
+func roleNotFound(role string, err error) error {
+	return &NotFoundError{Field: "spec.role", Name: role, Err: err,
+		Fix: "create the role (with the AmazonEKSWorkerNodePolicy, AmazonEKS_CNI_Policy and AmazonEC2ContainerRegistryReadOnly policies) or fix spec.role"}
+}
+
+func (p *Provider) getOrCreate(ctx context.Context, nc *awsv1.EC2NodeClass, name string) (*iamtypes.InstanceProfile, error) {
+	out, err := p.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+	if err == nil {
+		return out.InstanceProfile, nil
+	}
+	if !isNoSuchEntity(err) {
+		return nil, fmt.Errorf("getting instance profile %q: %w", name, err)
+	}
+	created, err := p.IAM.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{
+		InstanceProfileName: aws.String(name), Tags: iamTags(p.Tags(nc))})
+	if err == nil {
+		return created.InstanceProfile, nil
+	}
+	if !isCode(err, "EntityAlreadyExists") {
+		return nil, fmt.Errorf("creating instance profile %q: %w", name, err)
+	}
+	// Created by a retry whose answer was lost, or another replica.
+	out, err = p.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+	if err != nil {
+		return nil, fmt.Errorf("getting instance profile %q: %w", name, err)
+	}
+	return out.InstanceProfile, nil
+}
+
+func (p *Provider) tagIfMissing(ctx context.Context, nc *awsv1.EC2NodeClass, profile *iamtypes.InstanceProfile) error {
+	have := map[string]string{}
+	for _, t := range profile.Tags {
+		have[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	missing := map[string]string{}
+	for k, v := range p.Tags(nc) {
+		if have[k] != v {
+			missing[k] = v
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if _, err := p.IAM.TagInstanceProfile(ctx, &iam.TagInstanceProfileInput{
+		InstanceProfileName: profile.InstanceProfileName, Tags: iamTags(missing)}); err != nil {
+		return fmt.Errorf("tagging instance profile %q: %w", aws.ToString(profile.InstanceProfileName), err)
+	}
+	return nil
+}
+
+// Delete removes the profile Joiner created for nc: its roles first, as IAM
+// requires. A profile named in spec.instanceProfile is never touched, nor
+// one without this cluster's and this class's tags. A missing profile is
+// not an error.
+func (p *Provider) Delete(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	name := Name(p.ClusterName, p.Region, nc.Name)
+	if nc.Spec.InstanceProfile != nil && *nc.Spec.InstanceProfile == name {
+		return nil
+	}
+	out, err := p.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+	if err != nil {
+		if isNoSuchEntity(err) {
+			return nil
+		}
+		return fmt.Errorf("getting instance profile %q: %w", name, err)
+	}
+	tags := map[string]string{}
+	for _, t := range out.InstanceProfile.Tags {
+		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	if tags[TagNodeClass] != nc.Name || tags[TagClusterPrefix+p.ClusterName] != "owned" {
+		return nil
+	}
+	for _, r := range out.InstanceProfile.Roles {
+		if _, err := p.IAM.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{
+			InstanceProfileName: aws.String(name), RoleName: r.RoleName}); err != nil && !isNoSuchEntity(err) {
+			return fmt.Errorf("removing role %q from instance profile %q: %w", aws.ToString(r.RoleName), name, err)
+		}
+	}
+	if _, err := p.IAM.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil && !isNoSuchEntity(err) {
+		return fmt.Errorf("deleting instance profile %q: %w", name, err)
+	}
+	return nil
+}
+
+// iamTags orders the tags by key, so that equal calls are equal requests.
+func iamTags(tags map[string]string) []iamtypes.Tag {
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]iamtypes.Tag, 0, len(tags))
+	for _, k := range keys {
+		out = append(out, iamtypes.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	return out
+}
+
+func isNoSuchEntity(err error) bool { return isCode(err, "NoSuchEntity") }
+
+func isAccessDenied(err error) bool {
+	return isCode(err, "AccessDenied") || isCode(err, "AccessDeniedException") || isCode(err, "UnauthorizedOperation")
+}
+
+func isCode(err error, code string) bool {
+	var apiErr smithy.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode() == code
+}
