@@ -95,5 +95,5 @@ func writeMIME(parts []mimePart) (string, error) {
 	if err := w.Close(); err != nil {
 		return "", err
 	}
-	return strings.ReplaceAll(buf.String(), "\r\n", "\n") + "\n", nil
+	return strings.ReplaceAll(buf.String(), "\r\n", "\n"), nil
 }
