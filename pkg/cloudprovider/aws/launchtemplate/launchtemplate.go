@@ -1,0 +1,399 @@
+// Package launchtemplate keeps the EC2 launch templates Joiner launches
+// from: one per distinct launch configuration (AMI, user data, class
+// settings, tags), named by a hash of that configuration so that equal
+// configurations share a template and any change yields a new one. Launch
+// templates are immutable here: a template is never modified, only created
+// and, with its class, deleted.
+package launchtemplate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+	"golang.org/x/sync/singleflight"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/clock"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
+)
+
+// Tags Joiner puts on the templates (and that the caller puts on instances):
+// the guides' IAM policies allow creating and deleting only resources that
+// carry them.
+const (
+	TagNodeClass   = awsv1.Group + "/ec2nodeclass"
+	TagNodePool    = v1.Group + "/nodepool"
+	TagClusterName = "eks:eks-cluster-name"
+	// NamePrefix starts every template name Joiner creates.
+	NamePrefix = "joiner/"
+	// DefaultTTL is how long a template is known without asking EC2 again.
+	DefaultTTL = 5 * time.Minute
+)
+
+// TagCluster is the kubernetes.io/cluster/<name> tag key, valued "owned".
+func TagCluster(clusterName string) string { return "kubernetes.io/cluster/" + clusterName }
+
+// EC2API is the part of EC2 the provider calls.
+type EC2API interface {
+	CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput, opts ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)
+	DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunchTemplatesInput, opts ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error)
+	DeleteLaunchTemplate(ctx context.Context, in *ec2.DeleteLaunchTemplateInput, opts ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error)
+}
+
+// Input is one launch configuration.
+type Input struct {
+	// NodeClassName and NodeClassHash identify the class; the hash is part
+	// of the template's identity, so a changed class gets new templates.
+	NodeClassName string
+	NodeClassHash string
+	// NodePool is tagged on the template when set.
+	NodePool string
+	// CapacityType "spot" also tags the spot request the template makes.
+	CapacityType string
+	// AMIFamily chooses the default block devices.
+	AMIFamily string
+	ImageID   string
+	// UserData is base64, from amifamily.UserData.
+	UserData         string
+	SecurityGroupIDs []string
+	InstanceProfile  string
+	// BlockDeviceMappings from the class; empty means the family's defaults.
+	BlockDeviceMappings []*awsv1.BlockDeviceMapping
+	// MetadataOptions from the class; unset fields take the CRD defaults.
+	MetadataOptions          *awsv1.MetadataOptions
+	DetailedMonitoring       bool
+	AssociatePublicIPAddress *bool
+	IPPrefixCount            *int32
+	// Tags are the class's tags; Joiner's own tags are added over them.
+	Tags map[string]string
+}
+
+// LaunchTemplate is a template that exists in EC2.
+type LaunchTemplate struct {
+	ID   string
+	Name string
+}
+
+// Provider creates launch templates, remembers them for a TTL, and deletes
+// a class's templates.
+type Provider struct {
+	ec2         EC2API
+	clusterName string
+	clock       clock.Clock
+	ttl         time.Duration
+
+	mu    sync.Mutex
+	known map[string]known
+	group singleflight.Group
+}
+
+type known struct {
+	lt      LaunchTemplate
+	class   string
+	expires time.Time
+}
+
+// New returns a provider for one cluster. A nil clock is the wall clock; a
+// zero ttl is DefaultTTL.
+func New(api EC2API, clusterName string, clk clock.Clock, ttl time.Duration) *Provider {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	return &Provider{ec2: api, clusterName: clusterName, clock: clk, ttl: ttl, known: map[string]known{}}
+}
+
+// Ensure returns the template for the input, creating it when EC2 does not
+// have it. Concurrent calls for one input make one call to EC2.
+func (p *Provider) Ensure(ctx context.Context, in Input) (LaunchTemplate, error) {
+	if err := p.validate(in); err != nil {
+		return LaunchTemplate{}, err
+	}
+	req := p.request(in)
+	name := aws.ToString(req.LaunchTemplateName)
+	if lt, ok := p.lookup(name); ok {
+		return lt, nil
+	}
+	v, err, _ := p.group.Do(name, func() (any, error) {
+		if lt, ok := p.lookup(name); ok {
+			return lt, nil
+		}
+		lt, err := p.create(ctx, req)
+		if err != nil {
+			return LaunchTemplate{}, err
+		}
+		p.mu.Lock()
+		p.known[name] = known{lt: lt, class: in.NodeClassName, expires: p.clock.Now().Add(p.ttl)}
+		p.mu.Unlock()
+		return lt, nil
+	})
+	if err != nil {
+		return LaunchTemplate{}, err
+	}
+	return v.(LaunchTemplate), nil
+}
+
+// Invalidate forgets a template, for a caller that learned from EC2 that it
+// is gone (a launch failing with a missing launch template); the next
+// Ensure creates it again.
+func (p *Provider) Invalidate(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.known, name)
+}
+
+func (p *Provider) lookup(name string) (LaunchTemplate, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k, ok := p.known[name]
+	if !ok || !p.clock.Now().Before(k.expires) {
+		delete(p.known, name)
+		return LaunchTemplate{}, false
+	}
+	return k.lt, true
+}
+
+// create makes the template, or finds it when it exists: the name is the
+// hash of the whole request, so a template of that name is this one (made
+// by an earlier process, or by a retry whose answer was lost).
+func (p *Provider) create(ctx context.Context, req *ec2.CreateLaunchTemplateInput) (LaunchTemplate, error) {
+	name := aws.ToString(req.LaunchTemplateName)
+	out, err := p.ec2.CreateLaunchTemplate(ctx, req)
+	if err == nil {
+		return LaunchTemplate{ID: aws.ToString(out.LaunchTemplate.LaunchTemplateId), Name: name}, nil
+	}
+	if errorCode(err) != "InvalidLaunchTemplateName.AlreadyExistsException" {
+		return LaunchTemplate{}, fmt.Errorf("creating launch template %s: %w", name, err)
+	}
+	found, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
+	if err != nil {
+		return LaunchTemplate{}, fmt.Errorf("describing existing launch template %s: %w", name, err)
+	}
+	if len(found.LaunchTemplates) != 1 {
+		return LaunchTemplate{}, fmt.Errorf("launch template %s exists but DescribeLaunchTemplates returned %d templates", name, len(found.LaunchTemplates))
+	}
+	return LaunchTemplate{ID: aws.ToString(found.LaunchTemplates[0].LaunchTemplateId), Name: name}, nil
+}
+
+// DeleteForNodeClass deletes every template of the class in this cluster,
+// for the class's finalizer. Templates already gone are not an error.
+func (p *Provider) DeleteForNodeClass(ctx context.Context, nodeClassName string) error {
+	pages := ec2.NewDescribeLaunchTemplatesPaginator(p.ec2, &ec2.DescribeLaunchTemplatesInput{
+		Filters: []ec2types.Filter{
+			{Name: aws.String("tag:" + TagCluster(p.clusterName)), Values: []string{"owned"}},
+			{Name: aws.String("tag:" + TagNodeClass), Values: []string{nodeClassName}},
+		},
+		MaxResults: aws.Int32(200),
+	})
+	var errs []error
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("listing launch templates of EC2NodeClass %s: %w", nodeClassName, err)
+		}
+		for _, lt := range page.LaunchTemplates {
+			_, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: lt.LaunchTemplateId})
+			if err != nil && !isNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting launch template %s: %w", aws.ToString(lt.LaunchTemplateName), err))
+			}
+		}
+	}
+	p.mu.Lock()
+	for name, k := range p.known {
+		if k.class == nodeClassName {
+			delete(p.known, name)
+		}
+	}
+	p.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+func (p *Provider) validate(in Input) error {
+	switch {
+	case p.clusterName == "":
+		return errors.New("launch templates need the cluster name (CLUSTER_NAME)")
+	case in.NodeClassName == "":
+		return errors.New("a launch template needs its EC2NodeClass name")
+	case in.ImageID == "":
+		return fmt.Errorf("EC2NodeClass %s: no AMI to launch; status.amis is empty", in.NodeClassName)
+	case len(in.SecurityGroupIDs) == 0:
+		return fmt.Errorf("EC2NodeClass %s: no security groups; status.securityGroups is empty", in.NodeClassName)
+	case in.InstanceProfile == "":
+		return fmt.Errorf("EC2NodeClass %s: no instance profile; status.instanceProfile is empty", in.NodeClassName)
+	}
+	return nil
+}
+
+// Tags are the template's tags: the class's, then Joiner's, which the
+// guides' IAM policies require and which DeleteForNodeClass finds.
+func (p *Provider) Tags(in Input) map[string]string {
+	tags := map[string]string{}
+	for k, v := range in.Tags {
+		tags[k] = v
+	}
+	tags[TagNodeClass] = in.NodeClassName
+	tags[TagCluster(p.clusterName)] = "owned"
+	tags[TagClusterName] = p.clusterName
+	if in.NodePool != "" {
+		tags[TagNodePool] = in.NodePool
+	}
+	return tags
+}
+
+// request is the CreateLaunchTemplate call for the input, named and
+// tokened by the hash of everything else in it.
+func (p *Provider) request(in Input) *ec2.CreateLaunchTemplateInput {
+	tags := ec2Tags(p.Tags(in))
+	data := &ec2types.RequestLaunchTemplateData{
+		ImageId:             aws.String(in.ImageID),
+		UserData:            aws.String(in.UserData),
+		IamInstanceProfile:  &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(in.InstanceProfile)},
+		BlockDeviceMappings: blockDeviceMappings(in),
+		MetadataOptions:     metadataOptions(in.MetadataOptions),
+		Monitoring:          &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(in.DetailedMonitoring)},
+		// The security groups go on the primary interface, where the
+		// public IP choice also lives; EC2 refuses both forms at once.
+		NetworkInterfaces: []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
+			DeviceIndex:              aws.Int32(0),
+			Groups:                   sortedCopy(in.SecurityGroupIDs),
+			AssociatePublicIpAddress: in.AssociatePublicIPAddress,
+			Ipv4PrefixCount:          in.IPPrefixCount,
+		}},
+		// CreateFleet cannot tag network interfaces; the template does.
+		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{{
+			ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: tags,
+		}},
+	}
+	if in.CapacityType == v1.CapacityTypeSpot {
+		data.TagSpecifications = append(data.TagSpecifications, ec2types.LaunchTemplateTagSpecificationRequest{
+			ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: tags,
+		})
+	}
+	hash := v1.SetHash(struct {
+		Cluster, NodeClassHash string
+		Data                   *ec2types.RequestLaunchTemplateData
+	}{p.clusterName, in.NodeClassHash, data})
+	return &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String(NamePrefix + hash),
+		ClientToken:        aws.String(hash),
+		LaunchTemplateData: data,
+		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: tags}},
+	}
+}
+
+func metadataOptions(o *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
+	if o == nil {
+		o = &awsv1.MetadataOptions{}
+	}
+	or := func(p *string, d string) string {
+		if p == nil {
+			return d
+		}
+		return *p
+	}
+	hops := int64(1)
+	if o.HTTPPutResponseHopLimit != nil {
+		hops = *o.HTTPPutResponseHopLimit
+	}
+	return &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
+		HttpEndpoint:            ec2types.LaunchTemplateInstanceMetadataEndpointState(or(o.HTTPEndpoint, "enabled")),
+		HttpProtocolIpv6:        ec2types.LaunchTemplateInstanceMetadataProtocolIpv6(or(o.HTTPProtocolIPv6, "disabled")),
+		HttpPutResponseHopLimit: aws.Int32(int32(min(max(hops, 1), 64))),
+		HttpTokens:              ec2types.LaunchTemplateHttpTokensState(or(o.HTTPTokens, "required")),
+		// An account default of "tags in metadata" would break on tag keys
+		// with "/" (kubernetes.io/cluster/...), which IMDS cannot serve.
+		InstanceMetadataTags: ec2types.LaunchTemplateInstanceMetadataTagsStateDisabled,
+	}
+}
+
+func blockDeviceMappings(in Input) []ec2types.LaunchTemplateBlockDeviceMappingRequest {
+	mappings := in.BlockDeviceMappings
+	if len(mappings) == 0 {
+		mappings = amifamily.DefaultBlockDeviceMappings(in.AMIFamily)
+	}
+	var out []ec2types.LaunchTemplateBlockDeviceMappingRequest
+	for _, m := range mappings {
+		if m == nil {
+			continue
+		}
+		r := ec2types.LaunchTemplateBlockDeviceMappingRequest{DeviceName: m.DeviceName}
+		if e := m.EBS; e != nil {
+			r.Ebs = &ec2types.LaunchTemplateEbsBlockDeviceRequest{
+				DeleteOnTermination:      e.DeleteOnTermination,
+				Encrypted:                e.Encrypted,
+				KmsKeyId:                 e.KMSKeyID,
+				SnapshotId:               e.SnapshotID,
+				VolumeInitializationRate: e.VolumeInitializationRate,
+				VolumeSize:               gibibytes(e.VolumeSize),
+			}
+			if e.VolumeType != nil {
+				r.Ebs.VolumeType = ec2types.VolumeType(*e.VolumeType)
+			}
+			if e.IOPS != nil {
+				r.Ebs.Iops = aws.Int32(int32(*e.IOPS))
+			}
+			if e.Throughput != nil {
+				r.Ebs.Throughput = aws.Int32(int32(*e.Throughput))
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// gibibytes is a volume size in GiB, as EC2 takes it, rounded up: "100G"
+// is 93.1 GiB and gets 94.
+func gibibytes(q *resource.Quantity) *int32 {
+	if q == nil {
+		return nil
+	}
+	return aws.Int32(int32(math.Ceil(q.AsApproximateFloat64() / (1 << 30))))
+}
+
+func ec2Tags(m map[string]string) []ec2types.Tag {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	tags := make([]ec2types.Tag, 0, len(keys))
+	for _, k := range keys {
+		tags = append(tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
+	}
+	return tags
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+func errorCode(err error) string {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode()
+	}
+	return ""
+}
+
+func isNotFound(err error) bool {
+	switch errorCode(err) {
+	case "InvalidLaunchTemplateId.NotFound", "InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.Malformed":
+		return true
+	}
+	return false
+}
