@@ -507,14 +507,11 @@ func kubeReservedResources(cpuMilli, pods int64, overrides map[string]string) (c
 	return out, nil
 }
 
-// reservedQuantities parses spec.kubelet.<field>; pid is not a resource a
-// node advertises and is skipped.
+// reservedQuantities parses spec.kubelet.<field>. A pid entry parses too
+// and subtracts from nothing: nodes advertise no pid resource.
 func reservedQuantities(field string, values map[string]string) (corev1.ResourceList, error) {
 	out := corev1.ResourceList{}
 	for k, v := range values {
-		if k == "pid" {
-			continue
-		}
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
 			return nil, fmt.Errorf("spec.kubelet.%s[%q]: %q is not a quantity; write it like \"500m\" for cpu or \"1Gi\" for memory and ephemeral-storage", field, k, v)

@@ -270,12 +270,12 @@ func (p *Provider) Refresh(ctx context.Context) error {
 }
 
 func (p *Provider) describeTypes(ctx context.Context) ([]ec2types.InstanceTypeInfo, error) {
-	in := &ec2.DescribeInstanceTypesInput{
-		Filters: []ec2types.Filter{
-			{Name: aws.String("supported-virtualization-type"), Values: []string{"hvm"}},
-			{Name: aws.String("processor-info.supported-architecture"), Values: []string{"x86_64", "arm64"}},
-		},
-	}
+	// No server-side filters: every type is described and the ones a node
+	// cannot run (no HVM, no amd64 or arm64) are dropped here. The answer
+	// is a few pages either way, and moto 5.2.1 matches such filters
+	// against a type's first listed value only, which would lose t2.micro
+	// ([i386, x86_64]) in tests though EC2 returns it.
+	in := &ec2.DescribeInstanceTypesInput{}
 	var infos []ec2types.InstanceTypeInfo
 	pages := ec2.NewDescribeInstanceTypesPaginator(p.opts.EC2, in)
 	for pages.HasMorePages() {
@@ -295,10 +295,11 @@ func (p *Provider) describeTypes(ctx context.Context) ([]ec2types.InstanceTypeIn
 	return infos, nil
 }
 
-// usable reports whether a record has what Compute needs; EC2 always sends
-// it, a fake or a truncated answer may not.
+// usable reports whether nodes can run on the type (HVM; the architecture
+// is checked by List) and the record has what Compute needs, which EC2
+// always sends and a fake or a truncated answer may not.
 func usable(info ec2types.InstanceTypeInfo) bool {
-	return info.InstanceType != "" && info.VCpuInfo != nil && info.VCpuInfo.DefaultVCpus != nil &&
+	return info.InstanceType != "" && slices.Contains(info.SupportedVirtualizationTypes, ec2types.VirtualizationTypeHvm) && info.VCpuInfo != nil && info.VCpuInfo.DefaultVCpus != nil &&
 		info.MemoryInfo != nil && info.MemoryInfo.SizeInMiB != nil && info.NetworkInfo != nil && info.ProcessorInfo != nil
 }
 
