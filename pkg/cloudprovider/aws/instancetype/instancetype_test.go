@@ -143,13 +143,11 @@ type fakeEC2 struct {
 	zones    map[string][]string
 	err      error
 	describe int
-	requests []*ec2.DescribeInstanceTypesInput
 }
 
 func (f *fakeEC2) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanceTypesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.requests = append(f.requests, in)
 	if f.err != nil {
 		return nil, f.err
 	}
