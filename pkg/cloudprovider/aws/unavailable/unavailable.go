@@ -1,0 +1,102 @@
+// Package unavailable remembers the offerings (instance type, zone, capacity
+// type) that EC2 recently answered with insufficient capacity, so that the
+// next launch and the next scheduling pass avoid them instead of asking EC2
+// again for what it just refused.
+//
+// Entries expire on their own: capacity comes back, and a type marked out
+// forever would be a type never tried again.
+package unavailable
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// DefaultTTL is how long an offering stays out after EC2 refused it. Three
+// minutes is Karpenter's figure: long enough that the next batch of pending
+// pods, seconds later, goes elsewhere; short enough that a pool whose
+// cheapest type was briefly short gets it again within minutes.
+const DefaultTTL = 3 * time.Minute
+
+type key struct{ instanceType, zone, capacityType string }
+
+type entry struct {
+	expires time.Time
+	reason  string
+}
+
+// Cache holds the unavailable offerings. The zero value is not usable; use New.
+type Cache struct {
+	clk clock.Clock
+	ttl time.Duration
+
+	mu      sync.Mutex
+	entries map[key]entry
+	seq     uint64
+}
+
+// New returns an empty cache whose entries last ttl on clk (DefaultTTL when
+// ttl is not positive).
+func New(clk clock.Clock, ttl time.Duration) *Cache {
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	return &Cache{clk: clk, ttl: ttl, entries: map[key]entry{}}
+}
+
+// MarkUnavailable takes the offering out for the TTL from now. Marking an
+// offering that is already out restarts its TTL: EC2 has just refused it
+// again.
+func (c *Cache) MarkUnavailable(instanceType, zone, capacityType, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expireLocked()
+	k := key{instanceType, zone, capacityType}
+	if _, ok := c.entries[k]; !ok {
+		c.seq++
+	}
+	c.entries[k] = entry{expires: c.clk.Now().Add(c.ttl), reason: reason}
+}
+
+// IsUnavailable reports whether the offering is out.
+func (c *Cache) IsUnavailable(instanceType, zone, capacityType string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expireLocked()
+	_, ok := c.entries[key{instanceType, zone, capacityType}]
+	return ok
+}
+
+// Reason is why the offering is out, or "" when it is not.
+func (c *Cache) Reason(instanceType, zone, capacityType string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expireLocked()
+	return c.entries[key{instanceType, zone, capacityType}].reason
+}
+
+// SeqNum changes whenever the set of unavailable offerings changes (an entry
+// added or expired), so a cache of computed offerings can key on it and
+// recompute exactly when availability moved. Restarting an entry's TTL does
+// not change it: the set is the same.
+func (c *Cache) SeqNum() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expireLocked()
+	return c.seq
+}
+
+// expireLocked drops the entries whose TTL has passed. Expiry is checked on
+// every read instead of by a timer, so a caller that reads after the clock
+// moved always sees the expiry, with no goroutine to stop.
+func (c *Cache) expireLocked() {
+	now := c.clk.Now()
+	for k, e := range c.entries {
+		if !now.Before(e.expires) {
+			delete(c.entries, k)
+			c.seq++
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package unavailable
+
+import (
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestExpiry(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		ttl     time.Duration
+		advance time.Duration
+		want    bool
+	}{
+		{"fresh entry is out", DefaultTTL, 0, true},
+		{"just before the TTL it is still out", DefaultTTL, DefaultTTL - time.Nanosecond, true},
+		{"at the TTL it is back", DefaultTTL, DefaultTTL, false},
+		{"long after it is back", DefaultTTL, time.Hour, false},
+		{"a zero TTL means the default", 0, DefaultTTL - time.Second, true},
+		{"a custom TTL", time.Minute, time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(start)
+			c := New(clk, tc.ttl)
+			c.MarkUnavailable("m5.large", "us-east-1a", "spot", "InsufficientInstanceCapacity")
+			clk.Step(tc.advance)
+			if got := c.IsUnavailable("m5.large", "us-east-1a", "spot"); got != tc.want {
+				t.Fatalf("IsUnavailable after %v = %v, want %v", tc.advance, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestKeyIsTheWholeOffering(t *testing.T) {
+	c := New(clocktesting.NewFakeClock(time.Now()), DefaultTTL)
+	c.MarkUnavailable("m5.large", "us-east-1a", "spot", "InsufficientInstanceCapacity")
+	for _, tc := range []struct {
+		it, zone, ct string
+		want         bool
+	}{
+		{"m5.large", "us-east-1a", "spot", true},
+		{"m5.large", "us-east-1a", "on-demand", false},
+		{"m5.large", "us-east-1b", "spot", false},
+		{"m5.xlarge", "us-east-1a", "spot", false},
+	} {
+		if got := c.IsUnavailable(tc.it, tc.zone, tc.ct); got != tc.want {
+			t.Errorf("IsUnavailable(%s, %s, %s) = %v, want %v", tc.it, tc.zone, tc.ct, got, tc.want)
+		}
+	}
+	if got := c.Reason("m5.large", "us-east-1a", "spot"); got != "InsufficientInstanceCapacity" {
+		t.Errorf("Reason = %q", got)
+	}
+	if got := c.Reason("m5.large", "us-east-1b", "spot"); got != "" {
+		t.Errorf("Reason of an available offering = %q, want empty", got)
+	}
+}
+
+func TestMarkingAgainRestartsTheTTL(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := New(clk, DefaultTTL)
+	c.MarkUnavailable("m5.large", "us-east-1a", "spot", "first")
+	clk.Step(2 * time.Minute)
+	c.MarkUnavailable("m5.large", "us-east-1a", "spot", "second")
+	clk.Step(2 * time.Minute) // 4 minutes after the first mark, 2 after the second
+	if !c.IsUnavailable("m5.large", "us-east-1a", "spot") {
+		t.Fatal("a second mark did not restart the TTL")
+	}
+	if got := c.Reason("m5.large", "us-east-1a", "spot"); got != "second" {
+		t.Errorf("Reason = %q, want the latest", got)
+	}
+	clk.Step(time.Minute)
+	if c.IsUnavailable("m5.large", "us-east-1a", "spot") {
+		t.Fatal("still out a full TTL after the last mark")
+	}
+}
+
+func TestSeqNum(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := New(clk, DefaultTTL)
+	steps := []struct {
+		name    string
+		do      func()
+		changes bool
+	}{
+		{"nothing happened", func() {}, false},
+		{"an entry added", func() { c.MarkUnavailable("a", "z", "spot", "") }, true},
+		{"the same entry marked again", func() { c.MarkUnavailable("a", "z", "spot", "") }, false},
+		{"a read", func() { c.IsUnavailable("a", "z", "spot") }, false},
+		{"a second entry", func() { c.MarkUnavailable("b", "z", "spot", "") }, true},
+		{"time passes within the TTL", func() { clk.Step(time.Minute) }, false},
+		{"entries expire", func() { clk.Step(DefaultTTL) }, true},
+		{"nothing left to expire", func() { clk.Step(DefaultTTL) }, false},
+		{"an expired entry added back", func() { c.MarkUnavailable("a", "z", "spot", "") }, true},
+	}
+	prev := c.SeqNum()
+	for _, s := range steps {
+		s.do()
+		got := c.SeqNum()
+		if (got != prev) != s.changes {
+			t.Errorf("%s: SeqNum %d -> %d, want changed=%v", s.name, prev, got, s.changes)
+		}
+		prev = got
+	}
+}
