@@ -53,6 +53,10 @@ type InstanceType struct {
 	// limit). A driver not listed has no limit. Once a node runs, the
 	// limits its CSINode reports take over.
 	AttachLimits map[string]int
+	// KubeReserved is what the node's kubelet keeps for itself. A cloud
+	// whose launch states it (AWS, in the user data) fills it, so the node
+	// reserves exactly what planning assumed; nil otherwise.
+	KubeReserved corev1.ResourceList
 }
 
 // Offering is one way to buy an instance type: a zone and a capacity type at a price.

@@ -9,8 +9,6 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	disruptionctrl "github.com/joiner-autoscaler/joiner/pkg/controllers/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/node/repair"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/node/termination"
@@ -19,7 +17,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/podevents"
-	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclass"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodepool/status"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -95,24 +92,9 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := indexFields(ctx, mgr); err != nil {
 		return err
 	}
-	var provider cloudprovider.CloudProvider
-	switch opts.CloudProvider {
-	case "kwok":
-		// The provider must read its own writes (a retried Create looks for
-		// the Node it made), so it gets an uncached client.
-		direct, derr := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
-		if derr != nil {
-			return derr
-		}
-		provider, err = kwok.New(direct, kwok.Options{Region: opts.KwokRegion, Zones: opts.KwokZones, LaunchDelay: opts.KwokLaunchDelay, Clock: clk, NodeClasses: mgr.GetClient()})
-		if err != nil {
-			return err
-		}
-		if err := (&nodeclass.KwokController{Client: mgr.GetClient(), Clock: clk}).Register(mgr); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("cloud provider %q is not available yet; use --cloud-provider=kwok", opts.CloudProvider)
+	provider, err := newCloudProvider(ctx, mgr, cfg, opts, clk)
+	if err != nil {
+		return err
 	}
 	recorder := mgr.GetEventRecorderFor("karpenter")
 	sched := opts.Scheduling()

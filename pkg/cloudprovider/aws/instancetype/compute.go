@@ -169,13 +169,7 @@ func Compute(info ec2types.InstanceTypeInfo, in Inputs) (labels map[string]strin
 		}
 	}
 
-	// Bottlerocket sizes kube-reserved memory by the pods the ENIs allow,
-	// whatever maxPods says; the other families by the node's max pods.
-	reservedPods := pods
-	if family.eniLimitedMemoryOverhead {
-		reservedPods = eniLimitedPods(info, 0)
-	}
-	kubeReserved, err := kubeReservedResources(capacity.Cpu().MilliValue(), reservedPods, kubelet.KubeReserved)
+	kubeReserved, err := kubeReservedFor(info, family, kubelet, pods)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -568,4 +562,28 @@ func evictionSignal(capacity resource.Quantity, value string) (resource.Quantity
 		return resource.Quantity{}, fmt.Errorf("%q is neither a quantity (\"500Mi\") nor a percentage (\"10%%\")", value)
 	}
 	return q, nil
+}
+
+// KubeReserved is the kube-reserved of a node of the type: the class's
+// kubeReserved entries, and the EKS AMIs' formula for the rest. The launch
+// states it in the user data, so the node reserves exactly what planning
+// assumed.
+func KubeReserved(info ec2types.InstanceTypeInfo, in Inputs) (corev1.ResourceList, error) {
+	kubelet := in.Kubelet
+	if kubelet == nil {
+		kubelet = &awsv1.KubeletConfiguration{}
+	}
+	family := familyOf(in.AMIFamily)
+	return kubeReservedFor(info, family, kubelet, podCount(info, family, kubelet, in.ReservedENIs))
+}
+
+// kubeReservedFor sizes kube-reserved. Bottlerocket sizes its memory by the
+// pods the ENIs allow, whatever maxPods says; the other families by the
+// node's max pods.
+func kubeReservedFor(info ec2types.InstanceTypeInfo, family amiFamily, kubelet *awsv1.KubeletConfiguration, pods int64) (corev1.ResourceList, error) {
+	reservedPods := pods
+	if family.eniLimitedMemoryOverhead {
+		reservedPods = eniLimitedPods(info, 0)
+	}
+	return kubeReservedResources(int64(aws.ToInt32(info.VCpuInfo.DefaultVCpus))*1000, reservedPods, kubelet.KubeReserved)
 }

@@ -139,6 +139,10 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 		if labels[corev1.LabelOSStable] == "" || labels[corev1.LabelArchStable] == "" {
 			continue // an architecture Kubernetes or the family cannot run
 		}
+		kubeReserved, err := KubeReserved(info, in)
+		if err != nil {
+			return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+		}
 		labels[corev1.LabelTopologyRegion] = p.opts.Region
 		name := string(info.InstanceType)
 		out = append(out, &cloudprovider.InstanceType{
@@ -148,6 +152,7 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 			Allocatable:  allocatable,
 			Offerings:    p.offerings(info, intersect(typeZones[name], zones)),
 			AttachLimits: catalog.AttachLimits(labels),
+			KubeReserved: kubeReserved,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -1,0 +1,505 @@
+// Package aws is the CloudProvider that launches EC2 instances for
+// NodeClaims, from an EC2NodeClass's subnets, security groups, AMIs and
+// instance profile as its controller has resolved them into status.
+//
+// The work is split by concern into the packages beside this one; this file
+// only decides which offerings a NodeClaim may launch into and turns
+// instances into NodeClaims and back.
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Name is what the provider calls itself in logs and metrics.
+const Name = "aws"
+
+// Tags Joiner puts on what it launches, as Karpenter names them.
+const (
+	TagNodePool       = "karpenter.sh/nodepool"
+	TagNodeClaim      = "karpenter.sh/nodeclaim"
+	TagNodeClass      = "karpenter.k8s.aws/ec2nodeclass"
+	TagEKSClusterName = "eks:eks-cluster-name"
+	TagName           = "Name"
+)
+
+// Drift reasons, as Karpenter reports them.
+const (
+	ReasonAMIDrift           = "AMIDrift"
+	ReasonSubnetDrift        = "SubnetDrift"
+	ReasonSecurityGroupDrift = "SecurityGroupDrift"
+)
+
+// InstanceTypes lists the instance types a class can launch, priced, with
+// offerings in the class's zones.
+type InstanceTypes interface {
+	List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error)
+}
+
+// Instances launches and finds instances.
+type Instances interface {
+	Create(ctx context.Context, req instance.Request) (*instance.Instance, error)
+	Get(ctx context.Context, id string) (*instance.Instance, error)
+	List(ctx context.Context) ([]*instance.Instance, error)
+	Delete(ctx context.Context, id string) error
+	Tag(ctx context.Context, inst *instance.Instance, tags map[string]string) error
+}
+
+// Subnets chooses the subnet of each zone for a launch.
+type Subnets interface {
+	ZonalForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, zones []string) (map[string]ec2types.Subnet, error)
+	// UpdateInflightIPs counts addresses taken by launches that
+	// DescribeSubnets does not show yet, so back-to-back launches spread.
+	UpdateInflightIPs(ips map[string]int)
+}
+
+// Unavailable remembers offerings EC2 had no capacity for.
+type Unavailable interface {
+	MarkUnavailable(instanceType, zone, capacityType, reason string)
+}
+
+// LaunchTemplates returns, for each instance type of a launch, the launch
+// template (AMI and user data) it boots with.
+type LaunchTemplates interface {
+	ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, its []*cloudprovider.InstanceType, capacityType string) (map[string]string, error)
+}
+
+// Options wire the provider.
+type Options struct {
+	ClusterName     string
+	Region          string
+	NodeClasses     client.Reader
+	InstanceTypes   InstanceTypes
+	Instances       Instances
+	Subnets         Subnets
+	Unavailable     Unavailable
+	LaunchTemplates LaunchTemplates
+	Clock           clock.Clock
+	// TagRetry bounds how long Create waits for a new instance to show in
+	// DescribeInstances (EC2 is eventually consistent) before it gives up
+	// tagging it with its NodeClaim; the garbage collector's grace period
+	// must be longer. Default 30s.
+	TagRetry time.Duration
+}
+
+// CloudProvider launches EC2 instances.
+type CloudProvider struct{ opts Options }
+
+var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
+
+// New checks the wiring.
+func New(opts Options) (*CloudProvider, error) {
+	if opts.ClusterName == "" || opts.NodeClasses == nil || opts.InstanceTypes == nil || opts.Instances == nil ||
+		opts.Subnets == nil || opts.Unavailable == nil || opts.LaunchTemplates == nil {
+		return nil, errors.New("aws cloud provider: incomplete wiring (cluster name, node classes, instance types, instances, subnets, unavailable offerings and launch templates are all needed)")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.TagRetry == 0 {
+		opts.TagRetry = 30 * time.Second
+	}
+	return &CloudProvider{opts: opts}, nil
+}
+
+// Name implements cloudprovider.CloudProvider.
+func (c *CloudProvider) Name() string { return Name }
+
+// InstanceTypes returns the types of the pool's EC2NodeClass. A pool whose
+// class is missing or not ready has none, so nothing is planned onto it.
+func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	nc, err := c.nodeClassOf(ctx, np.Spec.Template.Spec.NodeClassRef)
+	if err != nil || nc == nil || !ready(nc) {
+		return nil, err
+	}
+	return c.opts.InstanceTypes.List(ctx, nc)
+}
+
+func (c *CloudProvider) nodeClassOf(ctx context.Context, ref *v1.NodeClassReference) (*awsv1.EC2NodeClass, error) {
+	if ref == nil || ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass" {
+		return nil, nil
+	}
+	nc := &awsv1.EC2NodeClass{}
+	if err := c.opts.NodeClasses.Get(ctx, types.NamespacedName{Name: ref.Name}, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return nc, nil
+}
+
+// Create launches one instance for the NodeClaim: every compatible, available
+// offering of the cheapest allowed capacity type goes into one fleet request,
+// and EC2 picks among them.
+func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.NodeClaim, error) {
+	nc, err := c.nodeClassOf(ctx, nodeClaim.Spec.NodeClassRef)
+	if err != nil {
+		return nil, err
+	}
+	if nc == nil {
+		return nil, &cloudprovider.NodeClassNotReadyError{Err: fmt.Errorf("nodeclaim %s: EC2NodeClass %v not found", nodeClaim.Name, nodeClaim.Spec.NodeClassRef)}
+	}
+	if !ready(nc) {
+		return nil, &cloudprovider.NodeClassNotReadyError{Err: fmt.Errorf("EC2NodeClass %s is not ready: %s", nc.Name, notReadyMessage(nc))}
+	}
+	reqs, err := requirements.Parse(nodeClaim.Spec.Requirements)
+	if err != nil {
+		return nil, fmt.Errorf("nodeclaim %s: %w", nodeClaim.Name, err)
+	}
+	all, err := c.opts.InstanceTypes.List(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	var its []*cloudprovider.InstanceType
+	for _, it := range all {
+		if reqs.TypeAllowed(it) && requirements.Fits(nodeClaim.Spec.Resources.Requests, it.Allocatable) {
+			its = append(its, it)
+		}
+	}
+	capacityType := chooseCapacityType(reqs, its)
+	if capacityType == "" {
+		return nil, &cloudprovider.InsufficientCapacityError{Err: fmt.Errorf("nodeclaim %s: no available offering of the %d instance types satisfying %s and requests %s",
+			nodeClaim.Name, len(its), reqs, requirements.ResourceString(nodeClaim.Spec.Resources.Requests))}
+	}
+	tags := c.launchTags(nc, nodeClaim)
+	templates, err := c.opts.LaunchTemplates.ForLaunch(ctx, nc, nodeClaim, its, capacityType)
+	if err != nil {
+		return nil, err
+	}
+	var zones []string
+	type candidate struct {
+		it *cloudprovider.InstanceType
+		o  cloudprovider.Offering
+	}
+	var cands []candidate
+	for _, it := range its {
+		if templates[it.Name] == "" {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Available && o.CapacityType == capacityType && reqs.Allow(corev1.LabelTopologyZone, o.Zone) {
+				cands = append(cands, candidate{it, o})
+				if !slices.Contains(zones, o.Zone) {
+					zones = append(zones, o.Zone)
+				}
+			}
+		}
+	}
+	sort.Strings(zones)
+	subnets, err := c.opts.Subnets.ZonalForLaunch(ctx, nc, zones)
+	if err != nil {
+		return nil, err
+	}
+	req := instance.Request{CapacityType: capacityType, Tags: tags, Token: string(nodeClaim.UID)}
+	for _, cd := range cands {
+		if s := aws.ToString(subnets[cd.o.Zone].SubnetId); s != "" {
+			req.Overrides = append(req.Overrides, instance.Override{LaunchTemplate: templates[cd.it.Name], InstanceType: cd.it.Name,
+				SubnetID: s, Zone: cd.o.Zone, Price: cd.o.Price})
+		}
+	}
+	if len(req.Overrides) == 0 {
+		return nil, &cloudprovider.InsufficientCapacityError{Err: fmt.Errorf("nodeclaim %s: no subnet in the zones of the available offerings (%s)", nodeClaim.Name, strings.Join(zones, ", "))}
+	}
+	inst, err := c.opts.Instances.Create(ctx, req)
+	if err != nil {
+		var ice *instance.InsufficientCapacityError
+		if errors.As(err, &ice) {
+			for _, o := range ice.Offerings {
+				c.opts.Unavailable.MarkUnavailable(o.InstanceType, o.Zone, o.CapacityType, "InsufficientInstanceCapacity")
+			}
+			return nil, &cloudprovider.InsufficientCapacityError{Err: err}
+		}
+		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
+	}
+	if inst.SubnetID != "" {
+		c.opts.Subnets.UpdateInflightIPs(map[string]int{inst.SubnetID: 1})
+	}
+	c.tagForClaim(ctx, inst, nodeClaim.Name)
+	var chosen *cloudprovider.InstanceType
+	for _, it := range its {
+		if it.Name == inst.Type {
+			chosen = it
+		}
+	}
+	out := nodeClaim.DeepCopy()
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	if chosen != nil {
+		for k, v := range chosen.Labels {
+			out.Labels[k] = v
+		}
+		out.Status.Capacity = chosen.Capacity.DeepCopy()
+		out.Status.Allocatable = chosen.Allocatable.DeepCopy()
+	}
+	out.Labels[corev1.LabelInstanceTypeStable] = inst.Type
+	out.Labels[corev1.LabelTopologyZone] = inst.Zone
+	out.Labels[corev1.LabelTopologyRegion] = c.opts.Region
+	out.Labels[v1.LabelCapacityType] = inst.CapacityType
+	out.Status.ProviderID = inst.ProviderID()
+	out.Status.ImageID = inst.ImageID
+	if out.Status.ImageID == "" && chosen != nil {
+		out.Status.ImageID = amiFor(nc, chosen)
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = nc.Hash()
+	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = awsv1.EC2NodeClassHashVersion
+	return out, nil
+}
+
+// chooseCapacityType prefers spot where the NodeClaim allows it and some
+// offering is available, as Karpenter does: spot is the cheaper market,
+// and a pool that allows it has said interruptions are acceptable.
+func chooseCapacityType(reqs requirements.Requirements, its []*cloudprovider.InstanceType) string {
+	for _, ct := range []string{instance.CapacityTypeSpot, instance.CapacityTypeOnDemand} {
+		if !reqs.Allow(v1.LabelCapacityType, ct) {
+			continue
+		}
+		for _, it := range its {
+			for _, o := range it.Offerings {
+				if o.Available && o.CapacityType == ct && reqs.Allow(corev1.LabelTopologyZone, o.Zone) {
+					return ct
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// launchTags are the tags every instance of the same pool and class shares,
+// so concurrent launches can share one fleet request.
+func (c *CloudProvider) launchTags(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim) map[string]string {
+	tags := map[string]string{}
+	for k, v := range nc.Spec.Tags {
+		tags[k] = v
+	}
+	tags["kubernetes.io/cluster/"+c.opts.ClusterName] = "owned"
+	tags[TagEKSClusterName] = c.opts.ClusterName
+	tags[TagNodePool] = nodeClaim.Labels[v1.LabelNodePool]
+	tags[TagNodeClass] = nc.Name
+	return tags
+}
+
+// tagForClaim names the instance, its volumes and interfaces after the
+// NodeClaim once EC2 shows it. A failure is logged by the caller's retry
+// of nothing: the instance is already the NodeClaim's (its provider ID is
+// recorded), and the tags are for people and cost reports.
+func (c *CloudProvider) tagForClaim(ctx context.Context, inst *instance.Instance, claim string) {
+	deadline := c.opts.Clock.Now().Add(c.opts.TagRetry)
+	wait := 200 * time.Millisecond
+	for {
+		described, err := c.opts.Instances.Get(ctx, inst.ID)
+		if err == nil {
+			name := described.PrivateDNS
+			if name == "" {
+				name = claim
+			}
+			if c.opts.Instances.Tag(ctx, described, map[string]string{TagNodeClaim: claim, TagName: name}) == nil {
+				*inst = mergeDescribed(*inst, described)
+				return
+			}
+		}
+		if !c.opts.Clock.Now().Add(wait).Before(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.opts.Clock.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+func mergeDescribed(launched instance.Instance, described *instance.Instance) instance.Instance {
+	out := *described
+	if out.Zone == "" {
+		out.Zone = launched.Zone
+	}
+	if out.CapacityType == "" {
+		out.CapacityType = launched.CapacityType
+	}
+	return out
+}
+
+// amiFits reports whether the AMI's requirements accept the instance type.
+func amiFits(ami awsv1.AMI, it *cloudprovider.InstanceType) bool {
+	var in []v1.NodeSelectorRequirementWithMinValues
+	for _, r := range ami.Requirements {
+		in = append(in, v1.NodeSelectorRequirementWithMinValues{Key: r.Key, Operator: r.Operator, Values: r.Values})
+	}
+	reqs, err := requirements.Parse(in)
+	if err != nil {
+		return false
+	}
+	for _, r := range ami.Requirements {
+		v, ok := it.Labels[r.Key]
+		if r.Key == corev1.LabelInstanceTypeStable {
+			v, ok = it.Name, true
+		}
+		if !ok {
+			if r.Operator == corev1.NodeSelectorOpIn || r.Operator == corev1.NodeSelectorOpExists {
+				return false
+			}
+			continue
+		}
+		if !reqs.Allow(r.Key, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// Get returns the instance behind a provider ID.
+func (c *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeClaim, error) {
+	id, err := instance.ParseProviderID(providerID)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := c.opts.Instances.Get(ctx, id)
+	if err != nil {
+		if instance.IsNotFound(err) {
+			return nil, &cloudprovider.NodeClaimNotFoundError{ProviderID: providerID}
+		}
+		return nil, err
+	}
+	return c.nodeClaimFor(inst), nil
+}
+
+// List returns the cluster's live instances.
+func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
+	insts, err := c.opts.Instances.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*v1.NodeClaim, 0, len(insts))
+	for _, inst := range insts {
+		if inst.State == "shutting-down" || inst.State == "terminated" {
+			continue
+		}
+		out = append(out, c.nodeClaimFor(inst))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Status.ProviderID < out[j].Status.ProviderID })
+	return out, nil
+}
+
+// nodeClaimFor describes an instance as a NodeClaim: its name is the
+// NodeClaim tag (empty for an instance not yet tagged), and its age the
+// launch time, which garbage collection's grace period is measured from.
+func (c *CloudProvider) nodeClaimFor(inst *instance.Instance) *v1.NodeClaim {
+	labels := map[string]string{
+		corev1.LabelInstanceTypeStable: inst.Type,
+		corev1.LabelTopologyZone:       inst.Zone,
+		corev1.LabelTopologyRegion:     c.opts.Region,
+		v1.LabelCapacityType:           inst.CapacityType,
+	}
+	if np := inst.Tags[TagNodePool]; np != "" {
+		labels[v1.LabelNodePool] = np
+	}
+	return &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: inst.Tags[TagNodeClaim], Labels: labels, CreationTimestamp: metav1.NewTime(inst.LaunchTime)},
+		Status:     v1.NodeClaimStatus{ProviderID: inst.ProviderID(), ImageID: inst.ImageID},
+	}
+}
+
+// Delete terminates the instance. It returns NodeClaimNotFoundError once
+// the instance is gone. A NodeClaim without a provider ID never launched,
+// or its launch was not recorded; garbage collection finds such instances.
+func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *v1.NodeClaim) error {
+	if nodeClaim.Status.ProviderID == "" {
+		return &cloudprovider.NodeClaimNotFoundError{}
+	}
+	id, err := instance.ParseProviderID(nodeClaim.Status.ProviderID)
+	if err != nil {
+		return err
+	}
+	if err := c.opts.Instances.Delete(ctx, id); err != nil {
+		if instance.IsNotFound(err) {
+			return &cloudprovider.NodeClaimNotFoundError{ProviderID: nodeClaim.Status.ProviderID}
+		}
+		return err
+	}
+	return nil
+}
+
+// IsDrifted compares the instance with its class: the class's spec (by
+// hash), its AMIs, subnets and security groups as last resolved.
+func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (string, error) {
+	nc, err := c.nodeClassOf(ctx, nodeClaim.Spec.NodeClassRef)
+	if err != nil || nc == nil {
+		return "", err
+	}
+	if awsv1.HashDrifted(nc, nodeClaim) {
+		return awsv1.ReasonNodeClassDrift, nil
+	}
+	// Status may be mid-resolution (empty while a selector is being
+	// fixed); judging against it would drift the whole fleet.
+	if !ready(nc) || nodeClaim.Status.ProviderID == "" {
+		return "", nil
+	}
+	if nodeClaim.Status.ImageID != "" && len(nc.Status.AMIs) > 0 && !slices.ContainsFunc(nc.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == nodeClaim.Status.ImageID }) {
+		return ReasonAMIDrift, nil
+	}
+	id, err := instance.ParseProviderID(nodeClaim.Status.ProviderID)
+	if err != nil {
+		return "", nil
+	}
+	inst, err := c.opts.Instances.Get(ctx, id)
+	if err != nil {
+		if instance.IsNotFound(err) {
+			return "", nil
+		}
+		return "", err
+	}
+	if inst.SubnetID != "" && len(nc.Status.Subnets) > 0 && !slices.ContainsFunc(nc.Status.Subnets, func(s awsv1.Subnet) bool { return s.ID == inst.SubnetID }) {
+		return ReasonSubnetDrift, nil
+	}
+	if len(inst.SecurityGroupIDs) > 0 && len(nc.Status.SecurityGroups) > 0 {
+		want := make([]string, 0, len(nc.Status.SecurityGroups))
+		for _, sg := range nc.Status.SecurityGroups {
+			want = append(want, sg.ID)
+		}
+		got := slices.Clone(inst.SecurityGroupIDs)
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(want, got) {
+			return ReasonSecurityGroupDrift, nil
+		}
+	}
+	return "", nil
+}
+
+// ready is the class's Ready condition, decided in one place for the
+// provider, the NodePool status and the viewer.
+func ready(nc *awsv1.EC2NodeClass) bool {
+	status, _, _ := nc.Readiness()
+	return status == metav1.ConditionTrue
+}
+
+func notReadyMessage(nc *awsv1.EC2NodeClass) string {
+	_, reason, message := nc.Readiness()
+	return reason + ": " + message
+}

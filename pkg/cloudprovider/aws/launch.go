@@ -1,0 +1,149 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/launchtemplate"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Cluster is what a node needs to join: the endpoint and CA it trusts, the
+// service CIDR (nodeadm) and the cluster DNS address.
+type Cluster struct {
+	Name        string
+	Endpoint    string
+	CABundle    string
+	ServiceCIDR string
+	DNS         []string
+}
+
+// TemplateEnsurer makes one launch template per launch configuration.
+type TemplateEnsurer interface {
+	Ensure(ctx context.Context, in launchtemplate.Input) (launchtemplate.LaunchTemplate, error)
+}
+
+// Launcher resolves the launch templates of a launch: for each instance
+// type, the class's AMI that fits it and user data stating the type's max
+// pods and kube-reserved.
+type Launcher struct {
+	Templates TemplateEnsurer
+	Cluster   Cluster
+}
+
+// ForLaunch groups the types by (AMI, max pods, kube-reserved) and ensures
+// a template per group. Types no AMI of the class fits are left out.
+func (l *Launcher) ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, its []*cloudprovider.InstanceType, capacityType string) (map[string]string, error) {
+	family := amifamily.Family(nc)
+	type group struct {
+		ami          string
+		maxPods      int32
+		kubeReserved corev1.ResourceList
+		types        []string
+	}
+	groups := map[string]*group{}
+	var order []string
+	for _, it := range its {
+		ami := amiFor(nc, it)
+		if ami == "" {
+			continue
+		}
+		pods := it.Capacity.Pods().Value()
+		key := fmt.Sprintf("%s/%d/%s", ami, pods, resourceKey(it.KubeReserved))
+		g := groups[key]
+		if g == nil {
+			g = &group{ami: ami, maxPods: int32(pods), kubeReserved: it.KubeReserved}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.types = append(g.types, it.Name)
+	}
+	sgs := make([]string, 0, len(nc.Status.SecurityGroups))
+	for _, sg := range nc.Status.SecurityGroups {
+		sgs = append(sgs, sg.ID)
+	}
+	out := map[string]string{}
+	hash := nc.Hash()
+	for _, key := range order {
+		g := groups[key]
+		userData, err := amifamily.UserData(family, l.input(nc, nodeClaim, g.maxPods, g.kubeReserved))
+		if err != nil {
+			return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+		}
+		lt, err := l.Templates.Ensure(ctx, launchtemplate.Input{
+			NodeClassName: nc.Name, NodeClassHash: hash, NodePool: nodeClaim.Labels[v1.LabelNodePool], CapacityType: capacityType,
+			AMIFamily: family, ImageID: g.ami, UserData: userData, SecurityGroupIDs: sgs, InstanceProfile: nc.Status.InstanceProfile,
+			BlockDeviceMappings: nc.Spec.BlockDeviceMappings, MetadataOptions: nc.Spec.MetadataOptions,
+			DetailedMonitoring:       nc.Spec.DetailedMonitoring != nil && *nc.Spec.DetailedMonitoring,
+			AssociatePublicIPAddress: nc.Spec.AssociatePublicIPAddress, IPPrefixCount: nc.Spec.IPPrefixCount, Tags: nc.Spec.Tags,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("launch template for EC2NodeClass %s: %w", nc.Name, err)
+		}
+		for _, t := range g.types {
+			out[t] = lt.Name
+		}
+	}
+	return out, nil
+}
+
+// input is the user data's content. The kubelet registers with the
+// NodeClaim's taints and startup taints plus karpenter.sh/unregistered,
+// which keeps pods off until Joiner has synced the node with its NodeClaim.
+func (l *Launcher) input(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, maxPods int32, kubeReserved corev1.ResourceList) amifamily.Input {
+	kubelet := &awsv1.KubeletConfiguration{}
+	if nc.Spec.Kubelet != nil {
+		kubelet = nc.Spec.Kubelet.DeepCopy()
+	}
+	if len(kubeReserved) > 0 {
+		merged := map[string]string{}
+		for name, q := range kubeReserved {
+			merged[string(name)] = q.String()
+		}
+		for k, v := range kubelet.KubeReserved {
+			merged[k] = v
+		}
+		kubelet.KubeReserved = merged
+	}
+	taints := append([]corev1.Taint{}, nodeClaim.Spec.Taints...)
+	taints = append(taints, v1.UnregisteredNoExecuteTaint)
+	return amifamily.Input{
+		ClusterName: l.Cluster.Name, ClusterEndpoint: l.Cluster.Endpoint, CABundle: l.Cluster.CABundle,
+		ClusterCIDR: l.Cluster.ServiceCIDR, ClusterDNS: l.Cluster.DNS,
+		Labels: nodeClaim.Labels, Taints: taints, StartupTaints: nodeClaim.Spec.StartupTaints,
+		Kubelet: kubelet, MaxPods: maxPods, CustomUserData: nc.Spec.UserData,
+	}
+}
+
+// amiFor is the first AMI of the class's status (newest first) whose
+// requirements the instance type meets.
+func amiFor(nc *awsv1.EC2NodeClass, it *cloudprovider.InstanceType) string {
+	for _, ami := range nc.Status.AMIs {
+		if amiFits(ami, it) {
+			return ami.ID
+		}
+	}
+	return ""
+}
+
+func resourceKey(rl corev1.ResourceList) string {
+	parts := make([]string, 0, len(rl))
+	for name, q := range rl {
+		parts = append(parts, string(name)+"="+q.String())
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// ValidationInput is a launch's user data input with the class's own
+// settings and no instance type, for checking spec.userData before any
+// launch needs it.
+func (l *Launcher) ValidationInput(nc *awsv1.EC2NodeClass) amifamily.Input {
+	return l.input(nc, &v1.NodeClaim{}, 0, nil)
+}

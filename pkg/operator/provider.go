@@ -1,0 +1,153 @@
+package operator
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	awsprovider "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instanceprofile"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/launchtemplate"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/pricing"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/securitygroup"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/subnet"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/unavailable"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclass"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// providerClock is what the providers need of a clock: tickers for their
+// refresh loops and timers for their request batches.
+type providerClock interface {
+	clock.WithTicker
+	clock.WithDelayedExecution
+}
+
+// newCloudProvider is the one place the provider is chosen: it builds the
+// provider and registers the controllers only that provider needs (the
+// EC2NodeClass status controller of each).
+func newCloudProvider(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Options, clk providerClock) (cloudprovider.CloudProvider, error) {
+	switch opts.CloudProvider {
+	case "kwok":
+		// The provider must read its own writes (a retried Create looks for
+		// the Node it made), so it gets an uncached client.
+		direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+		if err != nil {
+			return nil, err
+		}
+		provider, err := kwok.New(direct, kwok.Options{Region: opts.KwokRegion, Zones: opts.KwokZones, LaunchDelay: opts.KwokLaunchDelay, Clock: clk, NodeClasses: mgr.GetClient()})
+		if err != nil {
+			return nil, err
+		}
+		return provider, (&nodeclass.KwokController{Client: mgr.GetClient(), Clock: clk}).Register(mgr)
+	case "aws":
+		return newAWS(ctx, mgr, cfg, opts, clk)
+	}
+	return nil, fmt.Errorf("cloud provider %q is not available; use --cloud-provider=kwok or aws", opts.CloudProvider)
+}
+
+func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Options, clk providerClock) (cloudprovider.CloudProvider, error) {
+	logger := log.FromContext(ctx)
+	clients, err := awsclient.New(ctx, awsclient.Options{Region: opts.Region})
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := discoverCluster(ctx, mgr.GetAPIReader(), cfg, clients, opts)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	unavail := unavailable.New(clk, 0)
+	prices := pricing.New(pricing.Options{Pricing: clients.Pricing, EC2: clients.EC2, Region: clients.Region, Isolated: opts.IsolatedVPC, Clock: clk, Log: logger.WithName("pricing")})
+	if err := mgr.Add(prices); err != nil {
+		return nil, err
+	}
+	types := instancetype.New(instancetype.Options{EC2: clients.EC2, Region: clients.Region, Pricing: prices, Unavailable: unavail,
+		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent, ReservedENIs: opts.ReservedENIs, Clock: clk, Log: logger.WithName("instancetype")})
+	subnets := subnet.NewProvider(clients.EC2, clk, 0)
+	templates := launchtemplate.New(clients.EC2, opts.ClusterName, clk, 0)
+	provider, err := awsprovider.New(awsprovider.Options{
+		ClusterName: opts.ClusterName, Region: clients.Region, NodeClasses: mgr.GetClient(),
+		InstanceTypes: types, Subnets: subnets, Unavailable: unavail,
+		Instances:       instance.New(instance.Options{EC2: clients.EC2, ClusterName: opts.ClusterName, Clock: clk}),
+		LaunchTemplates: &awsprovider.Launcher{Templates: templates, Cluster: cluster},
+		Clock:           clk,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctrlr := &nodeclass.AWSController{
+		Client: mgr.GetClient(), Clock: clk, Recorder: mgr.GetEventRecorderFor("karpenter"),
+		Subnets: subnets, SecurityGroups: securitygroup.NewProvider(clients.EC2, clk, 0),
+		AMIs:             &amifamily.Resolver{SSM: clients.SSM, EC2: clients.EC2, Clock: clk},
+		InstanceProfiles: &instanceprofile.Provider{IAM: clients.IAM, ClusterName: opts.ClusterName, Region: clients.Region},
+		LaunchTemplates:  templates, KubernetesVersion: nodeclass.KubernetesVersion(disc),
+		Validators: []nodeclass.Validator{func(_ context.Context, nc *awsv1.EC2NodeClass) error {
+			// The user's userData must merge with ours; checking it with the
+			// cluster's own values finds what would fail at launch.
+			_, err := amifamily.UserData(amifamily.Family(nc), (&awsprovider.Launcher{Cluster: cluster}).ValidationInput(nc))
+			return err
+		}},
+	}
+	if err := ctrlr.Register(mgr); err != nil {
+		return nil, err
+	}
+	logger.Info("aws cloud provider", "region", clients.Region, "cluster-endpoint", cluster.Endpoint, "cluster-dns", cluster.DNS, "service-cidr", cluster.ServiceCIDR)
+	return provider, nil
+}
+
+// discoverCluster fills what nodes need to join from the settings, and what
+// they leave empty from EKS's DescribeCluster and the cluster itself, as
+// Karpenter does. A value that cannot be found stops the start with the
+// setting to set.
+func discoverCluster(ctx context.Context, kube client.Reader, cfg *rest.Config, clients *awsclient.Clients, opts *Options) (awsprovider.Cluster, error) {
+	c := awsprovider.Cluster{Name: opts.ClusterName, Endpoint: opts.ClusterEndpoint, CABundle: opts.ClusterCABundle}
+	if c.Endpoint == "" || c.CABundle == "" || opts.EKSControlPlane {
+		out, err := clients.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(opts.ClusterName)})
+		switch {
+		case err == nil && out.Cluster != nil:
+			if c.Endpoint == "" {
+				c.Endpoint = aws.ToString(out.Cluster.Endpoint)
+			}
+			if c.CABundle == "" && out.Cluster.CertificateAuthority != nil {
+				c.CABundle = aws.ToString(out.Cluster.CertificateAuthority.Data)
+			}
+			if n := out.Cluster.KubernetesNetworkConfig; n != nil {
+				c.ServiceCIDR = aws.ToString(n.ServiceIpv4Cidr)
+			}
+		case c.Endpoint == "":
+			return c, fmt.Errorf("missing setting CLUSTER_ENDPOINT (--cluster-endpoint): it is empty and eks:DescribeCluster for %q failed (%v); set it to the API server URL nodes join", opts.ClusterName, err)
+		}
+	}
+	if c.CABundle == "" && len(cfg.CAData) > 0 {
+		c.CABundle = base64.StdEncoding.EncodeToString(cfg.CAData)
+	}
+	if c.CABundle == "" {
+		return c, errors.New("missing setting CLUSTER_CA_BUNDLE (--cluster-ca-bundle): no CA from eks:DescribeCluster or the client configuration; set it to the cluster's base64 CA bundle")
+	}
+	dns := &corev1.Service{}
+	if err := kube.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: "kube-dns"}, dns); err == nil && dns.Spec.ClusterIP != "" && dns.Spec.ClusterIP != corev1.ClusterIPNone {
+		c.DNS = []string{dns.Spec.ClusterIP}
+	}
+	return c, nil
+}
