@@ -33,8 +33,9 @@ var (
 )
 
 // Main starts the control plane and builds joiner; call it from TestMain.
-func Main(m *testing.M) int {
-	return localcluster.Main(m, &Cluster, func(c *localcluster.Cluster) error {
+// setup runs after that, for package fixtures such as a local AWS endpoint.
+func Main(m *testing.M, setup ...func(*localcluster.Cluster) error) int {
+	return localcluster.Main(m, &Cluster, append([]func(*localcluster.Cluster) error{func(c *localcluster.Cluster) error {
 		dir, err := os.MkdirTemp("", "joiner-bin-")
 		if err != nil {
 			return err
@@ -47,7 +48,7 @@ func Main(m *testing.M) int {
 		}
 		Kube, err = client.New(c.Config, client.Options{Scheme: operator.Scheme()})
 		return err
-	})
+	}}, setup...)...)
 }
 
 // Joiner is a running controller process.
