@@ -1,8 +1,12 @@
 package userdata
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,15 +56,24 @@ type kubeletConfig struct {
 // later values winning, kubelet flags appended and kubelet config merged key
 // by key. Shell-script parts are cloud-init's business and are skipped.
 func decodeNodeadm(raw []byte) (*Config, error) {
+	raw, err := unwrap(raw)
+	if err != nil {
+		return nil, fmt.Errorf("nodeadm: %w", err)
+	}
 	var docs [][]byte
-	if isMIME(raw) {
+	bare := !isMIME(raw)
+	if !bare {
 		parts, err := mimeParts(raw)
 		if err != nil {
 			return nil, fmt.Errorf("nodeadm: %w", err)
 		}
 		for _, p := range parts {
 			if p.contentType == NodeadmContentType {
-				docs = append(docs, p.body)
+				body, err := unwrap(p.body)
+				if err != nil {
+					return nil, fmt.Errorf("nodeadm: %w", err)
+				}
+				docs = append(docs, body)
 			}
 		}
 	} else {
@@ -72,7 +85,11 @@ func decodeNodeadm(raw []byte) (*Config, error) {
 	merged := map[string]any{}
 	for i, d := range docs {
 		var doc map[string]any
-		if err := yaml.Unmarshal(d, &doc); err != nil {
+		err := yaml.Unmarshal(d, &doc)
+		if bare && (err != nil || doc["kind"] != "NodeConfig") {
+			return nil, fmt.Errorf("nodeadm: user data is neither a MIME multipart document nor a NodeConfig (%v)", err)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("nodeadm: NodeConfig %d: %w", i+1, err)
 		}
 		if doc["apiVersion"] != nodeadmAPIVersion || doc["kind"] != "NodeConfig" {
@@ -136,6 +153,27 @@ func decodeNodeadm(raw []byte) (*Config, error) {
 		return nil, fmt.Errorf("nodeadm: spec.kubelet.flags: %w", err)
 	}
 	return c, nil
+}
+
+// unwrap undoes what nodeadm undoes before parsing, on the whole user data
+// and on each NodeConfig part: base64, then gzip.
+func unwrap(b []byte) ([]byte, error) {
+	if dec, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(b))); err == nil && len(dec) > 0 {
+		b = dec
+	}
+	if len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("failed to decompress user data: %w", err)
+		}
+		defer zr.Close()
+		out, err := io.ReadAll(zr)
+		if err != nil {
+			return nil, fmt.Errorf("failed to decompress user data: %w", err)
+		}
+		return out, nil
+	}
+	return b, nil
 }
 
 // mergeNodeConfig merges src into dst as nodeadm does: maps key by key with

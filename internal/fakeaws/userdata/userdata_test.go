@@ -1,6 +1,8 @@
 package userdata
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/base64"
 	"reflect"
 	"strings"
@@ -138,10 +140,10 @@ func TestDecode(t *testing.T) {
 			want: &Config{
 				Family: AL2023, ClusterName: "demo", APIServerEndpoint: "https://127.0.0.1:6443",
 				CertificateAuthority: []byte(testCA), ClusterCIDR: "10.96.0.0/16", ClusterDNS: []string{"10.96.0.10"},
-				MaxPods: int32p(29),
-				Labels:  map[string]string{"team": "blue", "karpenter.sh/capacity-type": "on-demand", "karpenter.sh/nodepool": "default"},
-				Taints:  []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}},
-				KubeReserved: rl("cpu", "70m", "memory", "574Mi", "ephemeral-storage", "1Gi"),
+				MaxPods:        int32p(29),
+				Labels:         map[string]string{"team": "blue", "karpenter.sh/capacity-type": "on-demand", "karpenter.sh/nodepool": "default"},
+				Taints:         []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}},
+				KubeReserved:   rl("cpu", "70m", "memory", "574Mi", "ephemeral-storage", "1Gi"),
 				SystemReserved: rl("memory", "100Mi"),
 				EvictionHard:   map[string]string{"memory.available": "5%", "nodefs.available": "10%", "nodefs.inodesFree": "5%"},
 			},
@@ -242,6 +244,7 @@ func TestDecodeFailsLikeTheNode(t *testing.T) {
 		{"al2023 given AL2 user data", AL2023, al2Sample, "could not find NodeConfig"},
 		{"al2023 with a restricted label", AL2023, strings.Replace(al2023Sample, "team=blue", "node-role.kubernetes.io/worker=true", 1), "unknown 'kubernetes.io' or 'k8s.io' labels"},
 		{"al2023 with a bad taint effect", AL2023, strings.Replace(al2023Sample, "effect: NoSchedule", "effect: Never", 1), `invalid taint effect "Never"`},
+		{"al2023 given a bare shell script", AL2023, "#!/bin/bash\n/etc/eks/bootstrap.sh demo\n", "neither a MIME multipart document nor a NodeConfig"},
 		{"al2 given nodeadm user data", AL2, al2023Sample, "never calls /etc/eks/bootstrap.sh"},
 		{"al2 with unbalanced quotes", AL2, "#!/bin/bash\n/etc/eks/bootstrap.sh 'demo\n", "unterminated single quote"},
 		{"al2 without a cluster name", AL2, "#!/bin/bash\n/etc/eks/bootstrap.sh --use-max-pods false\n", "cluster name is not defined"},
@@ -258,6 +261,24 @@ func TestDecodeFailsLikeTheNode(t *testing.T) {
 				t.Fatalf("Decode error = %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestDecodeNodeadmEncodings: nodeadm also reads base64 and gzip user data.
+func TestDecodeNodeadmEncodings(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(al2023Sample))
+	zw.Close()
+	for name, data := range map[string][]byte{
+		"base64":      []byte(base64.StdEncoding.EncodeToString([]byte(al2023Sample))),
+		"gzip":        gz.Bytes(),
+		"gzip+base64": []byte(base64.StdEncoding.EncodeToString(gz.Bytes())),
+	} {
+		c, err := Decode(AL2023, data)
+		if err != nil || c.ClusterName != "demo" || *c.MaxPods != 29 {
+			t.Errorf("%s: %+v, %v", name, c, err)
+		}
 	}
 }
 
