@@ -128,6 +128,18 @@ func TestRetriesRideOutFaults(t *testing.T) {
 	}
 }
 
+// TestLatency checks the added latency is spent before answering: a call
+// can only be logged as at least as slow as the latency configured for it.
+func TestLatency(t *testing.T) {
+	c := fastClients(t)
+	setFaults(t, fakeaws.Faults{Actions: map[string]fakeaws.ActionFaults{"ec2:DescribeVpcs": {Latency: &fakeaws.Duration{Duration: 50e6}}}})
+	must(c.EC2.DescribeVpcs(context.Background(), &ec2.DescribeVpcsInput{}))(t)
+	calls := fake.Calls("ec2", "DescribeVpcs")
+	if last := calls[len(calls)-1]; last.LatencyMS < 50 {
+		t.Errorf("call logged after %vms, want at least the 50ms latency", last.LatencyMS)
+	}
+}
+
 func TestFaultsAdminAPI(t *testing.T) {
 	t.Cleanup(func() { _ = fake.SetFaults(fakeaws.Faults{}) })
 	var got fakeaws.Faults

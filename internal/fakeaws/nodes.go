@@ -88,10 +88,15 @@ func (s *Server) Boots() []Boot {
 
 // poll is one pass: a paginated DescribeInstances straight to moto (no
 // faults, no call log), then a boot for each new running instance and a
-// Node deletion for each instance that ended or vanished.
+// Node deletion for each instance that ended. Terminated instances are
+// left out of the listing (moto keeps them forever, which would make every
+// pass slower): an instance missing from it has ended.
 func (b *nodeBooter) poll(ctx context.Context) error {
 	var instances []ec2types.Instance
-	p := ec2.NewDescribeInstancesPaginator(b.s.motoEC2, &ec2.DescribeInstancesInput{MaxResults: aws.Int32(1000)})
+	p := ec2.NewDescribeInstancesPaginator(b.s.motoEC2, &ec2.DescribeInstancesInput{
+		MaxResults: aws.Int32(1000),
+		Filters:    []ec2types.Filter{{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "shutting-down", "stopping", "stopped"}}},
+	})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
@@ -131,7 +136,10 @@ func (b *nodeBooter) poll(ctx context.Context) error {
 	var gone []*Boot
 	for id, boot := range b.boots {
 		if !seen[id] {
-			gone = append(gone, boot)
+			boot.State = string(ec2types.InstanceStateNameTerminated)
+			if boot.Joined && !boot.Deleted {
+				gone = append(gone, boot)
+			}
 		}
 	}
 	b.mu.Unlock()

@@ -121,7 +121,7 @@ type clusterInfo struct {
 }
 
 // Start runs moto, seeds it, and serves the endpoint until Stop.
-func Start(ctx context.Context, opts Options) (s *Server, err error) {
+func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if opts.ClusterName == "" {
 		return nil, errors.New("fake-aws: the cluster name is required (--cluster-name)")
 	}
@@ -149,7 +149,7 @@ func Start(ctx context.Context, opts Options) (s *Server, err error) {
 	if err := opts.Faults.Validate(); err != nil {
 		return nil, fmt.Errorf("fake-aws: faults: %w", err)
 	}
-	s = &Server{
+	s := &Server{
 		opts: opts, region: opts.Region, clock: opts.Clock, log: opts.Log,
 		client:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}},
 		launches: map[string]launch{}, zones: map[string][]zoneInfo{}, subnets: map[string]string{},
@@ -160,7 +160,7 @@ func Start(ctx context.Context, opts Options) (s *Server, err error) {
 	s.calls.w = opts.CallLog
 	defer func() {
 		if err != nil {
-			s.Stop()
+			s.Stop() // the result is nil on error: stop what was started
 		}
 	}()
 
