@@ -270,7 +270,22 @@ func (b *nodeBooter) register(ctx context.Context, inst ec2types.Instance, boot 
 	if err != nil {
 		return "", family, err
 	}
-	if _, err := s.cluster.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+	nodes := s.cluster.kube.CoreV1().Nodes()
+	_, err = nodes.Create(ctx, node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// A Node of that name from an instance that is gone (the name is the
+		// private IP, which EC2 reuses): the cloud controller manager would
+		// have deleted it, so replace it.
+		old, gerr := nodes.Get(ctx, name, metav1.GetOptions{})
+		if gerr == nil && old.Spec.ProviderID == node.Spec.ProviderID {
+			return name, family, nil
+		}
+		if derr := nodes.Delete(ctx, name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+			return "", family, fmt.Errorf("registering Node %s: a stale Node of that name is in the way: %w", name, derr)
+		}
+		_, err = nodes.Create(ctx, node, metav1.CreateOptions{})
+	}
+	if err != nil {
 		return "", family, fmt.Errorf("registering Node %s: %w", name, err)
 	}
 	return name, family, nil

@@ -305,3 +305,40 @@ func waitNode(t *testing.T, kube kubernetes.Interface, name string, ok func(*cor
 	}
 	return node
 }
+
+// TestStaleNodeIsReplaced: EC2 reuses private IPs, and Nodes are named after
+// them, so a Node left by an instance that is gone may hold the name a new
+// instance registers under. It is replaced, as the cloud controller manager
+// would have deleted it.
+func TestStaleNodeIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	c := clients(t)
+	kube := must(kubernetes.NewForConfig(cluster.Config))(t)
+	subnet := must(c.EC2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{SubnetIds: []string{subnetIn("us-east-1a")}}))(t).Subnets[0]
+	ip := strings.TrimSuffix(aws.ToString(subnet.CidrBlock), ".0/19") + ".200"
+	name := "ip-" + strings.ReplaceAll(ip, ".", "-") + ".ec2.internal"
+	stale := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-0000000000stale"}}
+	must(kube.CoreV1().Nodes().Create(ctx, stale, metav1.CreateOptions{}))(t)
+
+	run := must(c.EC2.RunInstances(ctx, &ec2.RunInstancesInput{
+		ImageId:      aws.String(imageID(t, "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/recommended/image_id")),
+		InstanceType: "m5.large", MinCount: aws.Int32(1), MaxCount: aws.Int32(1), SubnetId: subnet.SubnetId, PrivateIpAddress: aws.String(ip),
+		UserData: aws.String(base64.StdEncoding.EncodeToString([]byte(al2023UserData(cluster.Config.Host, cluster.Config.CAData)))),
+	}))(t)
+	id := aws.ToString(run.Instances[0].InstanceId)
+	if got := aws.ToString(run.Instances[0].PrivateDnsName); got != name {
+		terminate(t, id)
+		t.Fatalf("moto named the instance %s, want %s: the test cannot set up the collision", got, name)
+	}
+	boot := waitBoot(t, id)
+	if !boot.Joined {
+		terminate(t, id)
+		t.Fatalf("instance did not join: %s", boot.Reason)
+	}
+	node := waitNode(t, kube, name, func(n *corev1.Node) bool { return n.Spec.ProviderID == "aws:///us-east-1a/"+id })
+	if node.Labels[corev1.LabelInstanceTypeStable] != "m5.large" {
+		t.Errorf("the Node is not the new instance's: %v", node.Labels)
+	}
+	terminate(t, id)
+	waitNode(t, kube, name, nil)
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -43,8 +44,13 @@ func (s *Server) seedMoto(ctx context.Context) (Seed, error) {
 			{Key: aws.String("kubernetes.io/cluster/" + name), Value: aws.String("owned")},
 		}, extra...)}}
 	}
+	// moto hands out private IPs in order from the subnet's start, and Nodes
+	// are named after them: a second octet of its own keeps this run's Node
+	// names apart from a previous run's (or another endpoint's) in a cluster
+	// that outlives them.
+	octet := 1 + rand.IntN(254)
 	vpc, err := s.motoEC2.CreateVpc(ctx, &ec2.CreateVpcInput{
-		CidrBlock:         aws.String("10.0.0.0/16"),
+		CidrBlock:         aws.String(fmt.Sprintf("10.%d.0.0/16", octet)),
 		TagSpecifications: tags(ec2types.ResourceTypeVpc, ec2types.Tag{Key: aws.String("Name"), Value: aws.String(name)}),
 	})
 	if err != nil {
@@ -65,7 +71,7 @@ func (s *Server) seedMoto(ctx context.Context) (Seed, error) {
 			return seed, fmt.Errorf("region %s has no zone %s (moto knows %v)", s.region, zone, zones)
 		}
 		sub, err := s.motoEC2.CreateSubnet(ctx, &ec2.CreateSubnetInput{
-			VpcId: vpc.Vpc.VpcId, AvailabilityZone: aws.String(zone), CidrBlock: aws.String(fmt.Sprintf("10.0.%d.0/19", i*32)),
+			VpcId: vpc.Vpc.VpcId, AvailabilityZone: aws.String(zone), CidrBlock: aws.String(fmt.Sprintf("10.%d.%d.0/19", octet, i*32)),
 			TagSpecifications: tags(ec2types.ResourceTypeSubnet,
 				ec2types.Tag{Key: aws.String("Name"), Value: aws.String(name + "-private-" + zone)},
 				ec2types.Tag{Key: aws.String("kubernetes.io/role/internal-elb"), Value: aws.String("1")}),
