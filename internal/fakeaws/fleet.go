@@ -1,0 +1,315 @@
+package fakeaws
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/google/uuid"
+	"github.com/joiner-autoscaler/joiner/pkg/catalog"
+)
+
+var (
+	ltConfigKey = regexp.MustCompile(`^LaunchTemplateConfigs\.(\d+)\.(.+)$`)
+	overrideKey = regexp.MustCompile(`^Overrides\.(\d+)\.(.+)$`)
+)
+
+type fleetOverride struct {
+	fields url.Values // keys relative to the override, e.g. InstanceType
+	zone   string
+	price  float64
+}
+
+type fleetConfig struct {
+	fields    url.Values // keys relative to the config, overrides excluded
+	overrides []*fleetOverride
+}
+
+// parseFleetConfigs splits CreateFleet's form into its launch template
+// configs (in request order) and the remaining parameters.
+func parseFleetConfigs(form url.Values) ([]*fleetConfig, url.Values) {
+	rest := url.Values{}
+	byIndex := map[int]*fleetConfig{}
+	overrides := map[int]map[int]*fleetOverride{}
+	for k, v := range form {
+		m := ltConfigKey.FindStringSubmatch(k)
+		if m == nil {
+			rest[k] = v
+			continue
+		}
+		i, _ := strconv.Atoi(m[1])
+		cfg := byIndex[i]
+		if cfg == nil {
+			cfg = &fleetConfig{fields: url.Values{}}
+			byIndex[i] = cfg
+			overrides[i] = map[int]*fleetOverride{}
+		}
+		if om := overrideKey.FindStringSubmatch(m[2]); om != nil {
+			j, _ := strconv.Atoi(om[1])
+			o := overrides[i][j]
+			if o == nil {
+				o = &fleetOverride{fields: url.Values{}}
+				overrides[i][j] = o
+			}
+			o.fields[om[2]] = v
+			continue
+		}
+		cfg.fields[m[2]] = v
+	}
+	var out []*fleetConfig
+	for _, i := range sortedKeys(byIndex) {
+		cfg := byIndex[i]
+		for _, j := range sortedKeys(overrides[i]) {
+			cfg.overrides = append(cfg.overrides, overrides[i][j])
+		}
+		out = append(out, cfg)
+	}
+	return out, rest
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	return keys
+}
+
+// createFleet adds to moto's CreateFleet what moto lacks:
+//   - insufficient capacity: overrides of an offering configured out of
+//     capacity are taken out of the request and reported in the answer's
+//     Errors, as EC2 reports them for an instant fleet;
+//   - the allocation strategy: moto launches the first override, EC2 the
+//     cheapest (lowest-price, price-capacity-optimized) or the first by
+//     priority (prioritized), so the overrides are put in that order first.
+func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *answer {
+	if c.Form.Get("Type") != "instant" {
+		return s.forward(ctx, r, c.Body)
+	}
+	capacityType := c.Form.Get("TargetCapacitySpecification.DefaultTargetCapacityType")
+	if capacityType == "" {
+		capacityType = "on-demand"
+	}
+	strategy := c.Form.Get("OnDemandOptions.AllocationStrategy")
+	if capacityType == "spot" {
+		strategy = c.Form.Get("SpotOptions.AllocationStrategy")
+	}
+	configs, rest := parseFleetConfigs(c.Form)
+	faults := s.faults.get()
+	region := c.Region
+	if region == "" {
+		region = s.region
+	}
+	its, _ := s.catalog.get(region)
+	odPrice := map[string]float64{}
+	for _, it := range its {
+		odPrice[it.Name] = onDemandPrice(it)
+	}
+
+	type iceError struct {
+		cfg *fleetConfig
+		o   *fleetOverride
+	}
+	var errs []iceError
+	var kept []*fleetConfig
+	for _, cfg := range configs {
+		var ok []*fleetOverride
+		for _, o := range cfg.overrides {
+			typ := o.fields.Get("InstanceType")
+			o.zone = o.fields.Get("AvailabilityZone")
+			if o.zone == "" && o.fields.Get("SubnetId") != "" {
+				o.zone = s.subnetZone(ctx, region, o.fields.Get("SubnetId"))
+			}
+			out := false
+			for _, cap := range faults.InsufficientCapacity {
+				if cap.matches(typ, o.zone, capacityType) {
+					out = true
+				}
+			}
+			if out {
+				errs = append(errs, iceError{cfg, o})
+				continue
+			}
+			o.price = math.Inf(1)
+			if p, found := odPrice[typ]; found && p > 0 {
+				o.price = p
+				if capacityType == "spot" {
+					o.price = catalog.SpotPrice(typ, o.zone, p)
+				}
+			}
+			if strategy == "prioritized" {
+				o.price = math.Inf(1)
+				if p, err := strconv.ParseFloat(o.fields.Get("Priority"), 64); err == nil {
+					o.price = p
+				}
+			}
+			ok = append(ok, o)
+		}
+		if len(cfg.overrides) > 0 && len(ok) == 0 {
+			continue // every override of this template is out of capacity
+		}
+		sort.SliceStable(ok, func(i, j int) bool { return ok[i].price < ok[j].price })
+		cfg.overrides = ok
+		kept = append(kept, cfg)
+	}
+	sort.SliceStable(kept, func(i, j int) bool { return firstPrice(kept[i]) < firstPrice(kept[j]) })
+
+	var errXML bytes.Buffer
+	if len(errs) > 0 {
+		errXML.WriteString("<errorSet>")
+		for _, e := range errs {
+			typ := e.o.fields.Get("InstanceType")
+			msg := "There is no Spot capacity available that matches your request."
+			if capacityType != "spot" {
+				msg = fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing %s.",
+					typ, e.o.zone, typ, strings.Join(s.otherZones(ctx, region, typ, e.o.zone, capacityType, faults), ", "))
+			}
+			errXML.WriteString("<item><launchTemplateAndOverrides><launchTemplateSpecification>")
+			ltID := e.cfg.fields.Get("LaunchTemplateSpecification.LaunchTemplateId")
+			if ltID == "" {
+				ltID = s.launchTemplateID(ctx, e.cfg.fields.Get("LaunchTemplateSpecification.LaunchTemplateName"))
+			}
+			fmt.Fprintf(&errXML, "<launchTemplateId>%s</launchTemplateId><version>%s</version></launchTemplateSpecification><overrides>",
+				xmlEscape(ltID), xmlEscape(e.cfg.fields.Get("LaunchTemplateSpecification.Version")))
+			for _, k := range sortedStrings(e.o.fields) {
+				if !strings.Contains(k, ".") {
+					fmt.Fprintf(&errXML, "<%s>%s</%s>", lowerFirst(k), xmlEscape(e.o.fields.Get(k)), lowerFirst(k))
+				}
+			}
+			fmt.Fprintf(&errXML, "</overrides></launchTemplateAndOverrides><lifecycle>%s</lifecycle><errorCode>InsufficientInstanceCapacity</errorCode><errorMessage>%s</errorMessage></item>",
+				capacityType, xmlEscape(msg))
+		}
+		errXML.WriteString("</errorSet>")
+	}
+
+	if len(kept) == 0 {
+		body := `<?xml version="1.0" encoding="UTF-8"?>` + "\n" + `<CreateFleetResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>` + newRequestID() +
+			`</requestId><fleetId>fleet-` + uuid.NewString() + `</fleetId>` + errXML.String() + `<fleetInstanceSet/></CreateFleetResponse>`
+		a := xmlAnswer(body)
+		a.fault = faultCapacity
+		return a
+	}
+	form := rest
+	for i, cfg := range kept {
+		prefix := fmt.Sprintf("LaunchTemplateConfigs.%d.", i+1)
+		for k, v := range cfg.fields {
+			form[prefix+k] = v
+		}
+		for j, o := range cfg.overrides {
+			for k, v := range o.fields {
+				form[fmt.Sprintf("%sOverrides.%d.%s", prefix, j+1, k)] = v
+			}
+		}
+	}
+	a := s.forward(ctx, r, []byte(form.Encode()))
+	if a.status != http.StatusOK {
+		return a
+	}
+	var resp struct {
+		Instances []struct {
+			Template struct {
+				ID      string `xml:"launchTemplateSpecification>launchTemplateId"`
+				Version string `xml:"launchTemplateSpecification>version"`
+			} `xml:"launchTemplateAndOverrides"`
+			IDs []string `xml:"instanceIds>item"`
+		} `xml:"fleetInstanceSet>item"`
+	}
+	if err := xml.Unmarshal(a.body, &resp); err == nil {
+		for _, in := range resp.Instances {
+			for _, id := range in.IDs {
+				s.recordLaunch(id, in.Template.ID, in.Template.Version)
+				a.instances = append(a.instances, id)
+			}
+		}
+	}
+	if errXML.Len() > 0 {
+		a.body = bytes.Replace(a.body, []byte("</CreateFleetResponse>"), append(errXML.Bytes(), "</CreateFleetResponse>"...), 1)
+		a.fault = faultCapacity
+	}
+	return a
+}
+
+func firstPrice(cfg *fleetConfig) float64 {
+	if len(cfg.overrides) == 0 {
+		return math.Inf(1)
+	}
+	return cfg.overrides[0].price
+}
+
+func sortedStrings(v url.Values) []string {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// otherZones are the zones EC2's message suggests instead: the region's
+// zones where the type is not out of capacity.
+func (s *Server) otherZones(ctx context.Context, region, typ, zone, capacityType string, f Faults) []string {
+	zones, _ := s.zoneNames(ctx, region)
+	var out []string
+	for _, z := range zones {
+		if z == zone {
+			continue
+		}
+		unavailable := false
+		for _, c := range f.InsufficientCapacity {
+			if c.matches(typ, z, capacityType) {
+				unavailable = true
+			}
+		}
+		if !unavailable {
+			out = append(out, z)
+		}
+	}
+	return out
+}
+
+// launchTemplateID resolves a template name, as EC2 reports templates by ID.
+func (s *Server) launchTemplateID(ctx context.Context, name string) string {
+	if name == "" {
+		return ""
+	}
+	out, err := s.motoEC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
+	if err != nil || len(out.LaunchTemplates) == 0 {
+		return ""
+	}
+	return *out.LaunchTemplates[0].LaunchTemplateId
+}
+
+// runInstances forwards RunInstances and notes the launches.
+func (s *Server) runInstances(ctx context.Context, c *call, r *http.Request) *answer {
+	a := s.forward(ctx, r, c.Body)
+	if a.status != http.StatusOK {
+		return a
+	}
+	var resp struct {
+		IDs []string `xml:"instancesSet>item>instanceId"`
+	}
+	if err := xml.Unmarshal(a.body, &resp); err == nil {
+		for _, id := range resp.IDs {
+			s.recordLaunch(id, "", "")
+			a.instances = append(a.instances, id)
+		}
+	}
+	return a
+}
