@@ -23,6 +23,7 @@ import (
 func TestGuide03UpAndDown(t *testing.T) {
 	framework.ResetCluster(t)
 	fake.ResetCalls()
+	explainBoots(t)
 	j := framework.StartJoiner(t, awsEnv()...)
 	manifest := strings.Replace(framework.ReadSeed(t, "03-scale-up-down.yaml"), "consolidateAfter: 1m", "consolidateAfter: 5s", 1)
 	framework.Kubectl(t, manifest, "apply", "-f", "-")

@@ -38,6 +38,19 @@ func TestMain(m *testing.M) {
 	}))
 }
 
+// explainBoots prints, when the test fails, how each instance booted: a
+// node that never joined says why (its user data, as a node would read it).
+func explainBoots(t testing.TB) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, b := range fake.Boots() {
+			t.Logf("instance %s (%s, %s, %s): state %s, node %q, joined %v, reason %q", b.InstanceID, b.InstanceType, b.ImageID, b.Family, b.State, b.Node, b.Joined, b.Reason)
+		}
+	})
+}
+
 // awsEnv is the environment of a Joiner that runs on AWS through the fake:
 // only the SDK's standard variables, as a user's would be.
 func awsEnv(extra ...string) []string {

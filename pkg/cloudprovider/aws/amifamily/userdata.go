@@ -161,8 +161,10 @@ func kubeletMaySet(key string) bool {
 	return kubeletLabels[key] || in("kubelet.kubernetes.io") || in("node.kubernetes.io")
 }
 
-// nodeLabelsFlag is the kubelet's --node-labels flag, quoted as the EKS
-// bootstrap scripts pass it through.
+// nodeLabelsFlag is the kubelet's --node-labels flag. It is not quoted:
+// nodeadm hands each flag to the kubelet as one argument, and quotes would
+// reach the kubelet as part of the first label's key. Label keys and values
+// cannot hold spaces, so bootstrap.sh's word splitting needs none either.
 func (in Input) nodeLabelsFlag() string {
 	labels := in.labels()
 	if len(labels) == 0 {
@@ -172,7 +174,7 @@ func (in Input) nodeLabelsFlag() string {
 	for _, l := range labels {
 		parts = append(parts, l[0]+"="+l[1])
 	}
-	return fmt.Sprintf("--node-labels=%q", strings.Join(parts, ","))
+	return "--node-labels=" + strings.Join(parts, ",")
 }
 
 // taintString is a taint as --register-with-taints and Bottlerocket write
@@ -198,7 +200,7 @@ func (in Input) kubeletFlags() []string {
 		for _, t := range taints {
 			parts = append(parts, taintString(t))
 		}
-		args = append(args, fmt.Sprintf("--register-with-taints=%q", strings.Join(parts, ",")))
+		args = append(args, "--register-with-taints="+strings.Join(parts, ","))
 	}
 	if n := in.maxPods(); n > 0 {
 		args = append(args, fmt.Sprintf("--max-pods=%d", n))

@@ -270,7 +270,7 @@ func TestUserDataDecodes(t *testing.T) {
 		if len(parts) != 2 || parts[0].content != shellScript || !strings.Contains(parts[1].content, "/etc/eks/bootstrap.sh 'demo'") {
 			t.Fatalf("parts: %+v", parts)
 		}
-		for _, want := range []string{"--max-pods=29", `--register-with-taints="dedicated=payments:NoSchedule,node.cilium.io/agent-not-ready=true:NoExecute"`, "--dns-cluster-ip '10.100.0.10'", "--use-max-pods false"} {
+		for _, want := range []string{"--max-pods=29", `--register-with-taints=dedicated=payments:NoSchedule,node.cilium.io/agent-not-ready=true:NoExecute`, "--dns-cluster-ip '10.100.0.10'", "--use-max-pods false"} {
 			if !strings.Contains(parts[1].content, want) {
 				t.Errorf("bootstrap script lacks %s:\n%s", want, parts[1].content)
 			}
@@ -317,7 +317,7 @@ func TestUserDataRules(t *testing.T) {
 			in.StartupTaints = append(in.StartupTaints, in.Taints...)
 			return in
 		},
-		want:    []string{`--register-with-taints="dedicated=payments:NoSchedule,node.cilium.io/agent-not-ready=true:NoExecute"`},
+		want:    []string{`--register-with-taints=dedicated=payments:NoSchedule,node.cilium.io/agent-not-ready=true:NoExecute`},
 		notWant: []string{"NoSchedule,dedicated"},
 	}, {
 		name:    "labels the kubelet may not set are left out, node.kubernetes.io ones kept",
