@@ -45,6 +45,7 @@ func TestCreateRequest(t *testing.T) {
 		requests    corev1.ResourceList
 		noTemplate  []string
 		wantCT      string
+		wantAsked   []string // capacity types templates were asked for; [wantCT] when nil
 		wantOver    []instance.Override
 		wantICE     bool
 		wantNoFleet bool
@@ -91,6 +92,14 @@ func TestCreateRequest(t *testing.T) {
 		wantOver: []instance.Override{override("m5.large", zoneA, 0.040), override("m5.large", zoneB, 0.035),
 			override("m5.xlarge", zoneA, 0.080)},
 	}, {
+		name: "on-demand when the only available spot offering is of a type without a launch template",
+		reqs: []v1.NodeSelectorRequirementWithMinValues{req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m6g.large", "m5.xlarge"),
+			req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zoneB)},
+		noTemplate: []string{"m6g.large"},
+		wantCT:     onDemand,
+		wantAsked:  []string{spot, onDemand},
+		wantOver:   []instance.Override{override("m5.xlarge", zoneB, 0.193)},
+	}, {
 		name:    "offerings only in a zone without a subnet: insufficient capacity, nothing launched",
 		reqs:    []v1.NodeSelectorRequirementWithMinValues{req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zoneC)},
 		wantICE: true, wantNoFleet: true,
@@ -131,8 +140,13 @@ func TestCreateRequest(t *testing.T) {
 			if got := f.instances.requests[0]; !reflect.DeepEqual(got, want) {
 				t.Errorf("request\n got %+v\nwant %+v", got, want)
 			}
-			if got := f.templates.capacityTypes; !reflect.DeepEqual(got, []string{tc.wantCT}) {
-				t.Errorf("templates asked for %v, want %s", got, tc.wantCT)
+			// No template is made for a capacity type with nothing to launch.
+			wantAsked := tc.wantAsked
+			if wantAsked == nil {
+				wantAsked = []string{tc.wantCT}
+			}
+			if got := f.templates.capacityTypes; !reflect.DeepEqual(got, wantAsked) {
+				t.Errorf("templates asked for %v, want %v", got, wantAsked)
 			}
 		})
 	}
