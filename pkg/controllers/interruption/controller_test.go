@@ -102,7 +102,7 @@ func TestMessages(t *testing.T) {
 		{name: "a stopping on-demand instance drains without touching offerings",
 			body: event("EC2 Instance State-change Notification", "i-od", `,"state":"stopping"`), wantDeleted: []string{"od"}, wantEvent: "InstanceStopping"},
 		{name: "scheduled maintenance drains",
-			body: `{"source":"aws.health","detail-type":"AWS Health Event","detail":{"service":"EC2","eventTypeCategory":"scheduledChange","affectedEntities":[{"entityValue":"i-od"}]}}`,
+			body:        `{"source":"aws.health","detail-type":"AWS Health Event","detail":{"service":"EC2","eventTypeCategory":"scheduledChange","affectedEntities":[{"entityValue":"i-od"}]}}`,
 			wantDeleted: []string{"od"}, wantEvent: "InstanceUnhealthy"},
 		{name: "an instance of no NodeClaim is ignored", body: event("EC2 Spot Instance Interruption Warning", "i-other", "")},
 		{name: "an unreadable message is dropped", body: "not json"},
