@@ -132,7 +132,20 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) ([]*
 	if err != nil || nc == nil || !ready(nc) {
 		return nil, err
 	}
-	return c.opts.InstanceTypes.List(ctx, nc)
+	all, err := c.opts.InstanceTypes.List(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	// A type no AMI of the class can boot (arm64 with only amd64 AMIs, a
+	// GPU type with no accelerated AMI) would be planned and then fail
+	// every launch.
+	out := make([]*cloudprovider.InstanceType, 0, len(all))
+	for _, it := range all {
+		if amiFor(nc, it) != "" {
+			out = append(out, it)
+		}
+	}
+	return out, nil
 }
 
 func (c *CloudProvider) nodeClassOf(ctx context.Context, ref *v1.NodeClassReference) (*awsv1.EC2NodeClass, error) {

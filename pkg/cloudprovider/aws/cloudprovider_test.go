@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -482,4 +483,39 @@ func TestIsDrifted(t *testing.T) {
 			t.Errorf("IsDrifted = %q, %v", got, err)
 		}
 	})
+}
+
+func TestInstanceTypesLeaveOutTypesNoAMIBoots(t *testing.T) {
+	cases := []struct {
+		name string
+		amis []awsv1.AMI
+		want string
+	}{
+		{name: "both architectures", amis: []awsv1.AMI{amiOf(amiAMD, "amd64"), amiOf(amiARM, "arm64")}, want: "m5.large,m6g.large"},
+		{name: "amd64 only", amis: []awsv1.AMI{amiOf(amiAMD, "amd64")}, want: "m5.large"},
+		{name: "no AMI", amis: nil, want: ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			class := readyClass(func(nc *awsv1.EC2NodeClass) { nc.Status.AMIs = tc.amis })
+			f := &fakes{instanceTypes: &fakeInstanceTypes{types: []*cloudprovider.InstanceType{
+				itype("m5.large", "amd64", 2, 29, offering(zoneA, "on-demand", 0.096)),
+				itype("m6g.large", "arm64", 2, 29, offering(zoneA, "on-demand", 0.077)),
+			}}}
+			p := newProvider(t, kubeWith(t, class), f)
+			pool := &v1.NodePool{Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+				NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: class.Name}}}}}
+			its, err := p.InstanceTypes(context.Background(), pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, it := range its {
+				names = append(names, it.Name)
+			}
+			if got := strings.Join(names, ","); got != tc.want {
+				t.Fatalf("types %q, want %q", got, tc.want)
+			}
+		})
+	}
 }
