@@ -24,9 +24,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -149,17 +147,7 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) ([]*
 }
 
 func (c *CloudProvider) nodeClassOf(ctx context.Context, ref *v1.NodeClassReference) (*awsv1.EC2NodeClass, error) {
-	if ref == nil || ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass" {
-		return nil, nil
-	}
-	nc := &awsv1.EC2NodeClass{}
-	if err := c.opts.NodeClasses.Get(ctx, types.NamespacedName{Name: ref.Name}, nc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return nc, nil
+	return cloudprovider.EC2NodeClass(ctx, c.opts.NodeClasses, ref)
 }
 
 // Create launches one instance for the NodeClaim: every compatible, available

@@ -166,18 +166,7 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) 
 // nodeClass is the EC2NodeClass a NodeClaim refers to, or nil when it
 // refers to none.
 func (c *CloudProvider) nodeClass(ctx context.Context, nodeClaim *v1.NodeClaim) (*awsv1.EC2NodeClass, error) {
-	ref := nodeClaim.Spec.NodeClassRef
-	if ref == nil || ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass" {
-		return nil, nil
-	}
-	class := &awsv1.EC2NodeClass{}
-	if err := c.opts.NodeClasses.Get(ctx, types.NamespacedName{Name: ref.Name}, class); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return class, nil
+	return cloudprovider.EC2NodeClass(ctx, c.opts.NodeClasses, nodeClaim.Spec.NodeClassRef)
 }
 
 // stampNodeClass stamps the class's current hash, under the current hash

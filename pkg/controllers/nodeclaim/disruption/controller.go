@@ -172,14 +172,7 @@ func (c *Controller) restamp(ctx context.Context, nc *v1.NodeClaim, np *v1.NodeP
 // A class that cannot be read is left for the next pass: the stamp waits,
 // and so does the drift it would judge, which compares the same versions.
 func (c *Controller) ec2NodeClass(ctx context.Context, nc *v1.NodeClaim) *awsv1.EC2NodeClass {
-	ref := nc.Spec.NodeClassRef
-	if ref == nil || ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass" {
-		return nil
-	}
-	class := &awsv1.EC2NodeClass{}
-	if err := c.Client.Get(ctx, types.NamespacedName{Name: ref.Name}, class); err != nil {
-		return nil
-	}
+	class, _ := cloudprovider.EC2NodeClass(ctx, c.Client, nc.Spec.NodeClassRef)
 	return class
 }
 
