@@ -22,6 +22,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,15 +32,6 @@ import (
 
 // Name is what the provider calls itself in logs and metrics.
 const Name = "aws"
-
-// Tags Joiner puts on what it launches, as Karpenter names them.
-const (
-	TagNodePool       = "karpenter.sh/nodepool"
-	TagNodeClaim      = "karpenter.sh/nodeclaim"
-	TagNodeClass      = "karpenter.k8s.aws/ec2nodeclass"
-	TagEKSClusterName = "eks:eks-cluster-name"
-	TagName           = "Name"
-)
 
 // Drift reasons, as Karpenter reports them.
 const (
@@ -321,15 +313,15 @@ func (c *CloudProvider) launchRequest(ctx context.Context, nc *awsv1.EC2NodeClas
 // launchTags are the tags every instance of the same pool and class shares,
 // so concurrent launches can share one fleet request.
 func (c *CloudProvider) launchTags(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim) map[string]string {
-	tags := map[string]string{}
+	out := map[string]string{}
 	for k, v := range nc.Spec.Tags {
-		tags[k] = v
+		out[k] = v
 	}
-	tags["kubernetes.io/cluster/"+c.opts.ClusterName] = "owned"
-	tags[TagEKSClusterName] = c.opts.ClusterName
-	tags[TagNodePool] = nodeClaim.Labels[v1.LabelNodePool]
-	tags[TagNodeClass] = nc.Name
-	return tags
+	out[tags.Cluster(c.opts.ClusterName)] = "owned"
+	out[tags.EKSClusterName] = c.opts.ClusterName
+	out[tags.NodePool] = nodeClaim.Labels[v1.LabelNodePool]
+	out[tags.NodeClass] = nc.Name
+	return out
 }
 
 // tagForClaim names the instance, its volumes and interfaces after the
@@ -346,7 +338,7 @@ func (c *CloudProvider) tagForClaim(ctx context.Context, inst *instance.Instance
 			if name == "" {
 				name = claim
 			}
-			if c.opts.Instances.Tag(ctx, described, map[string]string{TagNodeClaim: claim, TagName: name}) == nil {
+			if c.opts.Instances.Tag(ctx, described, map[string]string{tags.NodeClaim: claim, tags.Name: name}) == nil {
 				*inst = mergeDescribed(*inst, described)
 				return
 			}
@@ -445,11 +437,11 @@ func (c *CloudProvider) nodeClaimFor(inst *instance.Instance) *v1.NodeClaim {
 		corev1.LabelTopologyRegion:     c.opts.Region,
 		v1.LabelCapacityType:           inst.CapacityType,
 	}
-	if np := inst.Tags[TagNodePool]; np != "" {
+	if np := inst.Tags[tags.NodePool]; np != "" {
 		labels[v1.LabelNodePool] = np
 	}
 	return &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: inst.Tags[TagNodeClaim], Labels: labels, CreationTimestamp: metav1.NewTime(inst.LaunchTime)},
+		ObjectMeta: metav1.ObjectMeta{Name: inst.Tags[tags.NodeClaim], Labels: labels, CreationTimestamp: metav1.NewTime(inst.LaunchTime)},
 		Status:     v1.NodeClaimStatus{ProviderID: inst.ProviderID(), ImageID: inst.ImageID},
 	}
 }

@@ -23,6 +23,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/batcher"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
 	"k8s.io/utils/clock"
 )
 
@@ -244,8 +245,8 @@ func (p *Provider) createFleet(ctx context.Context, _ string, reqs []Request) []
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(first.CapacityType),
 		},
 		TagSpecifications: []ec2types.TagSpecification{
-			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags(first.Tags)},
-			{ResourceType: ec2types.ResourceTypeFleet, Tags: ec2Tags(first.Tags)},
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags.EC2(first.Tags)},
+			{ResourceType: ec2types.ResourceTypeFleet, Tags: tags.EC2(first.Tags)},
 		},
 	}
 	if first.CapacityType == CapacityTypeSpot {
@@ -355,19 +356,6 @@ func uniq(in []string) []string {
 			seen[s] = true
 			out = append(out, s)
 		}
-	}
-	return out
-}
-
-func ec2Tags(m map[string]string) []ec2types.Tag {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]ec2types.Tag, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
 	}
 	return out
 }
@@ -514,10 +502,10 @@ func (p *Provider) terminateBatch(ctx context.Context, _ struct{}, ids []string)
 
 // Tag adds tags to the instance and the volumes and interfaces it was
 // launched with, in one call.
-func (p *Provider) Tag(ctx context.Context, inst *Instance, tags map[string]string) error {
+func (p *Provider) Tag(ctx context.Context, inst *Instance, add map[string]string) error {
 	resources := append([]string{inst.ID}, inst.VolumeIDs...)
 	resources = append(resources, inst.NetworkInterfaceIDs...)
-	_, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: resources, Tags: ec2Tags(tags)})
+	_, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: resources, Tags: tags.EC2(add)})
 	if err != nil {
 		return fmt.Errorf("tagging instance %s: %w", inst.ID, err)
 	}

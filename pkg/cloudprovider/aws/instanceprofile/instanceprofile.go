@@ -9,8 +9,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,17 +18,6 @@ import (
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/smithy-go"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
-)
-
-// Tags on the profiles Joiner creates. The ec2nodeclass and cluster tags
-// are what Delete checks before it removes a profile, so a profile of the
-// same name that Joiner did not create is never deleted.
-const (
-	TagNodeClass = "karpenter.k8s.aws/ec2nodeclass"
-	TagManagedBy = "karpenter.sh/managed-by"
-	TagRegion    = "topology.kubernetes.io/region"
-	// TagClusterPrefix is followed by the cluster name; its value is "owned".
-	TagClusterPrefix = "kubernetes.io/cluster/"
 )
 
 // IAMAPI is the part of the IAM client the provider calls. GetRole is used
@@ -111,10 +100,10 @@ func Name(clusterName, region, class string) string {
 // Tags are the tags of the profile Joiner creates for nc.
 func (p *Provider) Tags(nc *awsv1.EC2NodeClass) map[string]string {
 	return map[string]string{
-		TagNodeClass:                     nc.Name,
-		TagClusterPrefix + p.ClusterName: "owned",
-		TagManagedBy:                     p.ClusterName,
-		TagRegion:                        p.Region,
+		tags.NodeClass:                     nc.Name,
+		tags.ClusterPrefix + p.ClusterName: "owned",
+		tags.ManagedBy:                     p.ClusterName,
+		tags.Region:                        p.Region,
 	}
 }
 
@@ -269,11 +258,11 @@ func (p *Provider) Delete(ctx context.Context, nc *awsv1.EC2NodeClass) error {
 		}
 		return fmt.Errorf("getting instance profile %q: %w", name, err)
 	}
-	tags := map[string]string{}
+	has := map[string]string{}
 	for _, t := range out.InstanceProfile.Tags {
-		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+		has[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
-	if tags[TagNodeClass] != nc.Name || tags[TagClusterPrefix+p.ClusterName] != "owned" {
+	if has[tags.NodeClass] != nc.Name || has[tags.Cluster(p.ClusterName)] != "owned" {
 		return nil
 	}
 	for _, r := range out.InstanceProfile.Roles {
@@ -289,15 +278,10 @@ func (p *Provider) Delete(ctx context.Context, nc *awsv1.EC2NodeClass) error {
 }
 
 // iamTags orders the tags by key, so that equal calls are equal requests.
-func iamTags(tags map[string]string) []iamtypes.Tag {
-	keys := make([]string, 0, len(tags))
-	for k := range tags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]iamtypes.Tag, 0, len(tags))
-	for _, k := range keys {
-		out = append(out, iamtypes.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+func iamTags(m map[string]string) []iamtypes.Tag {
+	out := make([]iamtypes.Tag, 0, len(m))
+	for _, k := range tags.SortedKeys(m) {
+		out = append(out, iamtypes.Tag{Key: aws.String(k), Value: aws.String(m[k])})
 	}
 	return out
 }

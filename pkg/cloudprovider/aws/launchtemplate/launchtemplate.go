@@ -26,23 +26,15 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
 )
 
-// Tags Joiner puts on the templates (and that the caller puts on instances):
-// the guides' IAM policies allow creating and deleting only resources that
-// carry them.
 const (
-	TagNodeClass   = awsv1.Group + "/ec2nodeclass"
-	TagNodePool    = v1.Group + "/nodepool"
-	TagClusterName = "eks:eks-cluster-name"
 	// NamePrefix starts every template name Joiner creates.
 	NamePrefix = "joiner/"
 	// DefaultTTL is how long a template is known without asking EC2 again.
 	DefaultTTL = 5 * time.Minute
 )
-
-// TagCluster is the kubernetes.io/cluster/<name> tag key, valued "owned".
-func TagCluster(clusterName string) string { return "kubernetes.io/cluster/" + clusterName }
 
 // EC2API is the part of EC2 the provider calls.
 type EC2API interface {
@@ -193,8 +185,8 @@ func (p *Provider) create(ctx context.Context, req *ec2.CreateLaunchTemplateInpu
 func (p *Provider) DeleteForNodeClass(ctx context.Context, nodeClassName string) error {
 	pages := ec2.NewDescribeLaunchTemplatesPaginator(p.ec2, &ec2.DescribeLaunchTemplatesInput{
 		Filters: []ec2types.Filter{
-			{Name: aws.String("tag:" + TagCluster(p.clusterName)), Values: []string{"owned"}},
-			{Name: aws.String("tag:" + TagNodeClass), Values: []string{nodeClassName}},
+			{Name: aws.String("tag:" + tags.Cluster(p.clusterName)), Values: []string{"owned"}},
+			{Name: aws.String("tag:" + tags.NodeClass), Values: []string{nodeClassName}},
 		},
 		MaxResults: aws.Int32(200),
 	})
@@ -240,23 +232,23 @@ func (p *Provider) validate(in Input) error {
 // Tags are the template's tags: the class's, then Joiner's, which the
 // guides' IAM policies require and which DeleteForNodeClass finds.
 func (p *Provider) Tags(in Input) map[string]string {
-	tags := map[string]string{}
+	out := map[string]string{}
 	for k, v := range in.Tags {
-		tags[k] = v
+		out[k] = v
 	}
-	tags[TagNodeClass] = in.NodeClassName
-	tags[TagCluster(p.clusterName)] = "owned"
-	tags[TagClusterName] = p.clusterName
+	out[tags.NodeClass] = in.NodeClassName
+	out[tags.Cluster(p.clusterName)] = "owned"
+	out[tags.EKSClusterName] = p.clusterName
 	if in.NodePool != "" {
-		tags[TagNodePool] = in.NodePool
+		out[tags.NodePool] = in.NodePool
 	}
-	return tags
+	return out
 }
 
 // request is the CreateLaunchTemplate call for the input, named and
 // tokened by the hash of everything else in it.
 func (p *Provider) request(in Input) *ec2.CreateLaunchTemplateInput {
-	tags := ec2Tags(p.Tags(in))
+	own := tags.EC2(p.Tags(in))
 	data := &ec2types.RequestLaunchTemplateData{
 		ImageId:             aws.String(in.ImageID),
 		UserData:            aws.String(in.UserData),
@@ -272,14 +264,16 @@ func (p *Provider) request(in Input) *ec2.CreateLaunchTemplateInput {
 			AssociatePublicIpAddress: in.AssociatePublicIPAddress,
 			Ipv4PrefixCount:          in.IPPrefixCount,
 		}},
-		// CreateFleet cannot tag network interfaces; the template does.
-		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{{
-			ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: tags,
-		}},
+		// CreateFleet tags only the instance; the template tags the
+		// volumes and interfaces it creates with it.
+		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: own},
+			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: own},
+		},
 	}
 	if in.CapacityType == v1.CapacityTypeSpot {
 		data.TagSpecifications = append(data.TagSpecifications, ec2types.LaunchTemplateTagSpecificationRequest{
-			ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: tags,
+			ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: own,
 		})
 	}
 	hash := v1.SetHash(struct {
@@ -290,7 +284,7 @@ func (p *Provider) request(in Input) *ec2.CreateLaunchTemplateInput {
 		LaunchTemplateName: aws.String(NamePrefix + hash),
 		ClientToken:        aws.String(hash),
 		LaunchTemplateData: data,
-		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: tags}},
+		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: own}},
 	}
 }
 
@@ -361,19 +355,6 @@ func gibibytes(q *resource.Quantity) *int32 {
 		return nil
 	}
 	return aws.Int32(int32(math.Ceil(q.AsApproximateFloat64() / (1 << 30))))
-}
-
-func ec2Tags(m map[string]string) []ec2types.Tag {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	tags := make([]ec2types.Tag, 0, len(keys))
-	for _, k := range keys {
-		tags = append(tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
-	}
-	return tags
 }
 
 func sortedCopy(s []string) []string {
