@@ -403,8 +403,10 @@ func isNotFoundCode(err error) bool {
 func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
 	var out []*Instance
 	err := p.describeAll(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
-		{Name: aws.String("tag-key"), Values: []string{p.ClusterTag()}},
-		{Name: aws.String("tag-key"), Values: []string{"karpenter.sh/nodepool"}},
+		// Two tag-key filters are not ANDed everywhere (moto keeps one);
+		// a tag:<key> filter and a tag-key filter are.
+		{Name: aws.String("tag:" + p.ClusterTag()), Values: []string{"owned"}},
+		{Name: aws.String("tag-key"), Values: []string{tags.NodePool}},
 		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped", "shutting-down"}},
 	}}, func(i *Instance) { out = append(out, i) })
 	if err != nil {

@@ -268,3 +268,30 @@ func TestParseProviderID(t *testing.T) {
 		}
 	}
 }
+
+func TestListKeepsToTheCluster(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	ours := New(Options{EC2: f.ec2, ClusterName: "demo"})
+	theirs := New(Options{EC2: f.ec2, ClusterName: "other"})
+	mine, err := ours.Create(ctx, f.request("mine", "m5.large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := f.request("theirs", "m5.large")
+	req.Tags = map[string]string{"kubernetes.io/cluster/other": "owned", "karpenter.sh/nodepool": "default"}
+	if _, err := theirs.Create(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := ours.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 1 || listed[0].ID != mine.ID {
+		var ids []string
+		for _, i := range listed {
+			ids = append(ids, i.ID)
+		}
+		t.Fatalf("cluster demo lists %v, want only %s", ids, mine.ID)
+	}
+}
