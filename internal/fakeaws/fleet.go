@@ -228,6 +228,9 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 		for _, in := range resp.Instances {
 			for _, id := range in.IDs {
 				s.recordLaunch(id, in.Template.ID, in.Template.Version)
+				if err := s.applyTemplate(ctx, id, in.Template.ID, in.Template.Version); err != nil {
+					s.log.Error(err, "applying a launch template", "instance", id)
+				}
 				a.instances = append(a.instances, id)
 			}
 		}

@@ -1,18 +1,22 @@
 // Package mototest runs moto_server for a test package, so tests talk to
 // AWS's wire protocols through the real SDK, and puts a small front before
 // it that can answer chosen actions with an AWS error (AccessDenied,
-// UnauthorizedOperation, ...), which moto itself cannot be asked to do.
+// UnauthorizedOperation, ...), which moto itself cannot be asked to do, and
+// counts the calls it forwards. It is the one moto helper of the project.
 //
 // One moto per test package, from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(mototest.Main(m)) }
 //
-// Main points the SDK at the front through AWS_ENDPOINT_URL, with test
-// credentials and AWS_REGION=us-east-1.
+// Main points the SDK at the front through its standard AWS_ENDPOINT_URL,
+// with test credentials and AWS_REGION=us-east-1, as production is pointed
+// at an endpoint; Clients builds the product's own clients from that.
 package mototest
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -23,12 +27,15 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 )
 
 // Region is the region Main configures.
@@ -48,14 +55,28 @@ type Front struct {
 
 type fault struct{ code, message string }
 
+// Option changes how Start runs moto.
+type Option func(*options)
+
+type options struct {
+	amis any
+}
+
+// WithAMIs makes moto serve images (moto's AMI records: ami_id, name,
+// architecture, creation_date, owner_id, state, platform, tags) instead of
+// its default list, through MOTO_AMIS_PATH: moto has no API to register an
+// image with an architecture or a creation date, it only loads a list at
+// start (and again on Reset).
+func WithAMIs(images any) Option { return func(o *options) { o.amis = images } }
+
 var current *Front
 
 // Current is the front Main started.
 func Current() *Front { return current }
 
 // Main starts moto and the front, runs the tests and stops both.
-func Main(m *testing.M) int {
-	f, stop, err := Start()
+func Main(m *testing.M, opts ...Option) int {
+	f, stop, err := Start(opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -65,49 +86,107 @@ func Main(m *testing.M) int {
 	for k, v := range map[string]string{
 		"AWS_ENDPOINT_URL": f.URL, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
 		"AWS_REGION": Region, "AWS_EC2_METADATA_DISABLED": "true",
+		// Keep a developer's shared config (profiles, SSO) out of tests.
+		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
 	} {
 		os.Setenv(k, v)
 	}
 	return m.Run()
 }
 
+// Clients are the product's clients (awsclient.New: its credential chain
+// and retry policy) for region, or for Main's region when region is empty,
+// pointed at the front by Main's environment.
+func Clients(t testing.TB, region string) *awsclient.Clients {
+	t.Helper()
+	c, err := awsclient.New(context.Background(), awsclient.Options{Region: region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // Start runs moto_server as a child on a free loopback port, waits until it
-// answers, and starts the front before it.
-func Start() (*Front, func(), error) {
+// answers, and starts the front before it. The returned function stops
+// both.
+func Start(opts ...Option) (*Front, func(), error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	bin, err := exec.LookPath("moto_server")
 	if err != nil {
-		return nil, nil, fmt.Errorf("moto_server not found: install it with pip install 'moto[server]'")
+		return nil, nil, fmt.Errorf("moto_server not found: install it with pip install 'moto[server]' (hack/setup.sh checks for it)")
+	}
+	var cleanup []func()
+	undo := func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}
+	env := os.Environ()
+	if o.amis != nil {
+		dir, err := os.MkdirTemp("", "mototest")
+		if err != nil {
+			return nil, nil, err
+		}
+		cleanup = append(cleanup, func() { os.RemoveAll(dir) })
+		data, err := json.Marshal(o.amis)
+		if err != nil {
+			undo()
+			return nil, nil, fmt.Errorf("encoding moto's AMIs: %w", err)
+		}
+		path := filepath.Join(dir, "amis.json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			undo()
+			return nil, nil, err
+		}
+		env = append(env, "MOTO_AMIS_PATH="+path)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		undo()
 		return nil, nil, err
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = env
+	// Its own process group, so stopping it ends moto's workers too; and
+	// killed with the test binary, should that die without stopping it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
+		undo()
 		return nil, nil, fmt.Errorf("starting moto_server: %w", err)
 	}
-	kill := func() {
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	cleanup = append(cleanup, func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	}
+		<-exited
+	})
 	motoURL := fmt.Sprintf("http://127.0.0.1:%d", port)
+	// moto needs a few seconds to import its services: poll until it
+	// answers, bounded, and give up at once if it exits.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get(motoURL + "/moto-api/data.json")
+		resp, err := http.Get(motoURL + "/moto-api/")
 		if err == nil {
 			resp.Body.Close()
 			break
 		}
+		select {
+		case <-exited:
+			undo()
+			return nil, nil, fmt.Errorf("moto_server exited before answering on %s:\n%s", motoURL, logs.String())
+		case <-time.After(50 * time.Millisecond):
+		}
 		if time.Now().After(deadline) {
-			kill()
+			undo()
 			return nil, nil, fmt.Errorf("moto_server did not answer on %s within 60s: %v\n%s", motoURL, err, logs.String())
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	f := &Front{MotoURL: motoURL, faults: map[string]fault{}, calls: map[string]int{}}
 	target, _ := url.Parse(motoURL)
@@ -129,8 +208,9 @@ func Start() (*Front, func(), error) {
 		}
 		proxy.ServeHTTP(w, r)
 	}))
+	cleanup = append(cleanup, srv.Close)
 	f.URL = srv.URL
-	return f, func() { srv.Close(); kill() }, nil
+	return f, undo, nil
 }
 
 // Fail makes every later call of service's action (e.g. "ec2",
@@ -156,8 +236,9 @@ func (f *Front) Calls(service, action string) int {
 	return f.calls[service+":"+action]
 }
 
-// Reset empties moto (every service, every region), heals the front and
-// zeroes its call counts, so a test starts from nothing.
+// Reset empties moto (every service, every region; images given with
+// WithAMIs are loaded again), heals the front and zeroes its call counts,
+// so a test starts from nothing.
 func (f *Front) Reset(t testing.TB) {
 	t.Helper()
 	f.mu.Lock()

@@ -50,9 +50,26 @@ var (
 		Namespace: "karpenter", Subsystem: "scheduler", Name: "unschedulable_pods_count",
 		Help: "Pending pods the last provisioning plan could place on no NodePool.",
 	})
+	// InterruptionReceived counts interruption-queue messages by kind.
+	InterruptionReceived = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "interruption", Name: "received_messages_total",
+		Help: "Messages read from the interruption queue, by what they announce (spot_interrupted, rebalance_recommendation, scheduled_change, state_change, no_op).",
+	}, []string{"message_type"})
+	// InterruptionDeleted counts messages removed from the queue once handled.
+	InterruptionDeleted = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "interruption", Name: "deleted_messages_total",
+		Help: "Interruption-queue messages removed after Joiner acted on them.",
+	})
+	// InterruptionQueueDuration is how old a message was when handled.
+	InterruptionQueueDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "interruption", Name: "message_queue_duration_seconds",
+		Help:    "Seconds between AWS emitting an interruption event and Joiner acting on it.",
+		Buckets: prometheus.ExponentialBuckets(0.25, 2, 12),
+	})
 )
 
 func init() {
 	crmetrics.Registry.MustRegister(NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
-		NodeClaimsTerminated, NodeClaimsDisrupted, SchedulingDuration, UnschedulablePods)
+		NodeClaimsTerminated, NodeClaimsDisrupted, SchedulingDuration, UnschedulablePods,
+		InterruptionReceived, InterruptionDeleted, InterruptionQueueDuration)
 }

@@ -209,6 +209,9 @@ func Parse(args []string, getenv func(string) string) (*Options, error) {
 	if o.CloudProvider == "aws" && o.ClusterName == "" {
 		errs = append(errs, errors.New("missing setting CLUSTER_NAME (--cluster-name): the aws provider tags and finds instances by cluster name; set it to your EKS cluster's name"))
 	}
+	if o.CloudProvider != "aws" && o.InterruptionQueue != "" {
+		errs = append(errs, fmt.Errorf("invalid setting INTERRUPTION_QUEUE %q: interruption messages come from AWS; it needs --cloud-provider=aws (or leave it empty)", o.InterruptionQueue))
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

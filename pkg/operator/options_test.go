@@ -45,6 +45,7 @@ func TestParse(t *testing.T) {
 				t.Fatalf("%+v", o)
 			}
 		}},
+		{name: "an interruption queue needs aws", env: map[string]string{"INTERRUPTION_QUEUE": "demo"}, wantErr: `invalid setting INTERRUPTION_QUEUE "demo": interruption messages come from AWS`},
 		{name: "bad log level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: "want one of debug, info, error"},
 		{name: "policies default to Respect and Strict", check: func(t *testing.T, o *Options) {
 			if s := o.Scheduling(); s.PreferencePolicy != scheduling.PreferencePolicyRespect || s.MinValuesPolicy != scheduling.MinValuesPolicyStrict {

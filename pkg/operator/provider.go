@@ -22,6 +22,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/subnet"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/unavailable"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/interruption"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclass"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -111,6 +112,17 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 	}
 	if err := ctrlr.Register(mgr); err != nil {
 		return nil, err
+	}
+	if opts.InterruptionQueue != "" {
+		ic := &interruption.Controller{Client: mgr.GetClient(), SQS: clients.SQS, Queue: opts.InterruptionQueue, Unavailable: unavail,
+			Recorder: mgr.GetEventRecorderFor("karpenter"), Clock: clk}
+		// A queue that does not exist is a setting error, found at start.
+		if _, err := ic.QueueURL(ctx); err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(ic); err != nil {
+			return nil, err
+		}
 	}
 	logger.Info("aws cloud provider", "region", clients.Region, "cluster-endpoint", cluster.Endpoint, "cluster-dns", cluster.DNS, "service-cidr", cluster.ServiceCIDR)
 	return provider, nil

@@ -26,6 +26,8 @@ func TestGuide03UpAndDown(t *testing.T) {
 	fake.ResetCalls()
 	explainBoots(t)
 	j := framework.StartJoiner(t, awsEnv()...)
+	// Before Joiner stops: its finalizers must run for the cluster to empty.
+	t.Cleanup(func() { framework.ResetCluster(t) })
 	manifest := strings.Replace(framework.ReadSeed(t, "03-scale-up-down.yaml"), "consolidateAfter: 1m", "consolidateAfter: 5s", 1)
 	framework.Kubectl(t, manifest, "apply", "-f", "-")
 	ctx := context.Background()
@@ -76,6 +78,16 @@ func TestGuide03UpAndDown(t *testing.T) {
 		t.Fatalf("node %s: provider ID %q labels %v", node.Name, node.Spec.ProviderID, node.Labels)
 	}
 	firstPrice := onDemandPrice(t, first.Labels[corev1.LabelInstanceTypeStable])
+	// The instance runs with its class's security groups, so nothing is
+	// drifted: the replacement below is consolidation's, not drift's.
+	nc := &awsv1.EC2NodeClass{}
+	if err := framework.Kube.Get(ctx, types.NamespacedName{Name: "default"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	firstID := first.Status.ProviderID[strings.LastIndex(first.Status.ProviderID, "/")+1:]
+	if got, want := securityGroups(t, firstID), nc.Status.SecurityGroups; len(got) != len(want) || got[0] != want[0].ID {
+		t.Fatalf("instance %s has security groups %v, its class %v", firstID, got, want)
+	}
 
 	framework.Kubectl(t, "", "scale", "deployment/inflate", "--replicas", "1")
 	var second v1.NodeClaim
@@ -94,7 +106,11 @@ func TestGuide03UpAndDown(t *testing.T) {
 	if !j.Decided(first.Name, first.Status.NodeName) {
 		t.Fatalf("no replace decision logged")
 	}
-	firstID := first.Status.ProviderID[strings.LastIndex(first.Status.ProviderID, "/")+1:]
+	for _, line := range strings.Split(j.Logs(), "\n") {
+		if strings.Contains(line, `"message":"disrupting nodeclaim(s)`) && !strings.Contains(line, `"reason":"underutilized"`) {
+			t.Fatalf("a disruption other than consolidation: %s", line)
+		}
+	}
 	framework.Eventually(t, 2*time.Minute, "the first instance ends terminated", func() (bool, string) {
 		state := instances(t)[firstID]
 		return state == "terminated", state

@@ -90,3 +90,20 @@ func instances(t testing.TB) map[string]string {
 	}
 	return out
 }
+
+// securityGroups are the groups an instance runs with.
+func securityGroups(t testing.TB, id string) []string {
+	out, err := ec2Client(t).DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var groups []string
+	for _, r := range out.Reservations {
+		for _, i := range r.Instances {
+			for _, g := range i.SecurityGroups {
+				groups = append(groups, aws.ToString(g.GroupId))
+			}
+		}
+	}
+	return groups
+}

@@ -132,7 +132,20 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) ([]*
 	if err != nil || nc == nil || !ready(nc) {
 		return nil, err
 	}
-	return c.opts.InstanceTypes.List(ctx, nc)
+	all, err := c.opts.InstanceTypes.List(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	// A type no AMI of the class can boot (arm64 with only amd64 AMIs, a
+	// GPU type with no accelerated AMI) would be planned and then fail
+	// every launch.
+	out := make([]*cloudprovider.InstanceType, 0, len(all))
+	for _, it := range all {
+		if amiFor(nc, it) != "" {
+			out = append(out, it)
+		}
+	}
+	return out, nil
 }
 
 func (c *CloudProvider) nodeClassOf(ctx context.Context, ref *v1.NodeClassReference) (*awsv1.EC2NodeClass, error) {
@@ -177,49 +190,30 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 			its = append(its, it)
 		}
 	}
-	capacityType := chooseCapacityType(reqs, its)
-	if capacityType == "" {
+	capacityTypes := capacityTypesOf(reqs, its)
+	if len(capacityTypes) == 0 {
 		return nil, &cloudprovider.InsufficientCapacityError{Err: fmt.Errorf("nodeclaim %s: no available offering of the %d instance types satisfying %s and requests %s",
 			nodeClaim.Name, len(its), reqs, requirements.ResourceString(nodeClaim.Spec.Resources.Requests))}
 	}
-	tags := c.launchTags(nc, nodeClaim)
-	templates, err := c.opts.LaunchTemplates.ForLaunch(ctx, nc, nodeClaim, its, capacityType)
-	if err != nil {
-		return nil, err
-	}
-	var zones []string
-	type candidate struct {
-		it *cloudprovider.InstanceType
-		o  cloudprovider.Offering
-	}
-	var cands []candidate
-	for _, it := range its {
-		if templates[it.Name] == "" {
-			continue
+	// A capacity type whose available offerings are all of types without
+	// a template (no AMI of the class fits them) or in zones without a
+	// subnet cannot launch; the next one may.
+	var (
+		req       instance.Request
+		templates map[string]string
+		zones     []string
+	)
+	for _, capacityType := range capacityTypes {
+		if req, templates, zones, err = c.launchRequest(ctx, nc, nodeClaim, reqs, its, capacityType); err != nil {
+			return nil, err
 		}
-		for _, o := range it.Offerings {
-			if o.Available && o.CapacityType == capacityType && reqs.Allow(corev1.LabelTopologyZone, o.Zone) {
-				cands = append(cands, candidate{it, o})
-				if !slices.Contains(zones, o.Zone) {
-					zones = append(zones, o.Zone)
-				}
-			}
-		}
-	}
-	sort.Strings(zones)
-	subnets, err := c.opts.Subnets.ZonalForLaunch(ctx, nc, zones)
-	if err != nil {
-		return nil, err
-	}
-	req := instance.Request{CapacityType: capacityType, Tags: tags, Token: string(nodeClaim.UID)}
-	for _, cd := range cands {
-		if s := aws.ToString(subnets[cd.o.Zone].SubnetId); s != "" {
-			req.Overrides = append(req.Overrides, instance.Override{LaunchTemplate: templates[cd.it.Name], InstanceType: cd.it.Name,
-				SubnetID: s, Zone: cd.o.Zone, Price: cd.o.Price})
+		if len(req.Overrides) > 0 {
+			break
 		}
 	}
 	if len(req.Overrides) == 0 {
-		return nil, &cloudprovider.InsufficientCapacityError{Err: fmt.Errorf("nodeclaim %s: no subnet in the zones of the available offerings (%s)", nodeClaim.Name, strings.Join(zones, ", "))}
+		return nil, &cloudprovider.InsufficientCapacityError{Err: fmt.Errorf("nodeclaim %s: no available %s offering is both of a type an AMI of EC2NodeClass %s fits (%d of the %d types) and in a zone with a subnet (zones of the offerings: %s)",
+			nodeClaim.Name, strings.Join(capacityTypes, " or "), nc.Name, len(templates), len(its), strings.Join(zones, ", "))}
 	}
 	inst, err := c.opts.Instances.Create(ctx, req)
 	if err != nil {
@@ -270,23 +264,70 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 	return out, nil
 }
 
-// chooseCapacityType prefers spot where the NodeClaim allows it and some
-// offering is available, as Karpenter does: spot is the cheaper market,
-// and a pool that allows it has said interruptions are acceptable.
-func chooseCapacityType(reqs requirements.Requirements, its []*cloudprovider.InstanceType) string {
+// capacityTypesOf are the capacity types the NodeClaim allows and some
+// offering is available in, spot first, as Karpenter does: spot is the
+// cheaper market, and a pool that allows it has said interruptions are
+// acceptable.
+func capacityTypesOf(reqs requirements.Requirements, its []*cloudprovider.InstanceType) []string {
+	var out []string
 	for _, ct := range []string{instance.CapacityTypeSpot, instance.CapacityTypeOnDemand} {
 		if !reqs.Allow(v1.LabelCapacityType, ct) {
 			continue
 		}
-		for _, it := range its {
-			for _, o := range it.Offerings {
-				if o.Available && o.CapacityType == ct && reqs.Allow(corev1.LabelTopologyZone, o.Zone) {
-					return ct
+		if slices.ContainsFunc(its, func(it *cloudprovider.InstanceType) bool {
+			return slices.ContainsFunc(it.Offerings, func(o cloudprovider.Offering) bool {
+				return o.Available && o.CapacityType == ct && reqs.Allow(corev1.LabelTopologyZone, o.Zone)
+			})
+		}) {
+			out = append(out, ct)
+		}
+	}
+	return out
+}
+
+// launchRequest is the fleet request of one capacity type: every available
+// offering in the NodeClaim's zones of a type with a launch template, in
+// its zone's subnet. It has no overrides when no offering qualifies; it
+// also returns the templates and the zones of the offerings, for the
+// error that says so.
+func (c *CloudProvider) launchRequest(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, reqs requirements.Requirements,
+	its []*cloudprovider.InstanceType, capacityType string) (instance.Request, map[string]string, []string, error) {
+	templates, err := c.opts.LaunchTemplates.ForLaunch(ctx, nc, nodeClaim, its, capacityType)
+	if err != nil {
+		return instance.Request{}, nil, nil, err
+	}
+	var zones []string
+	type candidate struct {
+		it *cloudprovider.InstanceType
+		o  cloudprovider.Offering
+	}
+	var cands []candidate
+	for _, it := range its {
+		if templates[it.Name] == "" {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Available && o.CapacityType == capacityType && reqs.Allow(corev1.LabelTopologyZone, o.Zone) {
+				cands = append(cands, candidate{it, o})
+				if !slices.Contains(zones, o.Zone) {
+					zones = append(zones, o.Zone)
 				}
 			}
 		}
 	}
-	return ""
+	sort.Strings(zones)
+	subnets, err := c.opts.Subnets.ZonalForLaunch(ctx, nc, zones)
+	if err != nil {
+		return instance.Request{}, nil, nil, err
+	}
+	req := instance.Request{CapacityType: capacityType, Tags: c.launchTags(nc, nodeClaim), Token: string(nodeClaim.UID)}
+	for _, cd := range cands {
+		if s := aws.ToString(subnets[cd.o.Zone].SubnetId); s != "" {
+			req.Overrides = append(req.Overrides, instance.Override{LaunchTemplate: templates[cd.it.Name], InstanceType: cd.it.Name,
+				SubnetID: s, Zone: cd.o.Zone, Price: cd.o.Price})
+		}
+	}
+	return req, templates, zones, nil
 }
 
 // launchTags are the tags every instance of the same pool and class shares,

@@ -70,10 +70,7 @@ func newEnv(t *testing.T, objs ...client.Object) *env {
 	t.Helper()
 	mototest.Current().Reset(t)
 	ctx := context.Background()
-	clients, err := awsclient.New(ctx, awsclient.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	clients := mototest.Clients(t, "")
 	e := &env{t: t, ctx: ctx, clients: clients, clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
 		recorder: record.NewFakeRecorder(100), calls: &[]string{}}
 	vpc, err := clients.EC2.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.0.0.0/16")})

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -21,13 +20,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/internal/mototest"
+	"github.com/joiner-autoscaler/joiner/internal/mototest"
 )
 
-// motoImages are the images moto serves in this package's tests (moto has
-// no API to register an image with an architecture or a creation date, but
-// loads a list of images at start).
+// motoImages are the images moto serves in this package's tests.
 var motoImages = []map[string]any{
 	{"ami_id": "ami-0a2023x86", "name": "amazon-eks-node-al2023-x86_64-standard-1.31-v20250101", "architecture": "x86_64", "creation_date": "2025-01-01T00:00:00.000Z", "owner_id": "602401143452"},
 	{"ami_id": "ami-0a2023arm", "name": "amazon-eks-node-al2023-arm64-standard-1.31-v20250101", "architecture": "arm64", "creation_date": "2025-01-01T00:00:00.000Z", "owner_id": "602401143452"},
@@ -45,39 +41,7 @@ var motoImages = []map[string]any{
 	{"ami_id": "ami-0teampend", "name": "team-base-pending", "architecture": "x86_64", "state": "pending", "creation_date": "2026-01-01T00:00:00.000Z", "owner_id": "123456789012", "tags": map[string]string{"team": "a"}},
 }
 
-var motoEC2 *ec2.Client
-
-func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "amifamily")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	images, _ := json.Marshal(motoImages)
-	path := filepath.Join(dir, "amis.json")
-	if err := os.WriteFile(path, images, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	server, err := mototest.Start("MOTO_AMIS_PATH=" + path)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer server.Stop()
-	clients, err := awsclient.New(context.Background(), awsclient.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	motoEC2 = clients.EC2
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(mototest.Main(m, mototest.WithAMIs(motoImages))) }
 
 // fakeSSM serves the public parameters moto lacks (it refuses writes under
 // /aws/service/), answering GetParameters as SSM does: missing names are
@@ -250,6 +214,7 @@ func TestResolve(t *testing.T) {
 		),
 		wantErr: `no AMIs matched amiSelectorTerms: amiSelectorTerms[0] (id "ami-0nothere"): DescribeImages finds no available image; amiSelectorTerms[1] (tag team=b): DescribeImages finds no available image; amiSelectorTerms[2] (owner "self,amazon" (the default with a name), name "nope"): DescribeImages finds no available image; amiSelectorTerms[3] (ssmParameter "/missing"): the SSM parameter does not exist`,
 	}}
+	motoEC2 := mototest.Clients(t, "").EC2
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			k8s := tc.k8s

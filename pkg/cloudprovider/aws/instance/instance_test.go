@@ -13,22 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/joiner-autoscaler/joiner/internal/awstest"
+	"github.com/joiner-autoscaler/joiner/internal/mototest"
 )
 
-var moto *awstest.Moto
-
-func TestMain(m *testing.M) {
-	var err error
-	moto, err = awstest.StartMoto()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	moto.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(mototest.Main(m)) }
 
 // counting wraps EC2 and counts calls per action.
 type counting struct {
@@ -70,11 +58,9 @@ type fixture struct {
 
 func setup(t *testing.T) fixture {
 	t.Helper()
-	if err := moto.Reset(); err != nil {
-		t.Fatal(err)
-	}
+	mototest.Current().Reset(t)
 	ctx := context.Background()
-	client := ec2.NewFromConfig(awstest.Config(moto.URL, "us-east-1"))
+	client := mototest.Clients(t, "").EC2
 	vpc, err := client.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.0.0.0/16")})
 	if err != nil {
 		t.Fatal(err)

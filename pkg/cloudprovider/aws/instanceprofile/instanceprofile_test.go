@@ -15,7 +15,6 @@ import (
 	"github.com/aws/smithy-go"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	"github.com/joiner-autoscaler/joiner/internal/mototest"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instanceprofile"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -27,10 +26,7 @@ const assumeEC2 = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Princ
 func setup(t *testing.T, roles ...string) (*iam.Client, *instanceprofile.Provider) {
 	t.Helper()
 	mototest.Current().Reset(t)
-	clients, err := awsclient.New(context.Background(), awsclient.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	clients := mototest.Clients(t, "")
 	for _, r := range roles {
 		if _, err := clients.IAM.CreateRole(context.Background(), &iam.CreateRoleInput{RoleName: aws.String(r), AssumeRolePolicyDocument: aws.String(assumeEC2)}); err != nil {
 			t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/internal/mototest"
 	"github.com/joiner-autoscaler/joiner/pkg/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/pricing"
@@ -62,7 +63,7 @@ func catalogPricing(clk *clocktesting.FakeClock) *pricing.Provider {
 // us-east-1a and us-east-1b (twice) and in a zone EC2 does not have.
 func TestListFromMoto(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
-	p := New(Options{EC2: motoClients(t).EC2, Region: "us-east-1", Pricing: catalogPricing(clk), VMMemoryOverheadPercent: DefaultVMMemoryOverheadPercent, Clock: clk})
+	p := New(Options{EC2: mototest.Clients(t, "").EC2, Region: "us-east-1", Pricing: catalogPricing(clk), VMMemoryOverheadPercent: DefaultVMMemoryOverheadPercent, Clock: clk})
 	its, err := p.List(context.Background(), nodeClass("us-east-1b", "us-east-1a", "us-east-1b", "us-east-1z"))
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"sort"
@@ -15,41 +14,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awstest"
+	"github.com/joiner-autoscaler/joiner/internal/mototest"
 )
 
-var (
-	moto   *awstest.Moto
-	update = flag.Bool("update", false, "rewrite "+motoTestdata+" from moto's DescribeInstanceTypes")
-)
+var update = flag.Bool("update", false, "rewrite "+motoTestdata+" from moto's DescribeInstanceTypes")
 
 // motoTestdata holds moto's DescribeInstanceTypes answer for us-east-1, as
 // the SDK decoded it, so the allocatable table runs on EC2's own records.
 const motoTestdata = "testdata/moto-describe-instance-types.json.gz"
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	var err error
-	moto, err = awstest.StartMoto()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	moto.Setenv("us-east-1")
-	code := m.Run()
-	moto.Stop()
-	os.Exit(code)
-}
-
-func motoClients(t *testing.T) *awsclient.Clients {
-	t.Helper()
-	c, err := awsclient.New(context.Background(), awsclient.Options{Region: "us-east-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+func TestMain(m *testing.M) { os.Exit(mototest.Main(m)) }
 
 // describeAll is every instance type moto describes, sorted by name.
 func describeAll(t *testing.T, client *ec2.Client) []ec2types.InstanceTypeInfo {
@@ -127,7 +101,7 @@ func readInfos(t *testing.T, path string) []ec2types.InstanceTypeInfo {
 //
 //	go test ./pkg/cloudprovider/aws/instancetype -run TestMotoTestdata -update
 func TestMotoTestdata(t *testing.T) {
-	live, err := encodeInfos(describeAll(t, motoClients(t).EC2))
+	live, err := encodeInfos(describeAll(t, mototest.Clients(t, "").EC2))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,35 +19,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/internal/mototest"
+	"github.com/joiner-autoscaler/joiner/internal/mototest"
 )
 
-var (
-	moto    *mototest.Server
-	motoEC2 *ec2.Client
-)
-
-func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	var err error
-	moto, err = mototest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer moto.Stop()
-	clients, err := awsclient.New(context.Background(), awsclient.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	motoEC2 = clients.EC2
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(mototest.Main(m)) }
 
 // counting forwards to moto and counts the calls by action.
 type counting struct {
@@ -56,7 +31,7 @@ type counting struct {
 	calls map[string]int
 }
 
-func newCounting() *counting { return &counting{EC2API: motoEC2, calls: map[string]int{}} }
+func newCounting(api EC2API) *counting { return &counting{EC2API: api, calls: map[string]int{}} }
 
 func (c *counting) count(action string) {
 	c.mu.Lock()
@@ -80,11 +55,11 @@ func (c *counting) DescribeLaunchTemplates(ctx context.Context, in *ec2.Describe
 	return c.EC2API.DescribeLaunchTemplates(ctx, in, opts...)
 }
 
-func reset(t *testing.T) {
+// reset empties moto for a test and gives the product's EC2 client on it.
+func reset(t *testing.T) *ec2.Client {
 	t.Helper()
-	if err := moto.Reset(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	mototest.Current().Reset(t)
+	return mototest.Clients(t, "").EC2
 }
 
 func input() Input {
@@ -103,9 +78,9 @@ func input() Input {
 }
 
 func TestEnsureCreatesOnce(t *testing.T) {
-	reset(t)
+	motoEC2 := reset(t)
 	ctx := context.Background()
-	api := newCounting()
+	api := newCounting(motoEC2)
 	clk := clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	p := New(api, "demo", clk, time.Minute)
 
@@ -132,7 +107,7 @@ func TestEnsureCreatesOnce(t *testing.T) {
 	}
 
 	// A restarted process knows nothing, and finds the template EC2 has.
-	restarted := New(newCounting(), "demo", clk, time.Minute)
+	restarted := New(newCounting(motoEC2), "demo", clk, time.Minute)
 	if found, err := restarted.Ensure(ctx, input()); err != nil || found != first {
 		t.Errorf("after a restart: %+v, %v; want %+v", found, err, first)
 	}
@@ -152,8 +127,8 @@ func TestEnsureCreatesOnce(t *testing.T) {
 }
 
 func TestEnsureConcurrent(t *testing.T) {
-	reset(t)
-	api := newCounting()
+	motoEC2 := reset(t)
+	api := newCounting(motoEC2)
 	p := New(api, "demo", nil, 0)
 	var wg sync.WaitGroup
 	var ids sync.Map
@@ -182,7 +157,7 @@ func TestEnsureConcurrent(t *testing.T) {
 }
 
 func TestEveryFieldNamesTheTemplate(t *testing.T) {
-	reset(t)
+	motoEC2 := reset(t)
 	p := New(motoEC2, "demo", nil, 0)
 	base := aws.ToString(p.request(input()).LaunchTemplateName)
 	size := resource.MustParse("100Gi")
@@ -224,7 +199,7 @@ func TestEveryFieldNamesTheTemplate(t *testing.T) {
 }
 
 func TestTemplateData(t *testing.T) {
-	reset(t)
+	motoEC2 := reset(t)
 	ctx := context.Background()
 	p := New(motoEC2, "demo", nil, 0)
 	size := resource.MustParse("100G")
@@ -306,6 +281,7 @@ func TestTemplateData(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
+	motoEC2 := mototest.Clients(t, "").EC2
 	p := New(motoEC2, "demo", nil, 0)
 	cases := []struct {
 		family string
@@ -340,9 +316,9 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestDeleteForNodeClass(t *testing.T) {
-	reset(t)
+	motoEC2 := reset(t)
 	ctx := context.Background()
-	api := newCounting()
+	api := newCounting(motoEC2)
 	p := New(api, "demo", nil, 0)
 	var mine []string
 	for _, image := range []string{"ami-01", "ami-02"} {
@@ -395,6 +371,7 @@ func TestDeleteForNodeClass(t *testing.T) {
 }
 
 func TestEnsureRejectsIncompleteInput(t *testing.T) {
+	motoEC2 := mototest.Clients(t, "").EC2
 	p := New(motoEC2, "demo", nil, 0)
 	cases := map[string]func(*Input){
 		"no AMI to launch; status.amis is empty":               func(in *Input) { in.ImageID = "" },

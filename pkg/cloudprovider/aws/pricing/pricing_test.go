@@ -20,25 +20,12 @@ import (
 	awspricing "github.com/aws/aws-sdk-go-v2/service/pricing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/joiner-autoscaler/joiner/internal/mototest"
 	"github.com/joiner-autoscaler/joiner/pkg/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awstest"
 )
 
-var moto *awstest.Moto
-
-func TestMain(m *testing.M) {
-	var err error
-	moto, err = awstest.StartMoto()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	moto.Setenv("us-east-1")
-	code := m.Run()
-	moto.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(mototest.Main(m)) }
 
 // clients are the product's SDK clients: EC2 on moto, and the Price List
 // API on priceList when it is set (moto answers 500 to it).
@@ -47,11 +34,7 @@ func clients(t *testing.T, region string, priceList *priceListServer) *awsclient
 	if priceList != nil {
 		t.Setenv("AWS_ENDPOINT_URL_PRICING", priceList.URL)
 	}
-	c, err := awsclient.New(context.Background(), awsclient.Options{Region: region})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return mototest.Clients(t, region)
 }
 
 // priceListServer answers GetProducts as the Price List API does (JSON 1.1,

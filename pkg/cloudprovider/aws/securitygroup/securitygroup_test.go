@@ -15,7 +15,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	"github.com/joiner-autoscaler/joiner/internal/mototest"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/securitygroup"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/selector"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,10 +26,7 @@ func TestMain(m *testing.M) { os.Exit(mototest.Main(m)) }
 func TestList(t *testing.T) {
 	mototest.Current().Reset(t)
 	ctx := context.Background()
-	clients, err := awsclient.New(ctx, awsclient.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	clients := mototest.Clients(t, "")
 	vpc, err := clients.EC2.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.0.0.0/16")})
 	if err != nil {
 		t.Fatal(err)
@@ -108,10 +104,7 @@ func TestList(t *testing.T) {
 func TestListCachesForTTL(t *testing.T) {
 	mototest.Current().Reset(t)
 	ctx := context.Background()
-	clients, err := awsclient.New(ctx, awsclient.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	clients := mototest.Clients(t, "")
 	clk := clocktesting.NewFakeClock(time.Now())
 	p := securitygroup.NewProvider(clients.EC2, clk, time.Minute)
 	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: awsv1.EC2NodeClassSpec{

@@ -14,7 +14,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	"github.com/joiner-autoscaler/joiner/internal/mototest"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/selector"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/subnet"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,10 +37,7 @@ func newWorld(t *testing.T) *world {
 	t.Helper()
 	mototest.Current().Reset(t)
 	ctx := context.Background()
-	clients, err := awsclient.New(ctx, awsclient.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	clients := mototest.Clients(t, "")
 	w := &world{ec2: clients.EC2, ids: map[string]string{}}
 	vpc, err := w.ec2.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.0.0.0/16")})
 	if err != nil {

@@ -1,0 +1,200 @@
+package aws
+
+import (
+	"context"
+	"encoding/base64"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/launchtemplate"
+)
+
+var testCluster = Cluster{Name: "demo", Endpoint: "https://demo.example", CABundle: base64.StdEncoding.EncodeToString([]byte("ca")),
+	ServiceCIDR: "10.100.0.0/16", DNS: []string{"10.100.0.10"}}
+
+var (
+	dedicated      = corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	agentNotReady  = corev1.Taint{Key: "node.cilium.io/agent-not-ready", Value: "true", Effect: corev1.TaintEffectNoExecute}
+	onlyAMD64AMI   = func(nc *awsv1.EC2NodeClass) { nc.Status.AMIs = nc.Status.AMIs[:1] }
+	withKubeletMem = func(nc *awsv1.EC2NodeClass) {
+		nc.Spec.Kubelet = &awsv1.KubeletConfiguration{KubeReserved: map[string]string{"memory": "1Gi"}}
+	}
+)
+
+// withReserved is it with another kube-reserved memory.
+func withReserved(it *cloudprovider.InstanceType, memory string) *cloudprovider.InstanceType {
+	it.KubeReserved = it.KubeReserved.DeepCopy()
+	it.KubeReserved[corev1.ResourceMemory] = resource.MustParse(memory)
+	return it
+}
+
+func TestForLaunch(t *testing.T) {
+	// group is one expected template: its AMI, and the max pods and
+	// kube-reserved its user data states.
+	type group struct {
+		ami          string
+		maxPods      int32
+		kubeReserved map[string]string
+	}
+	cases := []struct {
+		name   string
+		class  *awsv1.EC2NodeClass
+		types  []*cloudprovider.InstanceType
+		groups []group
+		want   map[string]string // type -> template
+	}{{
+		name:  "one template per (AMI, max pods, kube-reserved)",
+		class: readyClass(),
+		types: []*cloudprovider.InstanceType{itype("m5.large", "amd64", 2, 29), itype("m5.xlarge", "amd64", 4, 58), itype("c5.large", "amd64", 2, 29), itype("m6g.large", "arm64", 2, 29)},
+		groups: []group{
+			{amiAMD, 29, map[string]string{"cpu": "80m", "memory": "574Mi"}},
+			{amiAMD, 58, map[string]string{"cpu": "100m", "memory": "893Mi"}},
+			{amiARM, 29, map[string]string{"cpu": "80m", "memory": "574Mi"}},
+		},
+		want: map[string]string{"m5.large": "lt-1", "c5.large": "lt-1", "m5.xlarge": "lt-2", "m6g.large": "lt-3"},
+	}, {
+		name:   "same AMI and max pods, other kube-reserved: two templates",
+		class:  readyClass(),
+		types:  []*cloudprovider.InstanceType{itype("m5.large", "amd64", 2, 29), withReserved(itype("c5.large", "amd64", 2, 29), "600Mi")},
+		groups: []group{{amiAMD, 29, map[string]string{"cpu": "80m", "memory": "574Mi"}}, {amiAMD, 29, map[string]string{"cpu": "80m", "memory": "600Mi"}}},
+		want:   map[string]string{"m5.large": "lt-1", "c5.large": "lt-2"},
+	}, {
+		name:   "same AMI and kube-reserved, other max pods: two templates",
+		class:  readyClass(),
+		types:  []*cloudprovider.InstanceType{itype("m5.large", "amd64", 2, 29), withReserved(itype("c5.large", "amd64", 2, 110), "574Mi")},
+		groups: []group{{amiAMD, 29, map[string]string{"cpu": "80m", "memory": "574Mi"}}, {amiAMD, 110, map[string]string{"cpu": "80m", "memory": "574Mi"}}},
+		want:   map[string]string{"m5.large": "lt-1", "c5.large": "lt-2"},
+	}, {
+		name:   "an arm64 type with only an amd64 AMI is left out",
+		class:  readyClass(onlyAMD64AMI),
+		types:  []*cloudprovider.InstanceType{itype("m6g.large", "arm64", 2, 29), itype("m5.large", "amd64", 2, 29)},
+		groups: []group{{amiAMD, 29, map[string]string{"cpu": "80m", "memory": "574Mi"}}},
+		want:   map[string]string{"m5.large": "lt-1"},
+	}, {
+		name:   "the class's kubeReserved wins over the type's",
+		class:  readyClass(withKubeletMem),
+		types:  []*cloudprovider.InstanceType{itype("m5.large", "amd64", 2, 29)},
+		groups: []group{{amiAMD, 29, map[string]string{"cpu": "80m", "memory": "1Gi"}}},
+		want:   map[string]string{"m5.large": "lt-1"},
+	}, {
+		name:  "no AMI fits: no template",
+		class: readyClass(onlyAMD64AMI),
+		types: []*cloudprovider.InstanceType{itype("m6g.large", "arm64", 2, 29)},
+		want:  map[string]string{},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ensurer := &fakeEnsurer{}
+			l := &Launcher{Templates: ensurer, Cluster: testCluster}
+			claim := nodeClaim()
+			claim.Spec.Taints = []corev1.Taint{dedicated}
+			claim.Spec.StartupTaints = []corev1.Taint{agentNotReady}
+			got, err := l.ForLaunch(context.Background(), tc.class, claim, tc.types, spot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("templates %v, want %v", got, tc.want)
+			}
+			if len(ensurer.inputs) != len(tc.groups) {
+				t.Fatalf("%d templates ensured, want %d", len(ensurer.inputs), len(tc.groups))
+			}
+			for i, g := range tc.groups {
+				kubelet := &awsv1.KubeletConfiguration{KubeReserved: g.kubeReserved}
+				userData, err := amifamily.UserData(awsv1.AMIFamilyAL2023, amifamily.Input{
+					ClusterName: "demo", ClusterEndpoint: "https://demo.example", CABundle: testCluster.CABundle,
+					ClusterCIDR: "10.100.0.0/16", ClusterDNS: []string{"10.100.0.10"},
+					Labels: claim.Labels, Taints: []corev1.Taint{dedicated, v1.UnregisteredNoExecuteTaint}, StartupTaints: []corev1.Taint{agentNotReady},
+					Kubelet: kubelet, MaxPods: g.maxPods,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := launchtemplate.Input{
+					NodeClassName: "default", NodeClassHash: tc.class.Hash(), NodePool: "default", CapacityType: spot,
+					AMIFamily: awsv1.AMIFamilyAL2023, ImageID: g.ami, UserData: userData, SecurityGroupIDs: []string{"sg-1", "sg-2"},
+					InstanceProfile: "demo_1234", Tags: map[string]string{"team": "payments"},
+				}
+				if in := ensurer.inputs[i]; !reflect.DeepEqual(in, want) {
+					t.Errorf("template %d\n got %+v\nwant %+v\nuser data got:\n%s\nwant:\n%s", i+1, in, want, decode(in.UserData), decode(want.UserData))
+				}
+			}
+		})
+	}
+}
+
+func decode(s string) string {
+	b, _ := base64.StdEncoding.DecodeString(s)
+	return string(b)
+}
+
+// The user data's input: the NodeClaim's labels, its taints plus
+// karpenter.sh/unregistered, its startup taints, and the type's
+// kube-reserved under the class's kubelet.kubeReserved.
+func TestUserDataInput(t *testing.T) {
+	typeReserved := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("80m"), corev1.ResourceMemory: resource.MustParse("574Mi")}
+	maxPods := int32(110)
+	cases := []struct {
+		name          string
+		kubelet       *awsv1.KubeletConfiguration
+		taints        []corev1.Taint
+		startupTaints []corev1.Taint
+		typeReserved  corev1.ResourceList
+		wantTaints    []corev1.Taint
+		wantKubelet   *awsv1.KubeletConfiguration
+	}{{
+		name:         "no taints of its own: only unregistered; the type's kube-reserved",
+		typeReserved: typeReserved,
+		wantTaints:   []corev1.Taint{v1.UnregisteredNoExecuteTaint},
+		wantKubelet:  &awsv1.KubeletConfiguration{KubeReserved: map[string]string{"cpu": "80m", "memory": "574Mi"}},
+	}, {
+		name:          "the NodeClaim's taints then unregistered, startup taints apart",
+		taints:        []corev1.Taint{dedicated},
+		startupTaints: []corev1.Taint{agentNotReady},
+		wantTaints:    []corev1.Taint{dedicated, v1.UnregisteredNoExecuteTaint},
+		wantKubelet:   &awsv1.KubeletConfiguration{},
+	}, {
+		name:         "the class's kubeReserved wins, entry by entry; the rest of its kubelet stays",
+		kubelet:      &awsv1.KubeletConfiguration{MaxPods: &maxPods, KubeReserved: map[string]string{"memory": "1Gi", "pid": "100"}},
+		typeReserved: typeReserved,
+		wantTaints:   []corev1.Taint{v1.UnregisteredNoExecuteTaint},
+		wantKubelet:  &awsv1.KubeletConfiguration{MaxPods: &maxPods, KubeReserved: map[string]string{"cpu": "80m", "memory": "1Gi", "pid": "100"}},
+	}, {
+		name:        "the class's kubeReserved alone",
+		kubelet:     &awsv1.KubeletConfiguration{KubeReserved: map[string]string{"cpu": "1"}},
+		wantTaints:  []corev1.Taint{v1.UnregisteredNoExecuteTaint},
+		wantKubelet: &awsv1.KubeletConfiguration{KubeReserved: map[string]string{"cpu": "1"}},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := readyClass(func(nc *awsv1.EC2NodeClass) { nc.Spec.Kubelet = tc.kubelet })
+			before := nc.DeepCopy()
+			claim := nodeClaim()
+			claim.Spec.Taints, claim.Spec.StartupTaints = tc.taints, tc.startupTaints
+			l := &Launcher{Cluster: testCluster}
+			got := l.input(nc, claim, 29, tc.typeReserved)
+			want := amifamily.Input{
+				ClusterName: "demo", ClusterEndpoint: "https://demo.example", CABundle: testCluster.CABundle,
+				ClusterCIDR: "10.100.0.0/16", ClusterDNS: []string{"10.100.0.10"},
+				Labels: map[string]string{v1.LabelNodePool: "default", "team": "payments"}, Taints: tc.wantTaints, StartupTaints: tc.startupTaints,
+				Kubelet: tc.wantKubelet, MaxPods: 29,
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("input\n got %+v (kubelet %+v)\nwant %+v (kubelet %+v)", got, got.Kubelet, want, want.Kubelet)
+			}
+			if !reflect.DeepEqual(nc, before) {
+				t.Error("the class was changed")
+			}
+			if len(claim.Spec.Taints) != len(tc.taints) {
+				t.Error("the NodeClaim's taints were changed")
+			}
+		})
+	}
+}
