@@ -226,6 +226,11 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 		}
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
 	}
+	// EC2 fell through to this instance past offerings it had no capacity
+	// for: they are out just as those of a failed launch are.
+	for _, o := range inst.OutOfCapacity {
+		c.opts.Unavailable.MarkUnavailable(o.InstanceType, o.Zone, o.CapacityType, "InsufficientInstanceCapacity")
+	}
 	if inst.SubnetID != "" {
 		c.opts.Subnets.UpdateInflightIPs(map[string]int{inst.SubnetID: 1})
 	}
