@@ -352,18 +352,23 @@ func (c *CloudProvider) launchTags(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeCla
 // tagForClaim names the instance, its volumes and interfaces after the
 // NodeClaim once EC2 shows it. A failure is logged by the caller's retry
 // of nothing: the instance is already the NodeClaim's (its provider ID is
-// recorded), and the tags are for people and cost reports.
+// recorded), and the tags are for people and cost reports. A Name the
+// instance already has came from the class's tags: it is the user's, and
+// stays, as in Karpenter.
 func (c *CloudProvider) tagForClaim(ctx context.Context, inst *instance.Instance, claim string) {
 	deadline := c.opts.Clock.Now().Add(c.opts.TagRetry)
 	wait := 200 * time.Millisecond
 	for {
 		described, err := c.opts.Instances.Get(ctx, inst.ID)
 		if err == nil {
-			name := described.PrivateDNS
-			if name == "" {
-				name = claim
+			tags := map[string]string{TagNodeClaim: claim}
+			if _, named := described.Tags[TagName]; !named {
+				tags[TagName] = described.PrivateDNS
+				if tags[TagName] == "" {
+					tags[TagName] = claim
+				}
 			}
-			if c.opts.Instances.Tag(ctx, described, map[string]string{TagNodeClaim: claim, TagName: name}) == nil {
+			if c.opts.Instances.Tag(ctx, described, tags) == nil {
 				*inst = mergeDescribed(*inst, described)
 				return
 			}
