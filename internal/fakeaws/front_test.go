@@ -305,10 +305,10 @@ func TestPublishImage(t *testing.T) {
 			path, aws.ToString(after.Parameter.Value), after.Parameter.Version, aws.ToString(before.Parameter.Value), before.Parameter.Version, pub)
 	}
 	img := must(c.EC2.DescribeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{pub.ImageID}}))(t)
-	if len(img.Images) != 1 || img.Images[0].Architecture != "arm64" || aws.ToString(img.Images[0].Name) != "amazon-eks-node-al2023-arm64-standard-1.33-v20250716" {
-		t.Errorf("published image = %s, want arm64 amazon-eks-node-al2023-arm64-standard-1.33-v20250716", describe(img.Images))
+	if len(img.Images) != 1 || img.Images[0].Architecture != "arm64" || aws.ToString(img.Images[0].Name) != "amazon-eks-node-al2023-arm64-standard-1.33-v20250822" {
+		t.Errorf("published image = %s, want arm64 amazon-eks-node-al2023-arm64-standard-1.33-v20250822", describe(img.Images))
 	}
-	pinned := "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/standard/amazon-eks-node-al2023-arm64-standard-1.33-v20250716/image_id"
+	pinned := "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/standard/amazon-eks-node-al2023-arm64-standard-1.33-v20250822/image_id"
 	if p, err := c.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(pinned)}); err != nil || aws.ToString(p.Parameter.Value) != pub.ImageID {
 		t.Errorf("pinned parameter of the new release: %v", err)
 	}

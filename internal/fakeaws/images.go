@@ -70,9 +70,10 @@ type imageCatalog struct {
 }
 
 // Releases published at start: the previous one (for pinned aliases such as
-// al2023@v20250620) and the latest.
+// al2023@v20250620) and the latest. The latest EKS release is the one the
+// spot guide (test/testdata/seed-manifests/02) pins, al2023@v20250821.
 var (
-	linuxReleases        = []string{"v20250620", "v20250715"}
+	linuxReleases        = []string{"v20250620", "v20250821"}
 	bottlerocketReleases = []string{"1.41.0", "1.42.0"}
 	windowsRelease       = "2025.07.09"
 	windowsBuilds        = map[string]string{"2019": "10.0.17763", "2022": "10.0.20348"}

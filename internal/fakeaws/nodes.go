@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -227,11 +228,20 @@ func (b *nodeBooter) register(ctx context.Context, inst ec2types.Instance, boot 
 	}
 	arch := "amd64"
 	if info.ProcessorInfo != nil && len(info.ProcessorInfo.SupportedArchitectures) > 0 {
-		typeArch := string(info.ProcessorInfo.SupportedArchitectures[0])
-		if img.Arch != "" && img.Arch != typeArch {
-			return "", family, fmt.Errorf("image %s is %s but %s is %s: EC2 refuses such a launch, and this instance could never boot", boot.ImageID, img.Arch, boot.InstanceType, typeArch)
+		// Some types run more than one (m1.small: i386 and x86_64); the
+		// image's is the one the instance runs.
+		var supported []string
+		for _, a := range info.ProcessorInfo.SupportedArchitectures {
+			supported = append(supported, string(a))
 		}
-		if typeArch == "arm64" {
+		runs := supported[0]
+		if img.Arch != "" {
+			if !slices.Contains(supported, img.Arch) {
+				return "", family, fmt.Errorf("image %s is %s but %s is %s: EC2 refuses such a launch, and this instance could never boot", boot.ImageID, img.Arch, boot.InstanceType, strings.Join(supported, " or "))
+			}
+			runs = img.Arch
+		}
+		if runs == "arm64" {
 			arch = "arm64"
 		}
 	}

@@ -157,6 +157,12 @@ func TestInstancesBootIntoNodes(t *testing.T) {
 			wantReason: "neither a MIME multipart document nor a NodeConfig",
 		},
 		{
+			name:  "an x86_64 image on a type that also runs i386",
+			image: "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/recommended/image_id",
+			typ:   "m1.small", zone: "us-east-1a", userData: al2023UserData(endpoint, ca),
+			wantLabels: map[string]string{corev1.LabelInstanceTypeStable: "m1.small", corev1.LabelArchStable: "amd64"},
+		},
+		{
 			name:  "an arm64 image on an x86 type never boots",
 			image: "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/standard/recommended/image_id",
 			typ:   "m5.large", zone: "us-east-1a", userData: al2023UserData(endpoint, ca),

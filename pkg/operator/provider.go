@@ -103,6 +103,7 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		AMIs:             &amifamily.Resolver{SSM: clients.SSM, EC2: clients.EC2, Clock: clk},
 		InstanceProfiles: &instanceprofile.Provider{IAM: clients.IAM, ClusterName: opts.ClusterName, Region: clients.Region},
 		LaunchTemplates:  templates, KubernetesVersion: nodeclass.KubernetesVersion(disc),
+		AMIWatch: &nodeclass.AMIWatch{SSM: clients.SSM},
 		Validators: []nodeclass.Validator{func(_ context.Context, nc *awsv1.EC2NodeClass) error {
 			// The user's userData must merge with ours; checking it with the
 			// cluster's own values finds what would fail at launch.

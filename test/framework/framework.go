@@ -77,8 +77,15 @@ func (j *Joiner) Logs() string {
 // stopped when the test ends, after the test's own cleanups have run.
 func StartJoiner(t testing.TB, env ...string) *Joiner {
 	t.Helper()
+	return StartJoinerArgs(t, nil, env...)
+}
+
+// StartJoinerArgs is StartJoiner with command-line arguments as well, for a
+// test of a setting users pass as a flag (a flag wins over its variable).
+func StartJoinerArgs(t testing.TB, args []string, env ...string) *Joiner {
+	t.Helper()
 	j := &Joiner{done: make(chan struct{})}
-	j.cmd = exec.Command(Binary)
+	j.cmd = exec.Command(Binary, args...)
 	j.cmd.Env = append(os.Environ(), "KUBECONFIG="+Cluster.Kubeconfig, "METRICS_PORT=0", "HEALTH_PROBE_PORT=0", "DISABLE_LEADER_ELECTION=true")
 	j.cmd.Env = append(j.cmd.Env, env...)
 	j.cmd.Stdout, j.cmd.Stderr = j, j

@@ -206,6 +206,11 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 		}
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
 	}
+	// EC2 fell through to this instance past offerings it had no capacity
+	// for: they are out just as those of a failed launch are.
+	for _, o := range inst.OutOfCapacity {
+		c.opts.Unavailable.MarkUnavailable(o.InstanceType, o.Zone, o.CapacityType, "InsufficientInstanceCapacity")
+	}
 	if inst.SubnetID != "" {
 		c.opts.Subnets.UpdateInflightIPs(map[string]int{inst.SubnetID: 1})
 	}
@@ -327,18 +332,23 @@ func (c *CloudProvider) launchTags(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeCla
 // tagForClaim names the instance, its volumes and interfaces after the
 // NodeClaim once EC2 shows it. A failure is logged by the caller's retry
 // of nothing: the instance is already the NodeClaim's (its provider ID is
-// recorded), and the tags are for people and cost reports.
+// recorded), and the tags are for people and cost reports. A Name the
+// instance already has came from the class's tags: it is the user's, and
+// stays, as in Karpenter.
 func (c *CloudProvider) tagForClaim(ctx context.Context, inst *instance.Instance, claim string) {
 	deadline := c.opts.Clock.Now().Add(c.opts.TagRetry)
 	wait := 200 * time.Millisecond
 	for {
 		described, err := c.opts.Instances.Get(ctx, inst.ID)
 		if err == nil {
-			name := described.PrivateDNS
-			if name == "" {
-				name = claim
+			add := map[string]string{tags.NodeClaim: claim}
+			if _, named := described.Tags[tags.Name]; !named {
+				add[tags.Name] = described.PrivateDNS
+				if add[tags.Name] == "" {
+					add[tags.Name] = claim
+				}
 			}
-			if c.opts.Instances.Tag(ctx, described, map[string]string{tags.NodeClaim: claim, tags.Name: name}) == nil {
+			if c.opts.Instances.Tag(ctx, described, add) == nil {
 				*inst = mergeDescribed(*inst, described)
 				return
 			}

@@ -145,13 +145,15 @@ func (f *fakeInstanceTypes) List(context.Context, *awsv1.EC2NodeClass) ([]*cloud
 // instances after notFoundGets not-found answers, as EC2's eventual
 // consistency does.
 type fakeInstances struct {
-	createErr    error
-	choose       func(instance.Request) instance.Override
-	notFoundGets int
-	described    map[string]*instance.Instance
-	getErr       error
-	listed       []*instance.Instance
-	deleteErr    error
+	createErr error
+	// outOfCapacity are the offerings the launch fell through.
+	outOfCapacity []instance.Offering
+	choose        func(instance.Request) instance.Override
+	notFoundGets  int
+	described     map[string]*instance.Instance
+	getErr        error
+	listed        []*instance.Instance
+	deleteErr     error
 
 	mu       sync.Mutex
 	requests []instance.Request
@@ -173,7 +175,7 @@ func (f *fakeInstances) Create(_ context.Context, req instance.Request) (*instan
 		o = f.choose(req)
 	}
 	return &instance.Instance{ID: "i-0123456789abcdef0", Type: o.InstanceType, Zone: o.Zone, SubnetID: o.SubnetID,
-		CapacityType: req.CapacityType, State: "pending", Tags: req.Tags}, nil
+		CapacityType: req.CapacityType, State: "pending", Tags: req.Tags, OutOfCapacity: f.outOfCapacity}, nil
 }
 
 func (f *fakeInstances) Get(_ context.Context, id string) (*instance.Instance, error) {

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // The interfaces AWSController resolves through; the providers in
@@ -113,16 +114,43 @@ type AWSController struct {
 	KubernetesVersion func(ctx context.Context) (string, error)
 	// Validators run in order; the first error fails ValidationSucceeded.
 	Validators []Validator
+	// AMIWatch, when set, re-resolves a class as soon as AWS releases a new
+	// image behind its @latest alias, instead of at the next resync. Its
+	// Client, KubernetesVersion and Clock default to the controller's.
+	AMIWatch *AMIWatch
 }
 
 // Register adds the controller to the manager. It reconciles a class when
 // it is created, its spec changes or it is being deleted, when a NodeClaim
-// goes (a deleted class may be waiting for it), and every ResyncPeriod.
+// goes (a deleted class may be waiting for it), when the AMI watch sees a
+// new image behind its alias, and every ResyncPeriod.
 func (c *AWSController) Register(mgr ctrl.Manager) error {
 	if c.Subnets == nil || c.SecurityGroups == nil || c.AMIs == nil || c.InstanceProfiles == nil || c.LaunchTemplates == nil || c.KubernetesVersion == nil {
 		return errors.New("nodeclass.aws: every provider and KubernetesVersion must be set")
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("nodeclass.aws").
+	b := ctrl.NewControllerManagedBy(mgr).Named("nodeclass.aws")
+	if w := c.AMIWatch; w != nil {
+		if w.SSM == nil {
+			return errors.New("nodeclass.aws: the AMI watch needs an SSM client")
+		}
+		if w.Client == nil {
+			w.Client = mgr.GetClient()
+		}
+		if w.KubernetesVersion == nil {
+			w.KubernetesVersion = c.KubernetesVersion
+		}
+		if w.Clock == nil {
+			w.Clock = clock.RealClock{}
+			if withTicker, ok := c.Clock.(clock.WithTicker); ok {
+				w.Clock = withTicker
+			}
+		}
+		if err := mgr.Add(w); err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(source.Channel(w.eventsChan(), &handler.EnqueueRequestForObject{}))
+	}
+	return b.
 		For(&awsv1.EC2NodeClass{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
 				(e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)

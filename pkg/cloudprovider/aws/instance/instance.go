@@ -90,6 +90,12 @@ type Instance struct {
 	// SecurityGroupIDs are the groups of the primary interface, which
 	// drift is judged by.
 	SecurityGroupIDs []string
+	// OutOfCapacity are the offerings the fleet call that launched this
+	// instance reported without capacity before it fell through to one
+	// that had some. They are as unavailable as those of a failed launch:
+	// left unmarked, the next launch, and consolidation's cheaper
+	// replacement, would ask EC2 for them again.
+	OutOfCapacity []Offering
 }
 
 // ProviderID is the Node's spec.providerID for this instance.
@@ -288,6 +294,7 @@ func (p *Provider) createFleet(ctx context.Context, _ string, reqs []Request) []
 	}
 	for i := range reqs {
 		if i < len(launched) {
+			launched[i].OutOfCapacity = ice
 			out[i].Value = []*Instance{launched[i]}
 			continue
 		}

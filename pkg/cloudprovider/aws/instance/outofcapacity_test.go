@@ -1,0 +1,57 @@
+package instance
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// An instant fleet that falls through offerings without capacity launches
+// the next one and lists the others in its Errors; the launched instance
+// names them so the caller can mark them unavailable.
+func TestLaunchPastCapacityErrorsNamesTheOfferings(t *testing.T) {
+	fleetError := func(code, zone string) ec2types.CreateFleetError {
+		return ec2types.CreateFleetError{ErrorCode: aws.String(code), ErrorMessage: aws.String("nope"),
+			LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{
+				InstanceType: "m5.large", SubnetId: aws.String("s-" + zone), AvailabilityZone: aws.String("us-east-1" + zone)}}}
+	}
+	cases := []struct {
+		name   string
+		errors []ec2types.CreateFleetError
+		want   []Offering
+	}{
+		{name: "no errors", want: nil},
+		{name: "the cheaper type out in both zones", errors: []ec2types.CreateFleetError{fleetError("InsufficientInstanceCapacity", "a"), fleetError("InsufficientInstanceCapacity", "b")},
+			want: []Offering{{"m5.large", "us-east-1a", CapacityTypeOnDemand}, {"m5.large", "us-east-1b", CapacityTypeOnDemand}}},
+		{name: "an error that is not about capacity", errors: []ec2types.CreateFleetError{fleetError("InvalidParameterValue", "a")}, want: nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctr := &counting{calls: map[string]int{}, fleet: func(in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
+				return &ec2.CreateFleetOutput{Errors: tc.errors, Instances: []ec2types.CreateFleetInstance{{
+					InstanceIds: []string{"i-0123456789abcdef0"}, InstanceType: "m5.xlarge",
+					LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{
+						InstanceType: "m5.xlarge", SubnetId: aws.String("s-a"), AvailabilityZone: aws.String("us-east-1a")}},
+				}}}, nil
+			}}
+			p := New(Options{EC2: ctr, ClusterName: "demo"})
+			var overrides []Override
+			for i, it := range []string{"m5.large", "m5.xlarge"} {
+				for _, zone := range []string{"a", "b"} {
+					overrides = append(overrides, Override{LaunchTemplate: "lt", InstanceType: it, SubnetID: "s-" + zone, Zone: "us-east-1" + zone, Price: float64(i + 1)})
+				}
+			}
+			inst, err := p.Create(context.Background(), Request{CapacityType: CapacityTypeOnDemand, Token: "t", Overrides: overrides})
+			if err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			if inst.Type != "m5.xlarge" || !reflect.DeepEqual(inst.OutOfCapacity, tc.want) {
+				t.Fatalf("launched %s, out of capacity %v; want m5.xlarge, %v", inst.Type, inst.OutOfCapacity, tc.want)
+			}
+		})
+	}
+}
