@@ -21,6 +21,7 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
@@ -144,8 +145,11 @@ func (c *CloudProvider) nodeClassOf(ctx context.Context, ref *v1.NodeClassRefere
 
 // Create launches one instance for the NodeClaim: every compatible, available
 // offering of the cheapest allowed capacity type goes into one fleet request,
-// and EC2 picks among them.
-func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.NodeClaim, error) {
+// and EC2 picks among them. A call IAM refuses names the permission to
+// grant first: the NodeClaim's condition, cut short, is all a user sees of
+// a failed launch.
+func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ *v1.NodeClaim, err error) {
+	defer func() { err = awsclient.ExplainPermission(err) }()
 	nc, err := c.nodeClassOf(ctx, nodeClaim.Spec.NodeClassRef)
 	if err != nil {
 		return nil, err

@@ -3,12 +3,14 @@ package aws
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -213,6 +215,38 @@ func TestCreateInsufficientCapacity(t *testing.T) {
 			}
 			if !reflect.DeepEqual(f.unavailable.marked, tc.wantMarked) {
 				t.Errorf("marked unavailable %v, want %v", f.unavailable.marked, tc.wantMarked)
+			}
+		})
+	}
+}
+
+// A launch call IAM refuses names the permission to grant at the start of
+// the error, which the NodeClaim's condition shows cut to 300 characters.
+func TestCreatePermissionDenied(t *testing.T) {
+	denied := func(op string) error {
+		return fmt.Errorf("creating: %w", &smithy.OperationError{ServiceID: "EC2", OperationName: op,
+			Err: &smithy.GenericAPIError{Code: "UnauthorizedOperation", Message: "You are not authorized to perform this operation."}})
+	}
+	cases := []struct {
+		name      string
+		fleet     error
+		templates error
+		want      string
+	}{
+		{"fleet", denied("CreateFleet"), nil, "not authorized to call ec2:CreateFleet (UnauthorizedOperation): allow ec2:CreateFleet in the IAM policy"},
+		{"launch template", nil, denied("CreateLaunchTemplate"), "not authorized to call ec2:CreateLaunchTemplate (UnauthorizedOperation): allow ec2:CreateLaunchTemplate in the IAM policy"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakes{instanceTypes: &fakeInstanceTypes{types: launchCatalog()}, instances: &fakeInstances{createErr: tc.fleet},
+				templates: &fakeTemplates{err: tc.templates}}
+			p := newProvider(t, kubeWith(t, readyClass()), f)
+			_, _, err := createStepping(t, p, f, nodeClaim())
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("Create: %v; want it to start %q", err, tc.want)
+			}
+			if cloudprovider.IsInsufficientCapacity(err) || cloudprovider.IsNodeClassNotReady(err) {
+				t.Errorf("a refused call is neither a capacity nor a class problem: %v", err)
 			}
 		})
 	}

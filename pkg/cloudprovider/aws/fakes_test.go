@@ -245,10 +245,14 @@ func (f *fakeUnavailable) MarkUnavailable(instanceType, zone, capacityType, _ st
 type fakeTemplates struct {
 	missing       map[string]bool
 	capacityTypes []string
+	err           error
 }
 
 func (f *fakeTemplates) ForLaunch(_ context.Context, _ *awsv1.EC2NodeClass, _ *v1.NodeClaim, its []*cloudprovider.InstanceType, capacityType string) (map[string]string, error) {
 	f.capacityTypes = append(f.capacityTypes, capacityType)
+	if f.err != nil {
+		return nil, f.err
+	}
 	out := map[string]string{}
 	for _, it := range its {
 		if !f.missing[it.Name] {

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/subnet"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -283,6 +284,7 @@ func (c *AWSController) validate(ctx context.Context, r *resolution) {
 				reason = rs.Reason()
 			} else if code := apiErrorCode(err); code != "" {
 				// An AWS error is no verdict on the class: try again.
+				err = awsclient.ExplainPermission(err)
 				r.errs = append(r.errs, err)
 				reason = code
 			}
@@ -319,9 +321,10 @@ func (r *resolution) ready(t string) {
 // the status field, which would otherwise show what no longer resolves.
 // Any other error (an
 // AWS error such as AccessDenied, or throttling past the SDK's retries) is
-// retried with backoff; its text goes in the condition too, except that a
-// transient one (throttling, 5xx) leaves a True condition as it is rather
-// than flap the class's readiness.
+// retried with backoff; its text goes in the condition too, a refused call
+// naming the permission to grant first, except that a transient one
+// (throttling, 5xx) leaves a True condition as it is rather than flap the
+// class's readiness.
 func (r *resolution) failed(t string, err error, clear func()) {
 	var rs reasoner
 	if errors.As(err, &rs) {
@@ -332,6 +335,7 @@ func (r *resolution) failed(t string, err error, clear func()) {
 		r.userFixable = true
 		return
 	}
+	err = awsclient.ExplainPermission(err)
 	r.errs = append(r.errs, err)
 	if retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary {
 		if cond := findCondition(r.nc.Status.Conditions, t); cond != nil && cond.Status == metav1.ConditionTrue {
@@ -401,11 +405,11 @@ func (c *AWSController) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (r
 		return reconcile.Result{RequeueAfter: NotReadyPeriod}, nil
 	}
 	if err := c.InstanceProfiles.Delete(ctx, nc); err != nil {
-		c.Recorder.Event(nc, corev1.EventTypeWarning, "InstanceProfileDeletionFailed", err.Error())
+		c.Recorder.Event(nc, corev1.EventTypeWarning, "InstanceProfileDeletionFailed", awsclient.ExplainPermission(err).Error())
 		return reconcile.Result{}, fmt.Errorf("deleting the instance profile of EC2NodeClass %q: %w", nc.Name, err)
 	}
 	if err := c.LaunchTemplates.DeleteForNodeClass(ctx, nc.Name); err != nil {
-		c.Recorder.Event(nc, corev1.EventTypeWarning, "LaunchTemplateDeletionFailed", err.Error())
+		c.Recorder.Event(nc, corev1.EventTypeWarning, "LaunchTemplateDeletionFailed", awsclient.ExplainPermission(err).Error())
 		return reconcile.Result{}, fmt.Errorf("deleting the launch templates of EC2NodeClass %q: %w", nc.Name, err)
 	}
 	stored := nc.DeepCopy()

@@ -374,7 +374,7 @@ func TestNotReady(t *testing.T) {
 			},
 			conds: map[string]want{
 				awsv1.ConditionTypeSubnetsReady: {status: metav1.ConditionFalse, reason: "UnauthorizedOperation",
-					message: []string{"DescribeSubnets", "You are not authorized to perform this operation."}},
+					message: []string{"not authorized to call ec2:DescribeSubnets (UnauthorizedOperation): allow ec2:DescribeSubnets in the IAM policy", "You are not authorized to perform this operation."}},
 				awsv1.ConditionTypeSecurityGroupsReady: {status: metav1.ConditionTrue},
 				awsv1.ConditionTypeReady:               {status: metav1.ConditionFalse, message: []string{"SubnetsReady=False"}},
 			}},
@@ -390,7 +390,7 @@ func TestNotReady(t *testing.T) {
 				mototest.Current().Fail("iam", "GetInstanceProfile", "AccessDenied", "User: arn:aws:sts::123456789012:assumed-role/joiner is not authorized to perform: iam:GetInstanceProfile")
 			},
 			conds: map[string]want{
-				awsv1.ConditionTypeInstanceProfileReady: {status: metav1.ConditionFalse, reason: "AccessDenied", message: []string{"iam:GetInstanceProfile"}},
+				awsv1.ConditionTypeInstanceProfileReady: {status: metav1.ConditionFalse, reason: "AccessDenied", message: []string{"allow iam:GetInstanceProfile in the IAM policy"}},
 				awsv1.ConditionTypeReady:                {status: metav1.ConditionFalse, message: []string{"InstanceProfileReady=False"}},
 			}},
 		{name: "AMI resolution fails with an AWS error", wantErr: true,
@@ -398,7 +398,7 @@ func TestNotReady(t *testing.T) {
 				e.amis.err = &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "not authorized to perform: ssm:GetParameter"}
 			},
 			conds: map[string]want{
-				awsv1.ConditionTypeAMIsReady: {status: metav1.ConditionFalse, reason: "AccessDeniedException", message: []string{"ssm:GetParameter"}},
+				awsv1.ConditionTypeAMIsReady: {status: metav1.ConditionFalse, reason: "AccessDeniedException", message: []string{"ssm:GetParameter", "in the IAM policy"}},
 			}},
 		{name: "Kubernetes version unknown", wantErr: true,
 			before: func(e *env) {

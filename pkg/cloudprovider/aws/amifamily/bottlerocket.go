@@ -1,6 +1,7 @@
 package amifamily
 
 import (
+	"errors"
 	"strconv"
 
 	"github.com/pelletier/go-toml/v2"
@@ -17,6 +18,13 @@ func bottlerocketUserData(in Input) (string, error) {
 	doc := map[string]any{}
 	if in.CustomUserData != nil {
 		if err := toml.Unmarshal([]byte(*in.CustomUserData), &doc); err != nil {
+			// The position is the fix's address: the parser's message
+			// alone ("expected character ]") does not say where.
+			var derr *toml.DecodeError
+			if errors.As(err, &derr) {
+				row, col := derr.Position()
+				return "", userDataError("not valid TOML for Bottlerocket at line %d, column %d: %v", row, col, err)
+			}
 			return "", userDataError("not valid TOML for Bottlerocket: %v", err)
 		}
 	}

@@ -51,9 +51,26 @@ type Resolver struct {
 	Clock clock.PassiveClock
 }
 
-// ErrNoAMIs is wrapped by the error Resolve returns when the terms matched
-// no usable AMI; its message names each term.
+// ErrNoAMIs is what the *NoAMIsError Resolve returns when the terms
+// matched no usable AMI is (errors.Is).
 var ErrNoAMIs = errors.New("no AMIs matched amiSelectorTerms")
+
+// NoAMIsError says the terms matched no usable AMI. It is the user's to
+// fix, not an AWS failure to retry, so it names its condition reason
+// (Karpenter's AMINotFound), and its message, after Karpenter's, says
+// what each term found and what to change.
+type NoAMIsError struct {
+	// Detail names each term and why it matched nothing, and the fix.
+	Detail string
+}
+
+func (e *NoAMIsError) Error() string { return "AMISelector did not match any AMIs: " + e.Detail }
+
+// Reason is the AMIsReady condition reason.
+func (e *NoAMIsError) Reason() string { return "AMINotFound" }
+
+// Is makes the error ErrNoAMIs.
+func (e *NoAMIsError) Is(target error) bool { return target == ErrNoAMIs }
 
 // variant is an accelerator flavour of an EKS-optimized AMI.
 type variant string
@@ -212,7 +229,7 @@ type candidate struct {
 // The result is ordered newest first.
 func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, k8sVersion string) ([]awsv1.AMI, error) {
 	if len(nc.Spec.AMISelectorTerms) == 0 {
-		return nil, fmt.Errorf("%w: spec.amiSelectorTerms is empty; add a term such as {alias: al2023@latest}", ErrNoAMIs)
+		return nil, &NoAMIsError{Detail: "spec.amiSelectorTerms is empty; add a term such as {alias: al2023@latest}"}
 	}
 	queries, err := r.queries(ctx, nc, k8sVersion)
 	if err != nil {
@@ -243,7 +260,8 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, k8sVersi
 		}
 	}
 	if len(best) == 0 {
-		return nil, fmt.Errorf("%w: %s", ErrNoAMIs, strings.Join(unmatched, "; "))
+		return nil, &NoAMIsError{Detail: strings.Join(unmatched, "; ") +
+			"; check the images' ids, names, owners and tags in this account and region, or fix the terms"}
 	}
 	type keyed struct {
 		key string

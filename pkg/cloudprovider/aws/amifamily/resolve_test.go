@@ -163,7 +163,7 @@ func TestResolve(t *testing.T) {
 	}, {
 		name:    "an alias none of whose parameters exist names the term and the paths",
 		class:   class(awsv1.AMISelectorTerm{Alias: "al2023@v19990101"}),
-		wantErr: `no AMIs matched amiSelectorTerms: amiSelectorTerms[0] (alias "al2023@v19990101"): none of its SSM parameters exist in this region (/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.31-v19990101/image_id, `,
+		wantErr: `AMISelector did not match any AMIs: amiSelectorTerms[0] (alias "al2023@v19990101"): none of its SSM parameters exist in this region (/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.31-v19990101/image_id, `,
 	}, {
 		name:    "an alias whose images EC2 does not know says so",
 		class:   class(awsv1.AMISelectorTerm{Alias: "al2023@latest"}),
@@ -212,7 +212,7 @@ func TestResolve(t *testing.T) {
 			awsv1.AMISelectorTerm{Name: "nope"},
 			awsv1.AMISelectorTerm{SSMParameter: "/missing"},
 		),
-		wantErr: `no AMIs matched amiSelectorTerms: amiSelectorTerms[0] (id "ami-0nothere"): DescribeImages finds no available image; amiSelectorTerms[1] (tag team=b): DescribeImages finds no available image; amiSelectorTerms[2] (owner "self,amazon" (the default with a name), name "nope"): DescribeImages finds no available image; amiSelectorTerms[3] (ssmParameter "/missing"): the SSM parameter does not exist`,
+		wantErr: `AMISelector did not match any AMIs: amiSelectorTerms[0] (id "ami-0nothere"): DescribeImages finds no available image; amiSelectorTerms[1] (tag team=b): DescribeImages finds no available image; amiSelectorTerms[2] (owner "self,amazon" (the default with a name), name "nope"): DescribeImages finds no available image; amiSelectorTerms[3] (ssmParameter "/missing"): the SSM parameter does not exist`,
 	}}
 	motoEC2 := mototest.Clients(t, "").EC2
 	for _, tc := range cases {
@@ -351,6 +351,18 @@ func TestResolveErrors(t *testing.T) {
 	_, err = (&Resolver{SSM: &fakeSSM{}, EC2: &recordingEC2{}}).Resolve(context.Background(), class(awsv1.AMISelectorTerm{ID: "ami-1"}), "1.31")
 	if !errors.Is(err, ErrNoAMIs) {
 		t.Errorf("want ErrNoAMIs, got %v", err)
+	}
+	// Terms that match nothing are the user's to fix: the controller
+	// reads the condition reason from the error, and the message names
+	// the term and the fix.
+	var reasoned interface{ Reason() string }
+	if !errors.As(err, &reasoned) || reasoned.Reason() != "AMINotFound" {
+		t.Errorf("want a condition reason AMINotFound, got %v", err)
+	}
+	for _, want := range []string{"AMISelector did not match any AMIs", `amiSelectorTerms[0] (id "ami-1")`, "or fix the terms"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v does not say %q", err, want)
+		}
 	}
 }
 

@@ -375,7 +375,7 @@ func TestUserDataErrors(t *testing.T) {
 		{"al2023 YAML that is not YAML", awsv1.AMIFamilyAL2023, "kind: NodeConfig\n  spec: [unclosed\n", nil, "spec.userData: for AL2023 it must be a MIME multi-part archive, a shell script starting with #!, or a nodeadm NodeConfig: NodeConfig is not valid YAML"},
 		{"al2023 YAML of another kind", awsv1.AMIFamilyAL2023, "apiVersion: v1\nkind: ConfigMap\n", nil, `expected apiVersion node.eks.aws/v1alpha1 and kind NodeConfig, got apiVersion "v1" and kind "ConfigMap"`},
 		{"al2 broken MIME", awsv1.AMIFamilyAL2, "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"X\"\n\n--X\nContent-Type text/x-shellscript\n\n#!/bin/bash\n--X--\n", nil, "spec.userData: not a valid MIME multi-part archive"},
-		{"bottlerocket bad TOML", awsv1.AMIFamilyBottlerocket, "[settings.kubernetes\nmax-pods = 3\n", nil, "spec.userData: not valid TOML for Bottlerocket"},
+		{"bottlerocket bad TOML", awsv1.AMIFamilyBottlerocket, "[settings.kubernetes\nmax-pods = 3\n", nil, "spec.userData: not valid TOML for Bottlerocket at line 1, column 21: toml: expected character ]"},
 		{"bottlerocket settings.kubernetes not a table", awsv1.AMIFamilyBottlerocket, "[settings]\nkubernetes = 3\n", nil, "spec.userData: settings.kubernetes must be a TOML table, got int64"},
 		{"bottlerocket node-labels not a table", awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nnode-labels = \"a=b\"\n", nil, "spec.userData: settings.kubernetes.node-labels must be a TOML table, got string"},
 		{"a CA bundle that is not base64", awsv1.AMIFamilyAL2023, "", func(in Input) Input { in.CABundle = "not base64!"; return in }, "the cluster CA bundle (CLUSTER_CA_BUNDLE) is not base64"},

@@ -18,6 +18,7 @@ import (
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/smithy-go"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 )
 
 // IAMAPI is the part of the IAM client the provider calls. GetRole is used
@@ -164,7 +165,7 @@ func (p *Provider) Ensure(ctx context.Context, nc *awsv1.EC2NodeClass) (string, 
 			if isNoSuchEntity(err) {
 				return "", roleNotFound(nc.Spec.Role, err)
 			}
-			if !isAccessDenied(err) {
+			if !awsclient.IsAccessDenied(err) {
 				return "", fmt.Errorf("getting role %q: %w", role, err)
 			}
 		}
@@ -287,10 +288,6 @@ func iamTags(m map[string]string) []iamtypes.Tag {
 }
 
 func isNoSuchEntity(err error) bool { return isCode(err, "NoSuchEntity") }
-
-func isAccessDenied(err error) bool {
-	return isCode(err, "AccessDenied") || isCode(err, "AccessDeniedException") || isCode(err, "UnauthorizedOperation")
-}
 
 func isCode(err error, code string) bool {
 	var apiErr smithy.APIError

@@ -1,0 +1,238 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/internal/fakeaws"
+	"github.com/joiner-autoscaler/joiner/test/framework"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+)
+
+// TestFaultsEveryPodPlacedNoDoubleLaunch is the guide's scale-up with a
+// fifth of every AWS call throttled and one in twenty failing with a 5xx,
+// from Joiner's start (and every CreateFleet failing until a launch has
+// failed whole): every pod still runs, each NodeClaim ever created got
+// exactly one instance (a retried call or a retried launch that launched
+// again would show as an instance too many), and at the end no running
+// instance is without a NodeClaim.
+func TestFaultsEveryPodPlacedNoDoubleLaunch(t *testing.T) {
+	framework.ResetCluster(t)
+	fake.ResetCalls()
+	explainBoots(t)
+	faults := fakeaws.Faults{ThrottleRate: 0.2, ErrorRate: 0.05, Seed: 10}
+	// Until one launch has failed as a whole (every attempt the SDK makes),
+	// CreateFleet always fails, so the NodeClaims' own launch retries are
+	// exercised whatever the draws.
+	first := faults
+	always, never := 1.0, 0.0
+	first.Actions = map[string]fakeaws.ActionFaults{"ec2:CreateFleet": {ErrorRate: &always, ThrottleRate: &never}}
+	if err := fake.SetFaults(first); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.SetFaults(fakeaws.Faults{}) })
+	claims := watchNodeClaims(t)
+	framework.StartJoiner(t, awsEnv()...)
+	// Before Joiner stops: its finalizers must run for the cluster to empty.
+	t.Cleanup(func() {
+		_ = fake.SetFaults(fakeaws.Faults{})
+		framework.ResetCluster(t)
+	})
+
+	// Guide 03 with 30 replicas, on types of at most 8 vCPUs so that they
+	// need several instances; no consolidation, so every NodeClaim is the
+	// provisioner's.
+	manifest := framework.ReadSeed(t, "03-scale-up-down.yaml")
+	for from, to := range map[string]string{
+		"consolidateAfter: 1m": "consolidateAfter: Never",
+		"replicas: 5":          "replicas: 30",
+		"        - key: karpenter.k8s.aws/instance-generation": "        - key: karpenter.k8s.aws/instance-cpu\n          operator: Lt\n          values: [\"9\"]\n" +
+			"        - key: karpenter.k8s.aws/instance-generation",
+	} {
+		if !strings.Contains(manifest, from) {
+			t.Fatalf("guide 03's manifest has no %q", from)
+		}
+		manifest = strings.Replace(manifest, from, to, 1)
+	}
+	framework.Kubectl(t, manifest, "apply", "-f", "-")
+
+	framework.Eventually(t, 2*time.Minute, "a launch to fail", func() (bool, string) {
+		for _, nc := range framework.NodeClaims(t) {
+			if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeLaunched); c != nil && c.Reason == "LaunchFailed" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d CreateFleet calls", len(fake.Calls("ec2", "CreateFleet")))
+	})
+	if err := fake.SetFaults(faults); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 4*time.Minute, "30 inflate pods run", func() (bool, string) {
+		n, _ := framework.Running(t, map[string]string{"app": "inflate"})
+		return n == 30, fmt.Sprintf("%d running, %d NodeClaims", n, len(framework.NodeClaims(t)))
+	})
+	current := framework.NodeClaims(t)
+	if len(current) < 2 {
+		t.Fatalf("%d NodeClaims for 30 pods of 1 CPU on types of at most 8 vCPUs, want several", len(current))
+	}
+	for _, nc := range current {
+		if !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
+			t.Fatalf("NodeClaim %s runs pods but is not initialized: %s", nc.Name, framework.Condition(nc, v1.ConditionTypeInitialized))
+		}
+	}
+	// The faults did fire, on the launch path too.
+	var throttled, failed int
+	faulted := map[string]int{}
+	for _, c := range fake.Calls("", "") {
+		switch c.Fault {
+		case "throttle":
+			throttled++
+		case "error":
+			failed++
+		}
+		if c.Fault != "" {
+			faulted[c.Service+":"+c.Action]++
+		}
+	}
+	if throttled == 0 || failed == 0 {
+		t.Fatalf("%d throttled and %d failed calls: the faults were not injected", throttled, failed)
+	}
+	if err := fake.SetFaults(fakeaws.Faults{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every launched instance belongs to exactly one NodeClaim ever
+	// created, and every NodeClaim to exactly one instance.
+	var launched []string
+	for _, action := range []string{"CreateFleet", "RunInstances"} {
+		for _, c := range fake.Calls("ec2", action) {
+			launched = append(launched, c.Instances...)
+		}
+	}
+	ever := claims.providerIDs(t)
+	owner := map[string]string{}
+	for name, pid := range ever {
+		if pid == "" {
+			t.Errorf("NodeClaim %s never launched", name)
+			continue
+		}
+		owner[instanceID(pid)] = name
+	}
+	seen := map[string]bool{}
+	for _, id := range launched {
+		if seen[id] {
+			t.Errorf("instance %s reported launched twice", id)
+		}
+		seen[id] = true
+		if owner[id] == "" {
+			t.Errorf("instance %s was launched for no NodeClaim", id)
+		}
+	}
+	if len(launched) != len(ever) {
+		t.Errorf("%d instances launched (%v) for %d NodeClaims ever created (%v)", len(launched), launched, len(ever), ever)
+	}
+	t.Logf("%d NodeClaims, %d instances; %d throttled and %d failed calls of %d: %v", len(ever), len(launched), throttled, failed, len(fake.Calls("", "")), faulted)
+
+	// No running instance is without a NodeClaim.
+	live := map[string]bool{}
+	for _, nc := range framework.NodeClaims(t) {
+		live[instanceID(nc.Status.ProviderID)] = true
+	}
+	for id, state := range instances(t) {
+		if state != "terminated" && state != "shutting-down" && !live[id] {
+			t.Errorf("instance %s is %s without a NodeClaim", id, state)
+		}
+	}
+}
+
+func instanceID(providerID string) string {
+	return providerID[strings.LastIndex(providerID, "/")+1:]
+}
+
+// claimWatch records every NodeClaim the API server shows while the test
+// runs, with the last provider ID it had, deleted ones included.
+type claimWatch struct {
+	mu   sync.Mutex
+	seen map[string]string
+	// ended is set when the watch stopped before the test did.
+	ended bool
+}
+
+// providerIDs are the NodeClaims seen so far ("name/uid") and their last
+// provider IDs.
+func (w *claimWatch) providerIDs(t testing.TB) map[string]string {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		t.Fatal("the NodeClaim watch ended early: NodeClaims may be missing from the count")
+	}
+	out := make(map[string]string, len(w.seen))
+	for k, v := range w.seen {
+		out[k] = v
+	}
+	return out
+}
+
+// watchNodeClaims starts recording. A NodeClaim's UID names it, so one
+// deleted and created again under the same name counts twice.
+func watchNodeClaims(t testing.TB) *claimWatch {
+	t.Helper()
+	// A dynamic client: the controller-runtime one would log through a
+	// logger no test sets.
+	dyn, err := dynamic.NewForConfig(framework.Cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := dyn.Resource(v1.SchemeGroupVersion.WithResource("nodeclaims")).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cw := &claimWatch{seen: map[string]string{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			nc, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok || ev.Type == watch.Error {
+				continue
+			}
+			providerID, _, _ := unstructured.NestedString(nc.Object, "status", "providerID")
+			cw.mu.Lock()
+			key := nc.GetName() + "/" + string(nc.GetUID())
+			if providerID != "" || cw.seen[key] == "" {
+				cw.seen[key] = providerID
+			}
+			cw.mu.Unlock()
+		}
+		cw.mu.Lock()
+		cw.ended = ctx.Err() == nil
+		cw.mu.Unlock()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		w.Stop()
+		<-done
+		if t.Failed() {
+			var keys []string
+			for k, v := range cw.seen {
+				keys = append(keys, k+"="+v)
+			}
+			sort.Strings(keys)
+			t.Logf("NodeClaims seen: %v", keys)
+		}
+	})
+	return cw
+}
