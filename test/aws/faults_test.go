@@ -159,9 +159,9 @@ func instanceID(providerID string) string {
 	return providerID[strings.LastIndex(providerID, "/")+1:]
 }
 
-// claimWatch records every NodeClaim the API server shows while the test
+// launchWatch records every NodeClaim the API server shows while the test
 // runs, with the last provider ID it had, deleted ones included.
-type claimWatch struct {
+type launchWatch struct {
 	mu   sync.Mutex
 	seen map[string]string
 	// ended is set when the watch stopped before the test did.
@@ -170,7 +170,7 @@ type claimWatch struct {
 
 // providerIDs are the NodeClaims seen so far ("name/uid") and their last
 // provider IDs.
-func (w *claimWatch) providerIDs(t testing.TB) map[string]string {
+func (w *launchWatch) providerIDs(t testing.TB) map[string]string {
 	t.Helper()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -186,7 +186,7 @@ func (w *claimWatch) providerIDs(t testing.TB) map[string]string {
 
 // watchNodeClaims starts recording. A NodeClaim's UID names it, so one
 // deleted and created again under the same name counts twice.
-func watchNodeClaims(t testing.TB) *claimWatch {
+func watchNodeClaims(t testing.TB) *launchWatch {
 	t.Helper()
 	// A dynamic client: the controller-runtime one would log through a
 	// logger no test sets.
@@ -200,7 +200,7 @@ func watchNodeClaims(t testing.TB) *claimWatch {
 		cancel()
 		t.Fatal(err)
 	}
-	cw := &claimWatch{seen: map[string]string{}}
+	cw := &launchWatch{seen: map[string]string{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
