@@ -127,6 +127,16 @@ func TestBenchThousandPods(t *testing.T) {
 	claims := framework.NodeClaims(t)
 	if len(launched) != benchInstances || len(claims) != benchInstances {
 		t.Errorf("%d instances launched and %d NodeClaims, want %d of each", len(launched), len(claims), benchInstances)
+		_, perNode := framework.Running(t, map[string]string{"app": "bench"})
+		shape := map[string]int{}
+		var nodes corev1.NodeList
+		if err := framework.Kube.List(ctx, &nodes); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes.Items {
+			shape[fmt.Sprintf("%d pods on allocatable cpu %s", perNode[n.Name], n.Status.Allocatable.Cpu())]++
+		}
+		t.Logf("nodes by bench pods and allocatable: %v", shape)
 	}
 	byAction := map[string]int{}
 	for _, c := range calls {
