@@ -105,6 +105,11 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Without those kube-scheduler bound meanwhile.
+	pending = snap.Pods
+	if len(pending) == 0 {
+		return nil
+	}
 	for _, pr := range problems {
 		logger.V(1).Info("ignoring nodepool, not ready", "NodePool", map[string]string{"name": pr.NodePool}, "reason", pr.Reason)
 	}
