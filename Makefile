@@ -3,7 +3,8 @@ SHELL := /bin/bash
 
 .PHONY: demo test soak bench-aws generate verify-generated setup down fmt
 
-## demo: set everything up and run the demo on a local control plane
+## demo: set everything up and run the demo on a local control plane, with
+## Joiner's aws provider against the local AWS endpoint (cmd/fake-aws)
 demo:
 	./hack/demo.sh
 
@@ -40,6 +41,6 @@ generate:
 verify-generated:
 	go run ./hack/crdgen -verify
 
-## down: stop the demo's control plane
+## down: stop the demo's control plane, its local AWS endpoint and Joiner
 down:
 	go run ./hack/cluster down
