@@ -1,9 +1,10 @@
 # The two commands the README gives are `make demo` and `make test`.
 SHELL := /bin/bash
 
-.PHONY: demo test soak generate verify-generated setup down fmt
+.PHONY: demo test soak bench-aws generate verify-generated setup down fmt
 
-## demo: set everything up and run the demo on a local control plane
+## demo: set everything up and run the demo on a local control plane, with
+## Joiner's aws provider against the local AWS endpoint (cmd/fake-aws)
 demo:
 	./hack/demo.sh
 
@@ -20,6 +21,14 @@ soak: setup
 	go vet -tags long ./test/consolidation/
 	go test -tags long -count=1 -timeout 60m -v -run '^TestSteadyState$$' ./test/consolidation/
 
+## bench-aws: 1,000 pending pods become 200 EC2 instances through the aws
+## provider and the local AWS endpoint with 50 ms per AWS call (-tags bench),
+## outside make test; about 3 minutes a run (COUNT=3 for three).
+## docs/benchmarks.md §6 has its figures.
+bench-aws: setup
+	go vet -tags bench ./test/aws/
+	go test -tags bench -count=$(or $(COUNT),1) -timeout 60m -v -run '^TestBenchThousandPods$$' ./test/aws/
+
 ## setup: install etcd and build the control-plane binaries (cached in .cache)
 setup:
 	JOINER_SETUP_VERBOSE=1 ./hack/setup.sh >/dev/null
@@ -32,6 +41,6 @@ generate:
 verify-generated:
 	go run ./hack/crdgen -verify
 
-## down: stop the demo's control plane
+## down: stop the demo's control plane, its local AWS endpoint and Joiner
 down:
 	go run ./hack/cluster down

@@ -36,8 +36,9 @@ type NodePoolProblem struct {
 	Reason   string
 }
 
-// Snapshot returns the scheduling input for the given pending pods, and the
-// NodePools left out with the reason.
+// Snapshot returns the scheduling input for the given pending pods (less
+// those bound since they were listed), and the NodePools left out with the
+// reason.
 func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduling.Snapshot, []NodePoolProblem, error) {
 	snap := scheduling.Snapshot{Pods: pending}
 	var pools v1.NodePoolList
@@ -106,8 +107,12 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	}
 
 	podsByNode := map[string][]*corev1.Pod{}
+	boundNow := map[string]bool{}
 	for i := range podList.Items {
 		p := &podList.Items[i]
+		if p.Spec.NodeName != "" {
+			boundNow[p.Namespace+"/"+p.Name] = true
+		}
 		if p.Spec.NodeName != "" && !pods.IsTerminal(p) {
 			podsByNode[p.Spec.NodeName] = append(podsByNode[p.Spec.NodeName], p)
 		}
@@ -115,6 +120,18 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	for name, onNode := range podsByNode {
 		podsByNode[name] = vols.index.Apply(onNode, snap.Volumes)
 	}
+	// The pending pods were listed before these, and kube-scheduler may have
+	// bound some since: such a pod is counted on its node only. Counted both
+	// pending and bound, it would get capacity twice (a scale-up of 1,000
+	// pods that kube-scheduler bound over half a minute made an extra
+	// NodeClaim or two in each batch meanwhile).
+	stillPending := snap.Pods[:0:0]
+	for _, p := range snap.Pods {
+		if !boundNow[p.Namespace+"/"+p.Name] {
+			stillPending = append(stillPending, p)
+		}
+	}
+	snap.Pods = stillPending
 	typeByName := map[string]*cloudprovider.InstanceType{}
 	for _, its := range typesByPool {
 		for _, it := range its {

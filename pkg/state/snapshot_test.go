@@ -78,3 +78,43 @@ func TestSnapshotForDaemonSetsAndNamespaces(t *testing.T) {
 		t.Errorf("booting node's taints %v, want only %v", b.Taints, dedicated)
 	}
 }
+
+// TestSnapshotLeavesOutPodsBoundSinceListed: the provisioner lists pending
+// pods before the snapshot lists the cluster, and kube-scheduler may bind
+// some in between. A pod the snapshot finds bound is counted on its node,
+// not planned again.
+func TestSnapshotLeavesOutPodsBoundSinceListed(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1.AddToScheme(scheme)
+	_ = awsv1.AddToScheme(scheme)
+	pod := func(name, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "kwok://n1"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	// As the cluster is now: "bound" has a node; "waiting" still waits.
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(node, pod("bound", "n1"), pod("waiting", "")).Build()
+	provider, err := kwok.New(kube, kwok.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the provisioner listed them a moment before: both pending.
+	listed := []*corev1.Pod{pod("bound", ""), pod("waiting", "")}
+	snap, _, err := (&state.Cluster{Client: kube, CloudProvider: provider}).Snapshot(context.Background(), listed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pending []string
+	for _, p := range snap.Pods {
+		pending = append(pending, p.Name)
+	}
+	if len(pending) != 1 || pending[0] != "waiting" {
+		t.Errorf("pending pods %v, want [waiting]", pending)
+	}
+	for _, n := range snap.Nodes {
+		if n.Name == "n1" && (len(n.Pods) != 1 || n.Pods[0].Name != "bound") {
+			t.Errorf("pods on n1: %d, want the bound one", len(n.Pods))
+		}
+	}
+}

@@ -51,6 +51,9 @@ type InstanceTypes interface {
 type Instances interface {
 	Create(ctx context.Context, req instance.Request) (*instance.Instance, error)
 	Get(ctx context.Context, id string) (*instance.Instance, error)
+	// Recent is Get that may answer with a description made at most maxAge
+	// ago.
+	Recent(ctx context.Context, id string, maxAge time.Duration) (*instance.Instance, error)
 	List(ctx context.Context) ([]*instance.Instance, error)
 	Delete(ctx context.Context, id string) error
 	Tag(ctx context.Context, inst *instance.Instance, tags map[string]string) error
@@ -91,6 +94,11 @@ type Options struct {
 	// tagging it with its NodeClaim; the garbage collector's grace period
 	// must be longer. Default 30s.
 	TagRetry time.Duration
+	// DriftMaxAge is how old an instance's description may be when drift
+	// judges its subnet and security groups. Above the garbage collector's
+	// interval (30s), the periodic drift checks read what its List
+	// described. Default 1m.
+	DriftMaxAge time.Duration
 }
 
 // CloudProvider launches EC2 instances.
@@ -109,6 +117,9 @@ func New(opts Options) (*CloudProvider, error) {
 	}
 	if opts.TagRetry == 0 {
 		opts.TagRetry = 30 * time.Second
+	}
+	if opts.DriftMaxAge == 0 {
+		opts.DriftMaxAge = time.Minute
 	}
 	return &CloudProvider{opts: opts}, nil
 }
@@ -502,7 +513,7 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) 
 	if err != nil {
 		return "", nil
 	}
-	inst, err := c.opts.Instances.Get(ctx, id)
+	inst, err := c.opts.Instances.Recent(ctx, id, c.opts.DriftMaxAge)
 	if err != nil {
 		if instance.IsNotFound(err) {
 			return "", nil

@@ -509,6 +509,16 @@ func TestIsDrifted(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("IsDrifted = %q, want %q", got, tc.want)
 			}
+			// The instance is read as recently described, not anew: drift
+			// is checked on every update of every NodeClaim.
+			for _, age := range tc.instances.recentAges {
+				if age != time.Minute {
+					t.Errorf("drift read a description up to %s old, want the default 1m", age)
+				}
+			}
+			if tc.instances.gets != len(tc.instances.recentAges) {
+				t.Errorf("%d fresh descriptions for drift, want none", tc.instances.gets-len(tc.instances.recentAges))
+			}
 		})
 	}
 	t.Run("a missing class has not drifted", func(t *testing.T) {

@@ -158,9 +158,11 @@ type fakeInstances struct {
 	mu       sync.Mutex
 	requests []instance.Request
 	gets     int
-	tags     []map[string]string
-	tagged   []*instance.Instance
-	deleted  []string
+	// recentAges are the max ages Recent was asked with.
+	recentAges []time.Duration
+	tags       []map[string]string
+	tagged     []*instance.Instance
+	deleted    []string
 }
 
 func (f *fakeInstances) Create(_ context.Context, req instance.Request) (*instance.Instance, error) {
@@ -189,6 +191,13 @@ func (f *fakeInstances) Get(_ context.Context, id string) (*instance.Instance, e
 		return nil, &instance.NotFoundError{ID: id}
 	}
 	return f.described[id], nil
+}
+
+func (f *fakeInstances) Recent(ctx context.Context, id string, maxAge time.Duration) (*instance.Instance, error) {
+	f.mu.Lock()
+	f.recentAges = append(f.recentAges, maxAge)
+	f.mu.Unlock()
+	return f.Get(ctx, id)
 }
 
 func (f *fakeInstances) List(context.Context) ([]*instance.Instance, error) { return f.listed, nil }

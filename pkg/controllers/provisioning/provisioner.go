@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -42,6 +43,13 @@ type Provisioner struct {
 	// chose for pending pods, which disruption then leaves alone.
 	Nominations *state.Nominations
 }
+
+// CreateWorkers is how many NodeClaims a batch creates at once. One at a
+// time, a batch of 200 waits for 200 API round trips in a row, and its
+// launches reach the cloud provider one by one, too far apart for the
+// provider to batch them (one fleet request each on AWS); together, they
+// arrive as one burst.
+const CreateWorkers = 32
 
 // CacheWait bounds how long a batch waits for the cache to hold the
 // NodeClaims it created; past it the next batch plans anyway.
@@ -97,6 +105,11 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Without those kube-scheduler bound meanwhile.
+	pending = snap.Pods
+	if len(pending) == 0 {
+		return nil
+	}
 	for _, pr := range problems {
 		logger.V(1).Info("ignoring nodepool, not ready", "NodePool", map[string]string{"name": pr.NodePool}, "reason", pr.Reason)
 	}
@@ -137,14 +150,15 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 	// Create every NodeClaim before telling pods about them: launches start
 	// sooner, and a thousand events wait for no NodeClaim.
 	created := make([]*v1.NodeClaim, len(plan.NewNodeClaims))
-	for i, nc := range plan.NewNodeClaims {
+	workqueue.ParallelizeUntil(ctx, CreateWorkers, len(plan.NewNodeClaims), func(i int) {
+		nc := plan.NewNodeClaims[i]
 		c, err := p.create(ctx, pools[nc.NodePool], nc)
 		if err != nil {
 			logger.Error(err, "creating nodeclaim", "NodePool", map[string]string{"name": nc.NodePool})
-			continue
+			return
 		}
 		created[i] = c
-	}
+	})
 	for i, nc := range plan.NewNodeClaims {
 		if created[i] == nil {
 			continue

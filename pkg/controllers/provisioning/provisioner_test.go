@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -177,5 +178,46 @@ func TestProvisionerNominates(t *testing.T) {
 	w.fc.Step(10 * time.Second)
 	if got := w.p.Nominations.For("", first); len(got) != 0 {
 		t.Fatalf("the nomination outlived its window: %v", got)
+	}
+}
+
+// TestProvisionerCreatesConcurrently: a batch's NodeClaims are created
+// together, so their launches reach the cloud provider as one burst it can
+// batch. Each create waits until all of them are in flight; created one at
+// a time, each would wait out the bound and the count would stay at one.
+func TestProvisionerCreatesConcurrently(t *testing.T) {
+	const n = 6
+	var pods []client.Object
+	for i := 0; i < n; i++ {
+		// 100 CPUs each: no instance type holds two.
+		pods = append(pods, pendingPod(fmt.Sprintf("p-%d", i), "100"))
+	}
+	w := newProvisionerWorld(t, 0, pods...)
+	var mu sync.Mutex
+	inflight, most := 0, 0
+	all := make(chan struct{})
+	w.p.Client = interceptor.NewClient(w.kube.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			mu.Lock()
+			inflight++
+			most = max(most, inflight)
+			if inflight == n {
+				close(all)
+			}
+			mu.Unlock()
+			select {
+			case <-all:
+			case <-time.After(2 * time.Second):
+			}
+			defer func() { mu.Lock(); inflight--; mu.Unlock() }()
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	w.reconcile(t)
+	if got := len(w.claims(t)); got != n {
+		t.Fatalf("%d nodeclaims, want %d", got, n)
+	}
+	if most != n {
+		t.Fatalf("at most %d creates in flight, want all %d", most, n)
 	}
 }

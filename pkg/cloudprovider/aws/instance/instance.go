@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -155,6 +156,15 @@ type Provider struct {
 	fleet       *batcher.Batcher[string, Request, []*Instance]
 	describe    *batcher.Batcher[struct{}, string, *Instance]
 	terminate   *batcher.Batcher[struct{}, string, struct{}]
+
+	mu   sync.Mutex
+	seen map[string]seenInstance
+}
+
+// seenInstance is an instance's last description and when it was made.
+type seenInstance struct {
+	inst *Instance
+	at   time.Time
 }
 
 // New builds the provider and its batchers.
@@ -162,7 +172,7 @@ func New(opts Options) *Provider {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	p := &Provider{ec2: opts.EC2, clusterName: opts.ClusterName, clock: opts.Clock}
+	p := &Provider{ec2: opts.EC2, clusterName: opts.ClusterName, clock: opts.Clock, seen: map[string]seenInstance{}}
 	// The windows: a provisioning batch creates its NodeClaims within
 	// milliseconds of each other, so 35ms of quiet closes a launch batch
 	// without delaying a lone launch noticeably.
@@ -373,10 +383,58 @@ func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
 	return p.describe.Do(ctx, struct{}{}, id)
 }
 
+// Recent returns the instance as Get or List last described it, when that
+// was at most maxAge ago, and otherwise describes it as Get does. It is for
+// drift: an instance's subnet never changes and its security groups seldom
+// do, while a NodeClaim's drift is checked on every update of it (its pods
+// come and go), which would cost one DescribeInstances each. Garbage
+// collection lists every instance each interval, so with maxAge above that
+// interval the periodic checks cost no call either.
+func (p *Provider) Recent(ctx context.Context, id string, maxAge time.Duration) (*Instance, error) {
+	p.mu.Lock()
+	s, ok := p.seen[id]
+	p.mu.Unlock()
+	if ok && p.clock.Since(s.at) <= maxAge {
+		if s.inst.State == string(ec2types.InstanceStateNameTerminated) {
+			return nil, &NotFoundError{ID: id}
+		}
+		return s.inst, nil
+	}
+	return p.Get(ctx, id)
+}
+
+// remember records descriptions made at a time; with listed set, they are
+// every live instance of the cluster, and older records of others (gone
+// since) are dropped.
+func (p *Provider) remember(at time.Time, insts []*Instance, listed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if listed {
+		for id, s := range p.seen {
+			if s.at.Before(at) {
+				delete(p.seen, id)
+			}
+		}
+	}
+	for _, i := range insts {
+		if cur, ok := p.seen[i.ID]; !ok || !cur.at.After(at) {
+			p.seen[i.ID] = seenInstance{inst: i, at: at}
+		}
+	}
+}
+
 func (p *Provider) describeBatch(ctx context.Context, _ struct{}, ids []string) []batcher.Result[*Instance] {
 	out := make([]batcher.Result[*Instance], len(ids))
 	unique := uniq(ids)
 	found := map[string]*Instance{}
+	at := p.clock.Now()
+	defer func() {
+		insts := make([]*Instance, 0, len(found))
+		for _, i := range found {
+			insts = append(insts, i)
+		}
+		p.remember(at, insts, false)
+	}()
 	err := p.describeAll(ctx, &ec2.DescribeInstancesInput{InstanceIds: unique}, func(i *Instance) { found[i.ID] = i })
 	if err != nil && isNotFoundCode(err) && len(unique) > 1 {
 		// One unknown ID fails the whole call; ask one by one so the
@@ -409,6 +467,7 @@ func isNotFoundCode(err error) bool {
 // List returns the cluster's instances that are not terminated.
 func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
 	var out []*Instance
+	at := p.clock.Now()
 	err := p.describeAll(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 		// Two tag-key filters are not ANDed everywhere (moto keeps one);
 		// a tag:<key> filter and a tag-key filter are.
@@ -419,6 +478,7 @@ func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing instances: %w", err)
 	}
+	p.remember(at, out, true)
 	return out, nil
 }
 

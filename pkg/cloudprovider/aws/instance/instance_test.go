@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -293,5 +294,69 @@ func TestListKeepsToTheCluster(t *testing.T) {
 			ids = append(ids, i.ID)
 		}
 		t.Fatalf("cluster demo lists %v, want only %s", ids, mine.ID)
+	}
+}
+
+// TestRecentReusesDescriptions: drift checks read the description Get or
+// List last made while it is young enough, and describe again once it is
+// older, or once List no longer shows the instance.
+func TestRecentReusesDescriptions(t *testing.T) {
+	cases := []struct {
+		name string
+		// prime describes the instance first: "get", "list" or "" (not at all).
+		prime     string
+		terminate bool
+		maxAge    time.Duration
+		wantCalls int
+		wantGone  bool
+	}{
+		{name: "described by Get, young enough", prime: "get", maxAge: time.Hour, wantCalls: 0},
+		{name: "described by List, young enough", prime: "list", maxAge: time.Hour, wantCalls: 0},
+		{name: "described, too old", prime: "get", maxAge: 0, wantCalls: 1},
+		{name: "never described", maxAge: time.Hour, wantCalls: 1},
+		{name: "terminated: List drops it, so it is described again", prime: "list", terminate: true, maxAge: time.Hour, wantCalls: 1, wantGone: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := setup(t)
+			ctr := &counting{EC2API: f.ec2, calls: map[string]int{}}
+			p := New(Options{EC2: ctr, ClusterName: "demo"})
+			ctx := context.Background()
+			inst, err := p.Create(ctx, f.request("r", "m5.large"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch tc.prime {
+			case "get":
+				_, err = p.Get(ctx, inst.ID)
+			case "list":
+				_, err = p.List(ctx)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.terminate {
+				if _, err := f.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{inst.ID}}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := p.List(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := ctr.calls["DescribeInstances"]
+			got, err := p.Recent(ctx, inst.ID, tc.maxAge)
+			if calls := ctr.calls["DescribeInstances"] - before; calls != tc.wantCalls {
+				t.Errorf("%d DescribeInstances calls, want %d", calls, tc.wantCalls)
+			}
+			if tc.wantGone {
+				if !IsNotFound(err) {
+					t.Fatalf("Recent = %v, %v; want not found", got, err)
+				}
+				return
+			}
+			if err != nil || got.ID != inst.ID || got.SubnetID == "" {
+				t.Fatalf("Recent = %+v, %v", got, err)
+			}
+		})
 	}
 }

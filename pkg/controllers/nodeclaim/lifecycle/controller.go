@@ -30,8 +30,14 @@ import (
 )
 
 // Workers is how many NodeClaims the lifecycle and termination controllers
-// handle at once.
-const Workers = 64
+// handle at once. A launch waits on the cloud for seconds, and the AWS
+// provider merges concurrent launches into one fleet request: with fewer
+// workers than a provisioning batch has NodeClaims, the batch launches in
+// waves, and once the waves fall out of step each freed worker launches
+// alone (200 NodeClaims on 64 workers took 52 fleet requests; on enough
+// workers, 5; docs/benchmarks.md §6). Each reconcile only waits on I/O, and
+// the client's QPS limit still bounds the load on the API server.
+const Workers = 1000
 
 // ProviderIDIndex indexes Nodes by spec.providerID and NodeClaims by status.providerID.
 const ProviderIDIndex = "providerID"
