@@ -94,6 +94,10 @@ kubectl wait --for=condition=Ready nodeclaims --all --timeout=60s >/dev/null
 
 instances() {
   # awscli is a second client of the endpoint, as it would be of EC2.
+  if ! command -v aws >/dev/null 2>&1; then
+    echo "  (the AWS CLI is not installed: pip install awscli)"
+    return
+  fi
   aws ec2 describe-instances --filters Name=tag:karpenter.sh/nodepool,Values=default \
     --query "Reservations[].Instances[].[InstanceId,InstanceType,Placement.AvailabilityZone,State.Name,Tags[?Key=='karpenter.sh/nodeclaim']|[0].Value]" \
     --output text | sort -k4 | column -t | sed 's/^/  /'
@@ -134,6 +138,7 @@ for i in $(seq 1 180); do
   sleep 1
 done
 for i in $(seq 1 60); do
+  command -v aws >/dev/null 2>&1 || break
   [ "$(aws ec2 describe-instances --instance-ids "$old_instance" --query 'Reservations[].Instances[].State.Name' --output text)" = terminated ] && break
   sleep 1
 done

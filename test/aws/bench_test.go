@@ -166,6 +166,8 @@ func TestBenchThousandPods(t *testing.T) {
 	t.Logf("NodePool created -> all pods Running:      %.1f s", podsRunning.Sub(start).Seconds())
 	t.Logf("NodePool created -> last NodeClaim created: %s", sinceLog(j.Logs(), "created nodeclaim", start))
 	t.Logf("NodePool created -> last NodeClaim launched: %s", sinceLog(j.Logs(), "launched nodeclaim", start))
+	t.Logf("NodePool created -> last NodeClaim registered: %s", sinceLog(j.Logs(), "registered nodeclaim", start))
+	t.Logf("NodePool created -> last NodeClaim initialized: %s", sinceLog(j.Logs(), "initialized nodeclaim", start))
 	t.Logf("instances per CreateFleet call: %s", strings.Join(fleetSizes, " "))
 	t.Logf("EC2 calls: %d, %.3f per instance (goal < %.1f)\n%s", len(calls), perInstance, callsGoal, strings.Join(lines, "\n"))
 	if perInstance >= callsGoal {
