@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs and builds everything the local control plane needs, once:
-# etcd from Debian's etcd-server package, and the Kubernetes and kwok binaries
+# etcd and awscli from Debian's packages, and the Kubernetes and kwok binaries
 # (hack/build-controlplane.sh), and checks that moto_server (the AWS emulator
 # behind cmd/fake-aws) is installed. Prints the binaries' paths as name=path lines.
 # Safe to run concurrently: test packages that start together wait on a lock.
@@ -10,13 +10,18 @@ mkdir -p "$CACHE_DIR"
 exec 9>"$CACHE_DIR/setup.lock"
 flock 9
 
-if ! command -v etcd >/dev/null 2>&1; then
-  echo "installing etcd (Debian package etcd-server)" >&2
+# Debian packages: etcd for the control plane, awscli for the demo's second
+# client of the local AWS endpoint.
+missing=()
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+command -v aws >/dev/null 2>&1 || missing+=(awscli)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]} (Debian packages)" >&2
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq >&2
-  $sudo apt-get install -y -qq --no-install-recommends etcd-server >&2
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 if ! command -v moto_server >/dev/null 2>&1; then
   echo "moto_server not found: the local AWS endpoint (cmd/fake-aws) runs it. Install it with: pip install 'moto[server]'" >&2
