@@ -5,20 +5,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	awsprovider "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws"
-	"github.com/joiner-autoscaler/joiner/pkg/operator"
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestDriftOnANewAMI: AWS releases a new al2023 image (the public SSM
@@ -136,89 +132,4 @@ func clusterMinor(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return v.Major + "." + strings.TrimRight(v.Minor, "+")
-}
-
-// claimWatch follows every NodeClaim change from the API server.
-type claimWatch struct {
-	mu sync.Mutex
-	// disrupting holds the NodeClaims marked for disruption or being
-	// deleted, until they are gone.
-	disrupting map[string]bool
-	most       int
-	drifted    map[string]string // NodeClaim -> Drifted reason, once seen
-	reasons    map[string]string // NodeClaim -> DisruptionReason, once seen
-	err        error
-}
-
-func watchClaims(t *testing.T) *claimWatch {
-	t.Helper()
-	c, err := client.NewWithWatch(framework.Cluster.Config, client.Options{Scheme: operator.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	wi, err := c.Watch(ctx, &v1.NodeClaimList{})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	w := &claimWatch{disrupting: map[string]bool{}, drifted: map[string]string{}, reasons: map[string]string{}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range wi.ResultChan() {
-			nc, ok := ev.Object.(*v1.NodeClaim)
-			if !ok {
-				w.mu.Lock()
-				w.err = fmt.Errorf("watch event %s of %T", ev.Type, ev.Object)
-				w.mu.Unlock()
-				continue
-			}
-			w.observe(ev.Type, nc)
-		}
-		if ctx.Err() == nil {
-			w.mu.Lock()
-			w.err = fmt.Errorf("the NodeClaim watch ended early")
-			w.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		wi.Stop()
-		cancel()
-		<-done
-	})
-	return w
-}
-
-func (w *claimWatch) observe(typ watch.EventType, nc *v1.NodeClaim) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDrifted); c != nil && c.Status == "True" && w.drifted[nc.Name] == "" {
-		w.drifted[nc.Name] = c.Reason
-	}
-	reason := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason)
-	if reason != nil && reason.Status == "True" && w.reasons[nc.Name] == "" {
-		w.reasons[nc.Name] = reason.Reason
-	}
-	switch {
-	case typ == watch.Deleted:
-		delete(w.disrupting, nc.Name)
-	case nc.DeletionTimestamp != nil || (reason != nil && reason.Status == "True"):
-		w.disrupting[nc.Name] = true
-	default:
-		delete(w.disrupting, nc.Name)
-	}
-	w.most = max(w.most, len(w.disrupting))
-}
-
-// results: the most NodeClaims disrupting at once, and each NodeClaim's
-// Drifted reason and DisruptionReason as first seen.
-func (w *claimWatch) results(t testing.TB) (int, map[string]string, map[string]string) {
-	t.Helper()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		t.Fatal(w.err)
-	}
-	return w.most, w.drifted, w.reasons
 }

@@ -1,11 +1,8 @@
 package aws
 
 import (
-	"context"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,10 +10,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/internal/fakeaws"
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 )
 
 // TestFaultsEveryPodPlacedNoDoubleLaunch is the guide's scale-up with a
@@ -41,7 +34,7 @@ func TestFaultsEveryPodPlacedNoDoubleLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fake.SetFaults(fakeaws.Faults{}) })
-	claims := watchNodeClaims(t)
+	claims := watchClaims(t)
 	framework.StartJoiner(t, awsEnv()...)
 	// Before Joiner stops: its finalizers must run for the cluster to empty.
 	t.Cleanup(func() {
@@ -157,82 +150,4 @@ func TestFaultsEveryPodPlacedNoDoubleLaunch(t *testing.T) {
 
 func instanceID(providerID string) string {
 	return providerID[strings.LastIndex(providerID, "/")+1:]
-}
-
-// launchWatch records every NodeClaim the API server shows while the test
-// runs, with the last provider ID it had, deleted ones included.
-type launchWatch struct {
-	mu   sync.Mutex
-	seen map[string]string
-	// ended is set when the watch stopped before the test did.
-	ended bool
-}
-
-// providerIDs are the NodeClaims seen so far ("name/uid") and their last
-// provider IDs.
-func (w *launchWatch) providerIDs(t testing.TB) map[string]string {
-	t.Helper()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ended {
-		t.Fatal("the NodeClaim watch ended early: NodeClaims may be missing from the count")
-	}
-	out := make(map[string]string, len(w.seen))
-	for k, v := range w.seen {
-		out[k] = v
-	}
-	return out
-}
-
-// watchNodeClaims starts recording. A NodeClaim's UID names it, so one
-// deleted and created again under the same name counts twice.
-func watchNodeClaims(t testing.TB) *launchWatch {
-	t.Helper()
-	// A dynamic client: the controller-runtime one would log through a
-	// logger no test sets.
-	dyn, err := dynamic.NewForConfig(framework.Cluster.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := dyn.Resource(v1.SchemeGroupVersion.WithResource("nodeclaims")).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	cw := &launchWatch{seen: map[string]string{}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			nc, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok || ev.Type == watch.Error {
-				continue
-			}
-			providerID, _, _ := unstructured.NestedString(nc.Object, "status", "providerID")
-			cw.mu.Lock()
-			key := nc.GetName() + "/" + string(nc.GetUID())
-			if providerID != "" || cw.seen[key] == "" {
-				cw.seen[key] = providerID
-			}
-			cw.mu.Unlock()
-		}
-		cw.mu.Lock()
-		cw.ended = ctx.Err() == nil
-		cw.mu.Unlock()
-	}()
-	t.Cleanup(func() {
-		cancel()
-		w.Stop()
-		<-done
-		if t.Failed() {
-			var keys []string
-			for k, v := range cw.seen {
-				keys = append(keys, k+"="+v)
-			}
-			sort.Strings(keys)
-			t.Logf("NodeClaims seen: %v", keys)
-		}
-	})
-	return cw
 }
