@@ -84,7 +84,7 @@ func TestGuide01SpotArmInSeoul(t *testing.T) {
 	}
 
 	// EC2's own view: a spot instance of the arm64 image in Seoul.
-	id := nc.Status.ProviderID[strings.LastIndex(nc.Status.ProviderID, "/")+1:]
+	id := instanceID(nc.Status.ProviderID)
 	out, err := regionEC2(t, other.URL(), seoul).DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 	if err != nil || len(out.Reservations) != 1 || len(out.Reservations[0].Instances) != 1 {
 		t.Fatalf("describing %s in %s: %v", id, seoul, err)

@@ -71,7 +71,7 @@ func TestGuide02SpotTainted(t *testing.T) {
 		}
 		delete(onNodes, node.Name)
 
-		id := nc.Status.ProviderID[strings.LastIndex(nc.Status.ProviderID, "/")+1:]
+		id := instanceID(nc.Status.ProviderID)
 		out, err := ec2c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 		if err != nil || len(out.Reservations) != 1 || len(out.Reservations[0].Instances) != 1 {
 			t.Fatalf("describing %s: %v", id, err)

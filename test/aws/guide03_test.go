@@ -84,7 +84,7 @@ func TestGuide03UpAndDown(t *testing.T) {
 	if err := framework.Kube.Get(ctx, types.NamespacedName{Name: "default"}, nc); err != nil {
 		t.Fatal(err)
 	}
-	firstID := first.Status.ProviderID[strings.LastIndex(first.Status.ProviderID, "/")+1:]
+	firstID := instanceID(first.Status.ProviderID)
 	if got, want := securityGroups(t, firstID), nc.Status.SecurityGroups; len(got) != len(want) || got[0] != want[0].ID {
 		t.Fatalf("instance %s has security groups %v, its class %v", firstID, got, want)
 	}
@@ -118,7 +118,7 @@ func TestGuide03UpAndDown(t *testing.T) {
 	// No running instance is left without a NodeClaim.
 	owned := map[string]bool{}
 	for _, c := range framework.NodeClaims(t) {
-		owned[c.Status.ProviderID[strings.LastIndex(c.Status.ProviderID, "/")+1:]] = true
+		owned[instanceID(c.Status.ProviderID)] = true
 	}
 	for id, state := range instances(t) {
 		if state != "terminated" && state != "shutting-down" && !owned[id] {

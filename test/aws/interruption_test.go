@@ -42,7 +42,7 @@ func TestSpotInterruptionDrainsBeforeTheInstanceGoes(t *testing.T) {
 		}
 	}
 	first, others := claims[0], len(claims)-1
-	id := first.Status.ProviderID[strings.LastIndex(first.Status.ProviderID, "/")+1:]
+	id := instanceID(first.Status.ProviderID)
 
 	sendToQueue(t, fmt.Sprintf(`{"version":"0","id":"e1","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","account":"123456789012","time":%q,"region":%q,"resources":["arn:aws:ec2:%s:123456789012:instance/%s"],"detail":{"instance-id":%q,"instance-action":"terminate"}}`,
 		time.Now().UTC().Format(time.RFC3339), region, region, id, id))

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/interruption"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	corev1 "k8s.io/api/core/v1"
@@ -148,8 +149,8 @@ func (c *Controller) claimsByInstance(ctx context.Context) (map[string]*v1.NodeC
 	out := make(map[string]*v1.NodeClaim, len(list.Items))
 	for i := range list.Items {
 		nc := &list.Items[i]
-		if id := nc.Status.ProviderID; id != "" {
-			out[id[strings.LastIndex(id, "/")+1:]] = nc
+		if id, err := instance.ParseProviderID(nc.Status.ProviderID); err == nil {
+			out[id] = nc
 		}
 	}
 	return out, nil
