@@ -51,7 +51,19 @@ type Options struct {
 	GarbageCollectInterval  time.Duration
 	GarbageCollectMinAge    time.Duration
 	DisruptionPoll          time.Duration
+
+	// UnavailableTTL is how long an offering EC2 refused for capacity stays
+	// out; zero is unavailable.DefaultTTL, Karpenter's fixed 3 minutes.
+	// Internal: no flag or variable sets it, since Karpenter has none. Only
+	// a binary built with the joinertest tag reads it from the environment
+	// (testhooks_joinertest.go), so an end-to-end test can watch an entry
+	// expire without waiting 3 minutes.
+	UnavailableTTL time.Duration
 }
+
+// testHooks reads the internal options a test binary may set; nil in a
+// product build.
+var testHooks func(o *Options, getenv func(string) string) error
 
 // FeatureGates are Karpenter's feature gates. Every gate Karpenter's Helm
 // chart writes is accepted, so its FEATURE_GATES value carries over; a gate
@@ -199,6 +211,11 @@ func Parse(args []string, getenv func(string) string) (*Options, error) {
 	o, errs, err := parse(settings, args, getenv)
 	if err != nil {
 		return nil, err
+	}
+	if testHooks != nil {
+		if err := testHooks(o, getenv); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.BatchMaxDuration < o.BatchIdleDuration {
 		errs = append(errs, fmt.Errorf("invalid setting BATCH_MAX_DURATION %s: must not be shorter than BATCH_IDLE_DURATION %s", o.BatchMaxDuration, o.BatchIdleDuration))

@@ -70,7 +70,8 @@ spec:
 // TestBadInputNamesTheFixAndLaunchesNothing gives one Joiner, with one pod
 // waiting for a node, a class that cannot work, one case at a time: a
 // selector that matches nothing, a role that does not exist, user data
-// that does not parse, and each AWS call of the path refused as by IAM.
+// that does not parse, and each AWS call of the class's and the launch's
+// path refused as by IAM.
 // The class's condition (for the calls made at launch, the NodeClaim's)
 // must name the field or the permission and the fix, and once the
 // provisioner has seen it, nothing has been launched.
@@ -85,6 +86,7 @@ func TestBadInputNamesTheFixAndLaunchesNothing(t *testing.T) {
 	// The guides' subnet terms are resolved (and cached) by the cases
 	// before, so the case that denies DescribeSubnets has terms of its own.
 	ownSubnetTerms := "[{tags: {karpenter.sh/discovery: " + clusterName + ", kubernetes.io/cluster/" + clusterName + ": owned}}]"
+	ownSecurityGroupTerms := "[{tags: {karpenter.sh/discovery: " + clusterName + "}}, {name: denied-case}]"
 	cases := []struct {
 		name   string
 		class  badClass
@@ -130,6 +132,14 @@ func TestBadInputNamesTheFixAndLaunchesNothing(t *testing.T) {
 		condition: awsv1.ConditionTypeSubnetsReady, reason: "UnauthorizedOperation",
 		want: []string{"allow ec2:DescribeSubnets in the IAM policy"},
 	}, {
+		name: "ec2:DescribeSecurityGroups denied", denied: "ec2:DescribeSecurityGroups", class: badClass{securityGroupTerms: ownSecurityGroupTerms},
+		condition: awsv1.ConditionTypeSecurityGroupsReady, reason: "UnauthorizedOperation",
+		want: []string{"allow ec2:DescribeSecurityGroups in the IAM policy"},
+	}, {
+		name: "ec2:DescribeImages denied", denied: "ec2:DescribeImages",
+		condition: awsv1.ConditionTypeAMIsReady, reason: "UnauthorizedOperation",
+		want: []string{"allow ec2:DescribeImages in the IAM policy"},
+	}, {
 		name: "ssm:GetParameters denied", denied: "ssm:GetParameters",
 		condition: awsv1.ConditionTypeAMIsReady, reason: "AccessDeniedException",
 		want: []string{"allow ssm:GetParameters in the IAM policy"},
@@ -137,6 +147,14 @@ func TestBadInputNamesTheFixAndLaunchesNothing(t *testing.T) {
 		name: "iam:CreateInstanceProfile denied", denied: "iam:CreateInstanceProfile",
 		condition: awsv1.ConditionTypeInstanceProfileReady, reason: "AccessDenied",
 		want: []string{"allow iam:CreateInstanceProfile in the IAM policy"},
+	}, {
+		name: "iam:GetInstanceProfile denied", denied: "iam:GetInstanceProfile",
+		condition: awsv1.ConditionTypeInstanceProfileReady, reason: "AccessDenied",
+		want: []string{"allow iam:GetInstanceProfile in the IAM policy"},
+	}, {
+		name: "iam:AddRoleToInstanceProfile denied", denied: "iam:AddRoleToInstanceProfile",
+		condition: awsv1.ConditionTypeInstanceProfileReady, reason: "AccessDenied",
+		want: []string{"allow iam:AddRoleToInstanceProfile in the IAM policy"},
 	}, {
 		name: "ec2:CreateLaunchTemplate denied", denied: "ec2:CreateLaunchTemplate",
 		want: []string{"allow ec2:CreateLaunchTemplate in the IAM policy"},

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 )
 
@@ -31,6 +32,7 @@ type entry struct {
 type Cache struct {
 	clk clock.Clock
 	ttl time.Duration
+	log logr.Logger
 
 	mu      sync.Mutex
 	entries map[key]entry
@@ -46,6 +48,14 @@ func New(clk clock.Clock, ttl time.Duration) *Cache {
 	return &Cache{clk: clk, ttl: ttl, entries: map[key]entry{}}
 }
 
+// WithLog makes the cache say when an offering goes out and when it is
+// offered again, so an operator can tell why a cheaper type was skipped and
+// when it came back. Call it before the cache is shared.
+func (c *Cache) WithLog(l logr.Logger) *Cache {
+	c.log = l
+	return c
+}
+
 // MarkUnavailable takes the offering out for the TTL from now. Marking an
 // offering that is already out restarts its TTL: EC2 has just refused it
 // again.
@@ -56,6 +66,7 @@ func (c *Cache) MarkUnavailable(instanceType, zone, capacityType, reason string)
 	k := key{instanceType, zone, capacityType}
 	if _, ok := c.entries[k]; !ok {
 		c.seq++
+		c.log.Info("offering unavailable", "instance-type", instanceType, "zone", zone, "capacity-type", capacityType, "reason", reason, "ttl", c.ttl.String())
 	}
 	c.entries[k] = entry{expires: c.clk.Now().Add(c.ttl), reason: reason}
 }
@@ -90,13 +101,16 @@ func (c *Cache) SeqNum() uint64 {
 
 // expireLocked drops the entries whose TTL has passed. Expiry is checked on
 // every read instead of by a timer, so a caller that reads after the clock
-// moved always sees the expiry, with no goroutine to stop.
+// moved always sees the expiry, with no goroutine to stop. The log line of
+// an expiry comes with that first read (Joiner's disruption loop reads every
+// few seconds).
 func (c *Cache) expireLocked() {
 	now := c.clk.Now()
 	for k, e := range c.entries {
 		if !now.Before(e.expires) {
 			delete(c.entries, k)
 			c.seq++
+			c.log.Info("offering available again", "instance-type", k.instanceType, "zone", k.zone, "capacity-type", k.capacityType, "reason", e.reason)
 		}
 	}
 }

@@ -1,9 +1,12 @@
 package unavailable
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -103,5 +106,27 @@ func TestSeqNum(t *testing.T) {
 			t.Errorf("%s: SeqNum %d -> %d, want changed=%v", s.name, prev, got, s.changes)
 		}
 		prev = got
+	}
+}
+
+// TestLogsOutAndBack: an operator sees when an offering went out and when it
+// is offered again, once each (a restarted TTL is not news).
+func TestLogsOutAndBack(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	var lines []string
+	c := New(clk, time.Minute).WithLog(funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{}))
+	c.MarkUnavailable("m5.large", "us-east-1a", "spot", "InsufficientInstanceCapacity")
+	c.MarkUnavailable("m5.large", "us-east-1a", "spot", "InsufficientInstanceCapacity")
+	clk.Step(59 * time.Second)
+	c.IsUnavailable("m5.large", "us-east-1a", "spot")
+	clk.Step(time.Second)
+	c.IsUnavailable("m5.large", "us-east-1a", "spot")
+	c.IsUnavailable("m5.large", "us-east-1a", "spot")
+	want := []string{
+		`"level"=0 "msg"="offering unavailable" "instance-type"="m5.large" "zone"="us-east-1a" "capacity-type"="spot" "reason"="InsufficientInstanceCapacity" "ttl"="1m0s"`,
+		`"level"=0 "msg"="offering available again" "instance-type"="m5.large" "zone"="us-east-1a" "capacity-type"="spot" "reason"="InsufficientInstanceCapacity"`,
+	}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("logged\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }
