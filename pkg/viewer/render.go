@@ -170,21 +170,9 @@ func renderNodes(s Snapshot, v View, width int, st Style, reserved int) []string
 	}
 	lines := table(all)
 	out := []string{lines[0]}
-	perNode := len(s.Options.Resources)
-	if v.ShowDisruption {
-		perNode++
-	}
-	first, last, pages := 0, len(s.Nodes), 1
-	if v.Height > 0 {
-		per := (v.Height - reserved - 2) / perNode
-		if per < 1 {
-			per = 1
-		}
-		pages = (len(s.Nodes) + per - 1) / per
-		page := min(max(v.Page, 0), pages-1)
-		first, last = page*per, min((page+1)*per, len(s.Nodes))
-		v.Page = page
-	}
+	per, pages := pageSize(s, v, reserved)
+	v.Page = min(max(v.Page, 0), pages-1)
+	first, last := v.Page*per, min((v.Page+1)*per, len(s.Nodes))
 	row := 1
 	for i := 0; i < len(s.Nodes); i++ {
 		show := i >= first && i < last
@@ -206,6 +194,28 @@ func renderNodes(s Snapshot, v View, width int, st Style, reserved int) []string
 		out = append(out, fmt.Sprintf("page %d/%d", v.Page+1, pages))
 	}
 	return out
+}
+
+// pageSize is how many nodes fit a page and how many pages there are:
+// the screen's height less the reserved lines, the table's head and the
+// page line.
+func pageSize(s Snapshot, v View, reserved int) (per, pages int) {
+	if v.Height <= 0 || len(s.Nodes) == 0 {
+		return max(len(s.Nodes), 1), 1
+	}
+	perNode := len(s.Options.Resources)
+	if v.ShowDisruption {
+		perNode++
+	}
+	per = max((v.Height-reserved-2)/perNode, 1)
+	return per, (len(s.Nodes) + per - 1) / per
+}
+
+// Pages is how many pages of nodes Render shows for the view.
+func Pages(s Snapshot, v View, width int) int {
+	reserved := len(renderHeader(s, width, PlainStyle())) + len(renderFooter(s, PlainStyle())) + 2
+	_, pages := pageSize(s, v, reserved)
+	return pages
 }
 
 func renderPending(s Snapshot) []string {
