@@ -105,7 +105,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if !c.WaitForCacheSync(ctx) {
 			return
 		}
-		bound := memoBound(cfg.Clock)
+		bound := memoBound(cfg.Clock, scheduling.LowerBound)
 		ticker := cfg.Clock.NewTicker(resync)
 		defer ticker.Stop()
 		for {
@@ -167,7 +167,7 @@ func read(ctx context.Context, c client.Reader, now time.Time) (Input, error) {
 // memoBound computes the LP bound again only when the pods, NodePools or
 // DaemonSets changed, or a minute passed (prices may have moved): the LP
 // takes a while for thousands of pods, and most rebuilds change neither.
-func memoBound(clk clock.PassiveClock) Bounder {
+func memoBound(clk clock.PassiveClock, inner Bounder) Bounder {
 	var key string
 	var val float64
 	var verr error
@@ -187,7 +187,7 @@ func memoBound(clk clock.PassiveClock) Bounder {
 		k := strings.Join(parts, ",")
 		if k != key {
 			key = k
-			val, verr = scheduling.LowerBound(s)
+			val, verr = inner(s)
 		}
 		return val, verr
 	}
