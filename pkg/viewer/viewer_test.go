@@ -161,6 +161,8 @@ func TestDisruptionStatus(t *testing.T) {
 		event("Node", "", "n1", ReasonDisruptionBlocked, "older", 10*time.Minute),
 		event("NodeClaim", "", "n1", ReasonDisruptionBlocked, "newest: budget exhausted", time.Minute),
 		event("Node", "", "n1", ReasonFailedScheduling, "not a block", 0),
+		{InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "n1"}, Reason: ReasonDisruptionBlocked, Message: "another controller's",
+			Source: corev1.EventSource{Component: "other"}, LastTimestamp: ago(0)},
 	})
 	got := strings.Join(disruptionStatus(&nc, now, events, "n1"), " · ")
 	want := "drifted (NodeClassDrift) · consolidatable · expires in 60m · blocked: newest: budget exhausted"
@@ -199,6 +201,10 @@ func TestModelKeys(t *testing.T) {
 	if got := m.View().Content; !strings.Contains(got, "page 3/3") {
 		t.Errorf("after 5 × →, want the last page 3/3:\n%s", got)
 	}
+	m, _ = m.Update(tea.KeyPressMsg{Code: tea.KeyLeft})
+	if got := m.View().Content; !strings.Contains(got, "page 2/3") {
+		t.Errorf("← from the last page, want page 2/3:\n%s", got)
+	}
 	press("p")
 	if got := m.View().Content; !strings.Contains(got, "PENDING POD") {
 		t.Errorf("p shows no pending pods:\n%s", got)
@@ -229,5 +235,21 @@ func TestMemoBound(t *testing.T) {
 	Build(in, Options{}, &Prices{}, b)
 	if first != 1 || calls != 3 || s1.Bound == 0 || s2.Bound <= s1.Bound {
 		t.Errorf("calls %d then %d, bounds %v then %v", first, calls, s1.Bound, s2.Bound)
+	}
+}
+
+// Percentages take --style's colours at eks-node-viewer's thresholds.
+func TestPercentThresholds(t *testing.T) {
+	st, err := ParseStyle("#00ff00,#ffff00,#ff0000", colorprofile.TrueColor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pct  float64
+		want string
+	}{{0, "38;2;0;255;0"}, {60, "38;2;0;255;0"}, {60.1, "38;2;255;255;0"}, {90, "38;2;255;255;0"}, {90.1, "38;2;255;0;0"}} {
+		if got := st.Percent(tc.pct); !strings.Contains(got, tc.want) {
+			t.Errorf("%v%%: %q lacks %q", tc.pct, got, tc.want)
+		}
 	}
 }
