@@ -107,9 +107,11 @@ func TestViewerFollowsScaleUp(t *testing.T) {
 	}
 
 	tm.run("send-keys", "-t", "viewer", "d")
-	tm.waitFor(30*time.Second, "the disruption status lines", func(s string) bool {
+	screen = tm.waitFor(30*time.Second, "the disruption status lines", func(s string) bool {
 		return strings.Contains(s, "└ expires in") || strings.Contains(s, "└ no disruption") || strings.Contains(s, "└ consolidatable")
 	})
+
+	t.Logf("disruption status (d):\n%s", screen)
 
 	// No instance type has 500 cpus: Joiner says so on the pod.
 	framework.Kubectl(t, framework.Deployment("huge", 1, "500", "1Gi", ""), "apply", "-f", "-")
