@@ -219,12 +219,12 @@ func NewAWSPrices(ctx context.Context, clk clock.Clock) func(region string) (*pr
 				_, err = clients.Config.Credentials.Retrieve(cctx)
 				cancel()
 				if err != nil {
-					err = fmt.Errorf("no AWS credentials (%v); set AWS_PROFILE or AWS_ACCESS_KEY_ID, or use --disable-pricing", firstLine(err.Error()))
+					err = fmt.Errorf("no AWS credentials: set AWS_PROFILE or AWS_ACCESS_KEY_ID, or use --disable-pricing (%s)", firstLine(err.Error()))
 				}
 			}
 			if err != nil {
 				e.p = pricing.New(pricing.Options{Region: region, Isolated: true, Clock: clk})
-				e.note = "aws nodes: embedded catalog, " + firstLine(err.Error())
+				e.note = "aws nodes: embedded catalog, " + err.Error()
 			} else {
 				log := funcr.New(func(_, args string) {
 					e.mu.Lock()
@@ -259,8 +259,8 @@ func sourceName(s pricing.Source) string {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 160 {
-		s = s[:160] + "…"
+	if r := []rune(s); len(r) > 100 {
+		s = string(r[:100]) + "…"
 	}
 	return s
 }

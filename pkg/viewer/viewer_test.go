@@ -253,3 +253,32 @@ func TestPercentThresholds(t *testing.T) {
 		}
 	}
 }
+
+// Without AWS credentials aws nodes are priced from the catalog and the
+// footer says why; with them, the controller's provider is used, on the
+// catalog until its first refresh succeeds.
+func TestAWSPricesFallBack(t *testing.T) {
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, note := NewAWSPrices(ctx, clocktesting.NewFakeClock(now))("us-east-1")
+	if !strings.Contains(note, "embedded catalog") || !strings.Contains(note, "no AWS credentials") || !strings.Contains(note, "--disable-pricing") {
+		t.Errorf("note without credentials: %q", note)
+	}
+	if price, ok := p.OnDemand("c6a.large"); !ok || price != 0.0765 {
+		t.Errorf("catalog price $%v %v", price, ok)
+	}
+
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+	_, note = NewAWSPrices(ctx, clocktesting.NewFakeClock(now))("us-east-1")
+	if !strings.Contains(note, "aws nodes (us-east-1): on-demand from the embedded catalog") {
+		t.Errorf("note with credentials, before a refresh: %q", note)
+	}
+}
