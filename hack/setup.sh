@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs and builds everything the local control plane needs, once:
-# etcd and awscli from Debian's packages, and the Kubernetes and kwok binaries
+# etcd, awscli and tmux from Debian's packages, and the Kubernetes and kwok binaries
 # (hack/build-controlplane.sh), and checks that moto_server (the AWS emulator
 # behind cmd/fake-aws) is installed. Prints the binaries' paths as name=path lines.
 # Safe to run concurrently: test packages that start together wait on a lock.
@@ -11,10 +11,11 @@ exec 9>"$CACHE_DIR/setup.lock"
 flock 9
 
 # Debian packages: etcd for the control plane, awscli for the demo's second
-# client of the local AWS endpoint.
+# client of the local AWS endpoint, tmux for test/viewer's terminal.
 missing=()
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v aws >/dev/null 2>&1 || missing+=(awscli)
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (Debian packages)" >&2
   sudo=""
