@@ -46,5 +46,6 @@ Run "joiner --help-settings" to list them.`,
 		},
 	}
 	root.AddCommand(newPlanCommand())
+	root.AddCommand(newConvertCommand())
 	return root
 }
