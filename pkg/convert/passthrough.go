@@ -56,4 +56,7 @@ func (c *converter) passThrough(ref string, obj Object) {
 	if v, ok := str[annDisrupt]; ok {
 		ann[annDisrupt] = v
 	}
+	if len(ann) == 0 {
+		delete(meta, "annotations")
+	}
 }
