@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/joiner-autoscaler/joiner/pkg/convert"
 	"github.com/spf13/cobra"
@@ -31,6 +33,9 @@ lists every mapping.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
 				return fmt.Errorf("no manifests: pass -f FILE (or -f - for standard input)")
+			}
+			if !slices.Contains(convert.AMIFamilies, opts.DefaultAMIFamily) {
+				return fmt.Errorf("--ami-family %q: use one of %s", opts.DefaultAMIFamily, strings.Join(convert.AMIFamilies, ", "))
 			}
 			var in []convert.Object
 			for _, f := range files {
@@ -61,6 +66,7 @@ lists every mapping.`,
 	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "manifest files (multi-document YAML or JSON, or kubectl get -o yaml output); - reads standard input")
 	cmd.Flags().StringVar(&opts.Role, "role", "", "IAM role for converted EC2NodeClasses whose source names no instance profile (v1alpha1 used the global aws.defaultInstanceProfile)")
 	cmd.Flags().StringVar(&opts.InstanceProfile, "instance-profile", "", "existing instance profile for converted EC2NodeClasses whose source names none; alternative to --role")
+	cmd.Flags().StringVar(&opts.DefaultAMIFamily, "ami-family", "AL2", "AMI family for AWSNodeTemplates that name none (v1alpha1 defaulted to AL2, which EKS does not publish for Kubernetes 1.33+)")
 	cmd.Flags().BoolVar(&opts.IgnoreDefaults, "ignore-defaults", false, "do not add the requirements v1alpha5 defaulted (linux, amd64, on-demand, categories c,m,r of generation > 2)")
 	cmd.Flags().BoolVar(&ignoreUnmappable, "ignore-unmappable", false, "drop fields with no v1 form with a warning, instead of failing")
 	return cmd

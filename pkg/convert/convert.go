@@ -26,11 +26,18 @@ type Options struct {
 	// aws.defaultInstanceProfile setting, which v1 no longer has.
 	Role            string
 	InstanceProfile string
+	// DefaultAMIFamily replaces AL2, v1alpha1's default, for templates
+	// that name no amiFamily.
+	DefaultAMIFamily string
 	// IgnoreDefaults leaves out the requirements v1alpha5's webhook added to
 	// a Provisioner that did not constrain them (instance category and
 	// generation, capacity type, OS, architecture).
 	IgnoreDefaults bool
 }
+
+// AMIFamilies are the families DefaultAMIFamily may name.
+var AMIFamilies = []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket,
+	awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025}
 
 // Finding is one remark about one field of one input object.
 type Finding struct {

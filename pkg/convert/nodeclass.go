@@ -65,8 +65,15 @@ func (c *converter) nodeTemplate(ref string, obj Object) *class {
 
 	var family string
 	if !spec.take("amiFamily", &family) {
-		family = awsv1.AMIFamilyAL2 // v1alpha1's default
-		c.note(ref, "spec.amiFamily", "not set: v1alpha1 meant AL2, and so does the output (EKS publishes no AL2 images for Kubernetes 1.33 and later: set amiFamily: AL2023 there)")
+		// v1alpha1's default was AL2, which EKS no longer publishes for
+		// new Kubernetes versions; the caller may choose another.
+		family = awsv1.AMIFamilyAL2
+		if f := c.opts.DefaultAMIFamily; f != "" && f != family {
+			family = f
+			c.note(ref, "spec.amiFamily", "not set: v1alpha1 meant AL2; --ami-family made it "+f)
+		} else {
+			c.note(ref, "spec.amiFamily", "not set: v1alpha1 meant AL2, and so does the output; EKS publishes no AL2 images for Kubernetes 1.33 and later, where --ami-family AL2023 picks another family")
+		}
 	}
 	var terms []awsv1.AMISelectorTerm
 	if spec.take("amiSelector", &amis) {
