@@ -196,6 +196,9 @@ func (c *converter) placeKubelets() {
 	for _, p := range c.pools {
 		ref := p.np.Spec.Template.Spec.NodeClassRef
 		if ref == nil || ref.Group != awsGroup || ref.Kind != classKind {
+			if p.kubelet != nil {
+				c.unmappable(p.ref, p.kubeletField, "v1 keeps kubelet settings on the EC2NodeClass, and this object references none")
+			}
 			continue
 		}
 		if _, seen := byClass[ref.Name]; !seen {

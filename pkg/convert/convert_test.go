@@ -211,6 +211,9 @@ spec:
   providerRef: {name: elsewhere}
   kubeletConfiguration: {maxPods: 20}`,
 			wantUnmappable: []string{"Provisioner/default: spec.kubeletConfiguration: v1 keeps kubelet settings on the EC2NodeClass, and elsewhere is not among the inputs"}},
+		{name: "kubelet settings of a Provisioner without providerRef are unmappable",
+			in:             "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: default}\nspec: {kubeletConfiguration: {maxPods: 20}}\n",
+			wantUnmappable: []string{"Provisioner/default: spec.providerRef: missing", "Provisioner/default: spec.kubeletConfiguration: v1 keeps kubelet settings on the EC2NodeClass, and this object references none"}},
 		{name: "an inline provider block is unmappable",
 			in: `
 apiVersion: karpenter.sh/v1alpha5
@@ -414,7 +417,8 @@ spec:
 `,
 			want: map[string]string{"EC2NodeClass/default spec.amiFamily": `"Custom"`,
 				"EC2NodeClass/default spec.amiSelectorTerms": `[{"name":"my-ami","owner":"self"}]`,
-				"EC2NodeClass/default spec.instanceProfile":  `"p"`}},
+				"EC2NodeClass/default spec.instanceProfile":  `"p"`},
+			wantNotes: []string{"EC2NodeClass/default: spec.metadataOptions: not set: v1beta1 defaulted httpPutResponseHopLimit to 2"}},
 		{name: "v1beta1 EC2NodeClass: Custom without terms is unmappable",
 			in: `
 apiVersion: karpenter.k8s.aws/v1beta1
@@ -502,6 +506,10 @@ items:
 			wantObjects: []string{"NodePool/default", "EC2NodeClass/default", "Deployment/web"},
 			want:        map[string]string{"NodePool/default metadata": `{"name":"default","annotations":{"team":"a"}}`, "EC2NodeClass/default metadata": `{"name":"default"}`, "Deployment/web metadata": `{"name":"web"}`},
 			absent:      []string{"NodePool/default status", "EC2NodeClass/default status", "Deployment/web status"}},
+		{name: "a kind ending in List that has no items is an object, not a list",
+			in:          "apiVersion: example.com/v1\nkind: AllowList\nmetadata: {name: a}\nspec: {entries: [x]}\n",
+			wantObjects: []string{"AllowList/a"},
+			want:        map[string]string{"AllowList/a spec": `{"entries":["x"]}`}},
 		{name: "a legacy Machine is left out with a note",
 			in:          "apiVersion: karpenter.sh/v1alpha5\nkind: Machine\nmetadata: {name: m}\nspec: {}\n",
 			wantObjects: []string{},

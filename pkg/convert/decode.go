@@ -48,7 +48,7 @@ func Decode(name string, r io.Reader) ([]Object, error) {
 func flatten(obj Object) []Object {
 	kind, _ := obj["kind"].(string)
 	items, isList := obj["items"].([]any)
-	if !strings.HasSuffix(kind, "List") || (!isList && obj["items"] != nil) {
+	if !strings.HasSuffix(kind, "List") || !isList {
 		return []Object{obj}
 	}
 	var out []Object

@@ -155,6 +155,9 @@ func (c *converter) nodeClassV1beta1(ref string, obj Object) *class {
 	}
 	s.AMIFamily, s.AMISelectorTerms = nc.Spec.AMIFamily, nc.Spec.AMISelectorTerms
 	nc.Spec = s
+	if s.MetadataOptions == nil {
+		c.note(ref, "spec.metadataOptions", "not set: v1beta1 defaulted httpPutResponseHopLimit to 2, v1 to 1, so pods without host networking can no longer reach IMDS; set metadataOptions to keep 2")
+	}
 	c.identity(ref, "spec.role", nc)
 	return &class{ref: ref, nc: nc}
 }
