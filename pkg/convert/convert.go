@@ -66,15 +66,15 @@ type Result struct {
 	Unmappable []Finding
 }
 
-// API groups and versions of the inputs.
+// API groups, versions and names of the inputs and outputs.
 const (
-	coreGroup   = v1.Group       // karpenter.sh
-	awsGroup    = awsv1.Group    // karpenter.k8s.aws
-	v1alpha5    = "v1alpha5"     // Provisioner, Machine
-	v1alpha1    = "v1alpha1"     // AWSNodeTemplate
-	v1beta1     = "v1beta1"      // NodePool, NodeClaim, EC2NodeClass
-	classKind   = "EC2NodeClass" //
-	poolKind    = "NodePool"     //
+	coreGroup   = v1.Group    // karpenter.sh
+	awsGroup    = awsv1.Group // karpenter.k8s.aws
+	v1alpha5    = "v1alpha5"  // Provisioner, Machine
+	v1alpha1    = "v1alpha1"  // AWSNodeTemplate
+	v1beta1     = "v1beta1"   // NodePool, NodeClaim, EC2NodeClass
+	classKind   = "EC2NodeClass"
+	poolKind    = "NodePool"
 	annDisrupt  = v1.AnnotationDoNotDisrupt
 	annEvict    = coreGroup + "/do-not-evict"
 	annConsolid = coreGroup + "/do-not-consolidate"
