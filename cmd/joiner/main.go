@@ -47,5 +47,6 @@ Run "joiner --help-settings" to list them.`,
 	}
 	root.AddCommand(newPlanCommand())
 	root.AddCommand(newViewerCommand())
+	root.AddCommand(newConvertCommand())
 	return root
 }
