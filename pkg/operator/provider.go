@@ -79,7 +79,8 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		return nil, err
 	}
 	unavail := unavailable.New(clk, opts.UnavailableTTL).WithLog(logger.WithName("unavailable"))
-	prices := pricing.New(pricing.Options{Pricing: clients.Pricing, EC2: clients.EC2, Region: clients.Region, Isolated: opts.IsolatedVPC, Clock: clk, Log: logger.WithName("pricing")})
+	prices := pricing.New(pricing.Options{Pricing: clients.Pricing, EC2: clients.EC2, Region: clients.Region, Isolated: opts.IsolatedVPC, Clock: clk, Log: logger.WithName("pricing"),
+		RetryInterval: opts.PriceRetryInterval})
 	if err := mgr.Add(prices); err != nil {
 		return nil, err
 	}

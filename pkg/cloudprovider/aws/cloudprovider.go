@@ -129,7 +129,11 @@ func (c *CloudProvider) Name() string { return Name }
 
 // InstanceTypes returns the types of the pool's EC2NodeClass. A pool whose
 // class is missing or not ready has none, so nothing is planned onto it.
-func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) ([]*cloudprovider.InstanceType, error) {
+// A refused DescribeInstanceTypes or DescribeInstanceTypeOfferings names
+// the IAM action to allow: it stops every launch, and the provisioner
+// passes the message on to the pods that wait.
+func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) (_ []*cloudprovider.InstanceType, err error) {
+	defer func() { err = awsclient.ExplainPermission(err) }()
 	nc, err := c.nodeClassOf(ctx, np.Spec.Template.Spec.NodeClassRef)
 	if err != nil || nc == nil || !ready(nc) {
 		return nil, err
