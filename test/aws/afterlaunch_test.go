@@ -94,14 +94,17 @@ func TestDeniedAfterLaunch(t *testing.T) {
 			t.Fatalf("instance %s tagged with NodeClaim %q while %s is denied", id, got, tc.action)
 		}
 	}
+	// The launch stands: the node joins untagged. Once it has, the
+	// NodeClaim stops changing, so only the tagging's own retry can tag
+	// the instance after the denial is lifted.
+	framework.Eventually(t, 2*time.Minute, "the pod running", func() (bool, string) {
+		n, _ := framework.Running(t, map[string]string{"app": "waiting"})
+		return n == 1, fmt.Sprintf("%d running", n)
+	})
 	deny(t)
 	framework.Eventually(t, time.Minute, "the instance tagged with its NodeClaim and a Name", func() (bool, string) {
 		tags := instanceTags(t, id)
 		return tags["karpenter.sh/nodeclaim"] == nc.Name && tags["Name"] != "", fmt.Sprint(tags)
-	})
-	framework.Eventually(t, 2*time.Minute, "the pod running", func() (bool, string) {
-		n, _ := framework.Running(t, map[string]string{"app": "waiting"})
-		return n == 1, fmt.Sprintf("%d running", n)
 	})
 	framework.WantClaims(t, 1)
 	if got := framework.NodeClaims(t)[0]; got.Name != nc.Name || got.Status.ProviderID != nc.Status.ProviderID {
