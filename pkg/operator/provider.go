@@ -23,6 +23,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/unavailable"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/interruption"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/tagging"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclass"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -79,7 +80,8 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		return nil, err
 	}
 	unavail := unavailable.New(clk, opts.UnavailableTTL).WithLog(logger.WithName("unavailable"))
-	prices := pricing.New(pricing.Options{Pricing: clients.Pricing, EC2: clients.EC2, Region: clients.Region, Isolated: opts.IsolatedVPC, Clock: clk, Log: logger.WithName("pricing")})
+	prices := pricing.New(pricing.Options{Pricing: clients.Pricing, EC2: clients.EC2, Region: clients.Region, Isolated: opts.IsolatedVPC, Clock: clk, Log: logger.WithName("pricing"),
+		RetryInterval: opts.PriceRetryInterval})
 	if err := mgr.Add(prices); err != nil {
 		return nil, err
 	}
@@ -112,6 +114,9 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		}},
 	}
 	if err := ctrlr.Register(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&tagging.Controller{Client: mgr.GetClient(), Tagger: provider, Recorder: mgr.GetEventRecorderFor("karpenter")}).Register(mgr); err != nil {
 		return nil, err
 	}
 	if opts.InterruptionQueue != "" {

@@ -19,6 +19,13 @@ func init() {
 			}
 			o.UnavailableTTL = d
 		}
+		if v := getenv("JOINER_TEST_PRICE_RETRY"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("invalid test setting JOINER_TEST_PRICE_RETRY %q: want a positive duration such as 2s", v)
+			}
+			o.PriceRetryInterval = d
+		}
 		return nil
 	}
 }

@@ -34,6 +34,10 @@ type Cluster struct {
 type NodePoolProblem struct {
 	NodePool string
 	Reason   string
+	// Err is the cloud provider's failure to list the pool's instance
+	// types, nil for a problem of the cluster's objects: an operator must
+	// see it in the log, not only in the pods' events.
+	Err error
 }
 
 // Snapshot returns the scheduling input for the given pending pods (less
@@ -84,24 +88,27 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	for i := range pools.Items {
 		np := &pools.Items[i]
 		if np.DeletionTimestamp != nil {
-			problems = append(problems, NodePoolProblem{np.Name, "the NodePool is being deleted"})
+			problems = append(problems, NodePoolProblem{NodePool: np.Name, Reason: "the NodePool is being deleted"})
 			continue
 		}
 		if reason := StaticNodePool(np); reason != "" {
-			problems = append(problems, NodePoolProblem{np.Name, reason})
+			problems = append(problems, NodePoolProblem{NodePool: np.Name, Reason: reason})
 			continue
 		}
 		if reason := InvalidRequirementValue(np); reason != "" {
-			problems = append(problems, NodePoolProblem{np.Name, reason})
+			problems = append(problems, NodePoolProblem{NodePool: np.Name, Reason: reason})
 			continue
 		}
 		if reason := c.nodeClassProblem(ctx, np); reason != "" {
-			problems = append(problems, NodePoolProblem{np.Name, reason})
+			problems = append(problems, NodePoolProblem{NodePool: np.Name, Reason: reason})
 			continue
 		}
 		its, err := c.CloudProvider.InstanceTypes(ctx, np)
 		if err != nil {
-			return snap, nil, fmt.Errorf("instance types of nodepool %q: %w", np.Name, err)
+			// Only this pool is left out (as Karpenter skips it): the
+			// others still launch, and the pods learn why this one did not.
+			problems = append(problems, NodePoolProblem{NodePool: np.Name, Reason: "its instance types could not be listed: " + err.Error(), Err: err})
+			continue
 		}
 		typesByPool[np.Name] = its
 	}

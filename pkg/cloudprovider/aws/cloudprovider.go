@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Name is what the provider calls itself in logs and metrics.
@@ -129,7 +130,11 @@ func (c *CloudProvider) Name() string { return Name }
 
 // InstanceTypes returns the types of the pool's EC2NodeClass. A pool whose
 // class is missing or not ready has none, so nothing is planned onto it.
-func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) ([]*cloudprovider.InstanceType, error) {
+// A refused DescribeInstanceTypes or DescribeInstanceTypeOfferings names
+// the IAM action to allow: it stops every launch, and the provisioner
+// passes the message on to the pods that wait.
+func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) (_ []*cloudprovider.InstanceType, err error) {
+	defer func() { err = awsclient.ExplainPermission(err) }()
 	nc, err := c.nodeClassOf(ctx, np.Spec.Template.Spec.NodeClassRef)
 	if err != nil || nc == nil || !ready(nc) {
 		return nil, err
@@ -229,7 +234,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	if inst.SubnetID != "" {
 		c.opts.Subnets.UpdateInflightIPs(map[string]int{inst.SubnetID: 1})
 	}
-	c.tagForClaim(ctx, inst, nodeClaim.Name)
+	tagged := c.tagForClaim(ctx, inst, nodeClaim.Name)
 	var chosen *cloudprovider.InstanceType
 	for _, it := range its {
 		if it.Name == inst.Type {
@@ -261,6 +266,9 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	}
 	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = nc.Hash()
 	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = awsv1.EC2NodeClassHashVersion
+	if tagged {
+		out.Annotations[awsv1.AnnotationInstanceTagged] = "true"
+	}
 	return out, nil
 }
 
@@ -345,39 +353,70 @@ func (c *CloudProvider) launchTags(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeCla
 }
 
 // tagForClaim names the instance, its volumes and interfaces after the
-// NodeClaim once EC2 shows it. A failure is logged by the caller's retry
-// of nothing: the instance is already the NodeClaim's (its provider ID is
-// recorded), and the tags are for people and cost reports. A Name the
-// instance already has came from the class's tags: it is the user's, and
-// stays, as in Karpenter.
-func (c *CloudProvider) tagForClaim(ctx context.Context, inst *instance.Instance, claim string) {
+// NodeClaim once EC2 shows it, and reports whether it did. A failure does
+// not fail the launch: the instance is already the NodeClaim's (its
+// provider ID is recorded), and the tags are for people and cost reports;
+// the tagging controller (TagNodeClaim) tries again later. A refused
+// permission is not retried here: a person grants it, not a wait.
+func (c *CloudProvider) tagForClaim(ctx context.Context, inst *instance.Instance, claim string) bool {
 	deadline := c.opts.Clock.Now().Add(c.opts.TagRetry)
 	wait := 200 * time.Millisecond
 	for {
-		described, err := c.opts.Instances.Get(ctx, inst.ID)
+		described, err := c.tagOnce(ctx, inst.ID, claim)
 		if err == nil {
-			add := map[string]string{tags.NodeClaim: claim}
-			if _, named := described.Tags[tags.Name]; !named {
-				add[tags.Name] = described.PrivateDNS
-				if add[tags.Name] == "" {
-					add[tags.Name] = claim
-				}
-			}
-			if c.opts.Instances.Tag(ctx, described, add) == nil {
-				*inst = mergeDescribed(*inst, described)
-				return
-			}
+			*inst = mergeDescribed(*inst, described)
+			return true
 		}
-		if !c.opts.Clock.Now().Add(wait).Before(deadline) {
-			return
+		if awsclient.IsAccessDenied(err) || !c.opts.Clock.Now().Add(wait).Before(deadline) {
+			log.FromContext(ctx).Error(awsclient.ExplainPermission(err), "instance launched but not tagged with its nodeclaim; tagging it later", "instance", inst.ID, "NodeClaim", map[string]string{"name": claim})
+			return false
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-c.opts.Clock.After(wait):
 		}
 		wait *= 2
 	}
+}
+
+// TagNodeClaim tags the NodeClaim's instance as a launch does, for the
+// tagging controller: the launch could not.
+func (c *CloudProvider) TagNodeClaim(ctx context.Context, nodeClaim *v1.NodeClaim) (err error) {
+	defer func() { err = awsclient.ExplainPermission(err) }()
+	id, err := instance.ParseProviderID(nodeClaim.Status.ProviderID)
+	if err != nil {
+		return err
+	}
+	_, err = c.tagOnce(ctx, id, nodeClaim.Name)
+	return err
+}
+
+// tagOnce describes the instance and adds the NodeClaim tag and, when it has
+// none, a Name (the private DNS name). A Name the instance already has came
+// from the class's tags: it is the user's, and stays, as in Karpenter.
+func (c *CloudProvider) tagOnce(ctx context.Context, id, claim string) (*instance.Instance, error) {
+	described, err := c.opts.Instances.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	add := map[string]string{}
+	if described.Tags[tags.NodeClaim] != claim {
+		add[tags.NodeClaim] = claim
+	}
+	if _, named := described.Tags[tags.Name]; !named {
+		add[tags.Name] = described.PrivateDNS
+		if add[tags.Name] == "" {
+			add[tags.Name] = claim
+		}
+	}
+	if len(add) == 0 {
+		return described, nil
+	}
+	if err := c.opts.Instances.Tag(ctx, described, add); err != nil {
+		return nil, err
+	}
+	return described, nil
 }
 
 func mergeDescribed(launched instance.Instance, described *instance.Instance) instance.Instance {
@@ -420,7 +459,8 @@ func amiFits(ami awsv1.AMI, it *cloudprovider.InstanceType) bool {
 }
 
 // Get returns the instance behind a provider ID.
-func (c *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeClaim, error) {
+func (c *CloudProvider) Get(ctx context.Context, providerID string) (_ *v1.NodeClaim, err error) {
+	defer func() { err = awsclient.ExplainPermission(err) }()
 	id, err := instance.ParseProviderID(providerID)
 	if err != nil {
 		return nil, err
@@ -436,7 +476,8 @@ func (c *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeCla
 }
 
 // List returns the cluster's live instances.
-func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
+func (c *CloudProvider) List(ctx context.Context) (_ []*v1.NodeClaim, err error) {
+	defer func() { err = awsclient.ExplainPermission(err) }()
 	insts, err := c.opts.Instances.List(ctx)
 	if err != nil {
 		return nil, err
@@ -474,7 +515,8 @@ func (c *CloudProvider) nodeClaimFor(inst *instance.Instance) *v1.NodeClaim {
 // Delete terminates the instance. It returns NodeClaimNotFoundError once
 // the instance is gone. A NodeClaim without a provider ID never launched,
 // or its launch was not recorded; garbage collection finds such instances.
-func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *v1.NodeClaim) error {
+func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *v1.NodeClaim) (err error) {
+	defer func() { err = awsclient.ExplainPermission(err) }()
 	if nodeClaim.Status.ProviderID == "" {
 		return &cloudprovider.NodeClaimNotFoundError{}
 	}

@@ -315,7 +315,9 @@ func TestCreateResult(t *testing.T) {
 	if !reflect.DeepEqual(out.Status.Capacity, m5xlarge.Capacity) || !reflect.DeepEqual(out.Status.Allocatable, m5xlarge.Allocatable) {
 		t.Errorf("capacity %v allocatable %v, want m5.xlarge's", out.Status.Capacity, out.Status.Allocatable)
 	}
-	wantAnnotations := map[string]string{awsv1.AnnotationEC2NodeClassHash: nc.Hash(), awsv1.AnnotationEC2NodeClassHashVersion: awsv1.EC2NodeClassHashVersion}
+	// Tagged at launch: the tagging controller has nothing left to do.
+	wantAnnotations := map[string]string{awsv1.AnnotationEC2NodeClassHash: nc.Hash(), awsv1.AnnotationEC2NodeClassHashVersion: awsv1.EC2NodeClassHashVersion,
+		awsv1.AnnotationInstanceTagged: "true"}
 	if !reflect.DeepEqual(out.Annotations, wantAnnotations) {
 		t.Errorf("annotations %v, want %v", out.Annotations, wantAnnotations)
 	}

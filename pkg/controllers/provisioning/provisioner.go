@@ -111,6 +111,10 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 		return nil
 	}
 	for _, pr := range problems {
+		if pr.Err != nil {
+			logger.Error(pr.Err, "skipping nodepool, unable to resolve instance types", "NodePool", map[string]string{"name": pr.NodePool})
+			continue
+		}
 		logger.V(1).Info("ignoring nodepool, not ready", "NodePool", map[string]string{"name": pr.NodePool}, "reason", pr.Reason)
 	}
 	// Pods the last batches already planned onto in-flight NodeClaims are not news.

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/joiner-autoscaler/joiner/pkg/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 )
 
 // PricingAPI is the part of the Price List API the provider calls.
@@ -88,6 +89,10 @@ type Options struct {
 	Clock clock.Clock
 	// Log receives refresh failures and source changes from Start.
 	Log logr.Logger
+	// RetryInterval is how soon Start retries a failed refresh; zero is
+	// SpotInterval. Only tests shorten it, to watch a refused permission
+	// being granted without waiting five minutes.
+	RetryInterval time.Duration
 }
 
 // Status describes the prices in use, for logs and metrics.
@@ -124,6 +129,9 @@ type Provider struct {
 func New(opts Options) *Provider {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
+	}
+	if opts.RetryInterval <= 0 {
+		opts.RetryInterval = SpotInterval
 	}
 	fallback, err := catalog.OnDemandPrices(opts.Region)
 	if err != nil {
@@ -403,8 +411,10 @@ func (p *Provider) refreshLogged(ctx context.Context, what string, refresh func(
 		// Not configured, not failing: nothing to retry.
 		return OnDemandInterval
 	case err != nil:
-		p.opts.Log.Error(err, "prices not refreshed; keeping the last good ones", "prices", what, "status", p.Status())
-		return SpotInterval
+		// A refused call is the operator's to fix, and the catalog's prices
+		// hide it otherwise: the error names the IAM action to allow.
+		p.opts.Log.Error(awsclient.ExplainPermission(err), "prices not refreshed; keeping the last good ones", "prices", what, "status", p.Status())
+		return p.opts.RetryInterval
 	}
 	p.opts.Log.V(1).Info("prices refreshed", "prices", what, "status", p.Status())
 	return interval

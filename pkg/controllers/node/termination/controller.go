@@ -127,7 +127,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if instance != nil {
 		gone, err := lifecycle.TerminateInstance(ctx, c.CloudProvider, instance)
 		if err != nil {
-			return reconcile.Result{}, err
+			var about client.Object = node
+			if nc != nil {
+				about = nc
+			}
+			return lifecycle.TerminationFailed(ctx, c.Recorder, about, instance.Status.ProviderID, err), nil
 		}
 		if !gone {
 			if err := c.record(ctx, nc, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "Instance is terminating"); err != nil {

@@ -562,11 +562,23 @@ func TestTerminationErrors(t *testing.T) {
 		{name: "the instance cannot be deleted: the finalizer stays",
 			cloudErr: errors.New("ec2 is down"),
 			objs:     []client.Object{newNode(), newClaim(nil)},
-			wantErr:  "terminating instance: ec2 is down",
-			check: func(t *testing.T, e *env, _ reconcile.Result) {
+			check: func(t *testing.T, e *env, res reconcile.Result) {
 				node := newNode()
 				if !e.exists(node) || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
 					t.Errorf("node released although its instance was not deleted")
+				}
+				// Told on the NodeClaim and retried at a steady pace.
+				if res.RequeueAfter != lifecycle.InstancePoll {
+					t.Errorf("requeue after %v, want %v", res.RequeueAfter, lifecycle.InstancePoll)
+				}
+				found := false
+				for len(e.events.Events) > 0 {
+					if ev := <-e.events.Events; strings.Contains(ev, "TerminationFailed") && strings.Contains(ev, "terminating instance: ec2 is down") {
+						found = true
+					}
+				}
+				if !found {
+					t.Error("no TerminationFailed event with the cloud's error")
 				}
 			}},
 		{name: "the NodeClaim is gone: the instance is deleted by the node's provider ID",
@@ -621,8 +633,19 @@ func TestNodeClaimFinalizerErrors(t *testing.T) {
 		e := newEnv(t, interceptor.Funcs{}, newClaim(nil))
 		e.cloud.deleteErr = errors.New("ec2 is down")
 		e.deleteObj(t, newClaim(nil))
-		if _, err := e.finalize(t); err == nil || !strings.Contains(err.Error(), "ec2 is down") {
-			t.Fatalf("error %v, want the cloud's", err)
+		// Reported on the NodeClaim, for the person who can fix it, and
+		// retried at a steady pace.
+		res, err := e.finalize(t)
+		if err != nil || res.RequeueAfter != lifecycle.InstancePoll {
+			t.Fatalf("result %v, error %v; want a retry after %v", res, err, lifecycle.InstancePoll)
+		}
+		select {
+		case ev := <-e.events.Events:
+			if !strings.Contains(ev, "TerminationFailed") || !strings.Contains(ev, "ec2 is down") {
+				t.Fatalf("event %q, want TerminationFailed with the cloud's error", ev)
+			}
+		default:
+			t.Fatal("no event tells why the NodeClaim stays")
 		}
 		if !controllerutil.ContainsFinalizer(e.claim(t), v1.TerminationFinalizer) {
 			t.Fatal("finalizer removed although the instance was not deleted")

@@ -397,7 +397,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	// started a machine; Delete finds it by the NodeClaim's name.
 	gone, err := TerminateInstance(ctx, c.CloudProvider, nc)
 	if err != nil {
-		return reconcile.Result{}, err
+		return TerminationFailed(ctx, c.Recorder, nc, nc.Status.ProviderID, err), nil
 	}
 	if !gone {
 		if !isTrue(nc, v1.ConditionTypeInstanceTerminating) {

@@ -7,8 +7,11 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -62,4 +65,19 @@ func TerminateInstance(ctx context.Context, cloud cloudprovider.CloudProvider, n
 		return false, fmt.Errorf("terminating instance: %w", err)
 	}
 	return false, nil
+}
+
+// TerminationFailed reports a failed TerminateInstance on obj (the
+// NodeClaim, or the Node whose NodeClaim is gone) and says when to retry.
+// The finalizer stays, so the instance is not leaked; the person who can
+// fix the cause (a refused permission, which err names) reads the
+// object's events and the log. The retry keeps a steady pace rather than
+// the workqueue's backoff, which grows to minutes: it ends soon after the
+// fix.
+func TerminationFailed(ctx context.Context, rec record.EventRecorder, obj client.Object, providerID string, err error) reconcile.Result {
+	log.FromContext(ctx).Error(err, "terminating the nodeclaim's instance", "provider-id", providerID)
+	if rec != nil {
+		rec.Event(obj, corev1.EventTypeWarning, "TerminationFailed", truncate(err.Error(), 300))
+	}
+	return reconcile.Result{RequeueAfter: InstancePoll}
 }
