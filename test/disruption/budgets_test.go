@@ -51,13 +51,29 @@ func TestBudgets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			j := framework.StartJoiner(t, "DISRUPTION_POLL=2s")
 			t.Cleanup(func() { framework.ResetCluster(t) })
-			framework.Kubectl(t, budgetPool(tc.budgets), "apply", "-f", "-")
+			// A decision's size is the budget's only when every node is
+			// empty by then; the pods go one by one, so a case that counts
+			// holds all disruption (nodes: "0") until the last pod is gone
+			// and then sets its budget in one write.
+			hold := tc.wantFirst != ""
+			if hold {
+				framework.Kubectl(t, budgetPool(`[{nodes: "0"}]`), "apply", "-f", "-")
+			} else {
+				framework.Kubectl(t, budgetPool(tc.budgets), "apply", "-f", "-")
+			}
 			framework.Kubectl(t, apart(4), "apply", "-f", "-")
 			claims := framework.Initialized(t, 4)
 			if tc.drift {
 				framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"team":"payments"}}}}}`)
 			} else {
 				framework.Kubectl(t, "", "scale", "deployment/web", "--replicas=0")
+			}
+			if hold {
+				framework.Eventually(t, time.Minute, "every web pod gone", func() (bool, string) {
+					out := framework.Kubectl(t, "", "get", "pods", "-l", "app=web", "-o", "name")
+					return strings.TrimSpace(out) == "", out
+				})
+				framework.Kubectl(t, budgetPool(tc.budgets), "apply", "-f", "-")
 			}
 			if tc.wantFirst == "" {
 				// Each node gets a DisruptionBlocked event naming the budget
