@@ -162,6 +162,7 @@ The control plane, the AWS endpoint and Joiner keep running. Try it yourself:
   export KUBECONFIG=$KUBECONFIG PATH=$KUBE_BIN_DIR:\$PATH
   export AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
   kubectl scale deployment/inflate --replicas 20 && kubectl get nodeclaims -w
+  go run ./cmd/joiner viewer --resources cpu,memory   # live nodes, prices, utilisation; q quits
   aws ec2 describe-instances --output table
   curl -X PUT \$AWS_ENDPOINT_URL/_fake/faults -d '{"insufficientCapacity":[{"instanceType":"c6a.large"}]}'   # docs/fake-aws.md
 Stop everything with: make down
