@@ -255,6 +255,7 @@ func (p *Provider) ensureFresh(ctx context.Context) error {
 	if p.infos == nil {
 		// A caller's cancelled context says nothing about EC2: the next
 		// caller tries for itself.
+		p.failed = nil
 		if ctx.Err() == nil {
 			p.failed = err
 		}

@@ -434,9 +434,11 @@ func TestFailureBackoff(t *testing.T) {
 		{"callers within the window: no call", time.Second, denied, nil, 8, denied, 2},
 		{"until the window's end", FailureBackoff - 2*time.Second, denied, nil, 8, denied, 2},
 		{"after it: one more call", time.Second, denied, nil, 8, denied, 3},
-		{"allowed within the window: the refusal is still answered", FailureBackoff - time.Second, nil, nil, 1, denied, 3},
-		{"allowed after the window: recovered", time.Second, nil, nil, 8, nil, 4},
-		{"and kept", FailureBackoff, nil, nil, 8, nil, 4},
+		{"a caller gives up after the next window", FailureBackoff, context.Canceled, cancelled, 1, context.Canceled, 4},
+		{"so the refusal before it is not answered again", 0, denied, nil, 1, denied, 5},
+		{"allowed within the window: the refusal is still answered", FailureBackoff - time.Second, nil, nil, 1, denied, 5},
+		{"allowed after the window: recovered", time.Second, nil, nil, 8, nil, 6},
+		{"and kept", FailureBackoff, nil, nil, 8, nil, 6},
 	} {
 		clk.Step(s.step)
 		f.set(s.ec2Err)
