@@ -45,6 +45,16 @@ const RefreshInterval = time.Hour
 // a failing call.
 const RetryInterval = time.Minute
 
+// FailureBackoff is how long a failed description is answered from memory
+// while there is no data at all. Every provisioning round and every
+// disruption poll lists the types, so without it a refused
+// ec2:DescribeInstanceTypes would cost a refused call per caller, several
+// a second. Nothing launches until the types are known, so the wait is
+// shorter than RetryInterval's: 15s bounds the calls to four a minute and
+// the delay after the permission is granted to 15s, which is the pace
+// tagging retries a refused ec2:CreateTags at.
+const FailureBackoff = 15 * time.Second
+
 // Options configure a Provider.
 type Options struct {
 	EC2 EC2API
@@ -72,8 +82,10 @@ type Provider struct {
 	zones   map[string][]string // instance type -> zones offering it, sorted
 	// fetched is when the data was described; tried when it was last tried.
 	fetched, tried time.Time
-	generation     uint64
-	cache          map[string][]*cloudprovider.InstanceType
+	// failed is the error of the last try, while there is no data.
+	failed     error
+	generation uint64
+	cache      map[string][]*cloudprovider.InstanceType
 }
 
 // New returns a provider that describes EC2's instance types on first use.
@@ -218,17 +230,19 @@ func intersect(sortedA, sortedB []string) []string {
 }
 
 // ensureFresh describes the types when they are missing or older than
-// RefreshInterval. A failure is an error only while there is no data; once
-// there is, the last good data is used and the refresh retried after
+// RefreshInterval. A failure is an error only while there is no data, and
+// the same error is answered without a call for FailureBackoff; once there
+// is data, the last good data is used and the refresh retried after
 // RetryInterval.
 func (p *Provider) ensureFresh(ctx context.Context) error {
-	if p.fresh() {
-		return nil
+	if fresh, err := p.fresh(); fresh || err != nil {
+		return err
 	}
 	p.fetchMu.Lock()
 	defer p.fetchMu.Unlock()
-	if p.fresh() { // another caller refreshed meanwhile
-		return nil
+	// Another caller may have refreshed, or failed to, meanwhile.
+	if fresh, err := p.fresh(); fresh || err != nil {
+		return err
 	}
 	now := p.opts.Clock.Now()
 	err := p.Refresh(ctx)
@@ -239,20 +253,31 @@ func (p *Provider) ensureFresh(ctx context.Context) error {
 	defer p.mu.Unlock()
 	p.tried = now
 	if p.infos == nil {
+		// A caller's cancelled context says nothing about EC2: the next
+		// caller tries for itself.
+		p.failed = nil
+		if ctx.Err() == nil {
+			p.failed = err
+		}
 		return err
 	}
 	p.opts.Log.Error(err, "instance types not refreshed; using the last described ones", "describedAt", p.fetched)
 	return nil
 }
 
-func (p *Provider) fresh() bool {
+// fresh reports whether the data needs no description now; with no data,
+// it answers instead the error of a try less than FailureBackoff ago.
+func (p *Provider) fresh() (bool, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	now := p.opts.Clock.Now()
 	if p.infos == nil {
-		return false
+		if p.failed != nil && now.Sub(p.tried) < FailureBackoff {
+			return false, p.failed
+		}
+		return false, nil
 	}
-	return now.Sub(p.fetched) < RefreshInterval || now.Sub(p.tried) < RetryInterval
+	return now.Sub(p.fetched) < RefreshInterval || now.Sub(p.tried) < RetryInterval, nil
 }
 
 // Refresh describes the region's instance types and the zones offering
@@ -268,7 +293,7 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.infos, p.zones = infos, zones
+	p.infos, p.zones, p.failed = infos, zones, nil
 	p.fetched = p.opts.Clock.Now()
 	p.generation++
 	return nil

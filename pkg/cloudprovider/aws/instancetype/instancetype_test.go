@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,11 +146,26 @@ type fakeEC2 struct {
 	zones    map[string][]string
 	err      error
 	describe int
+	attempts int // first pages asked for, answered or not
+	// onCall, when set, runs at each first page before it is answered,
+	// outside the lock.
+	onCall func()
 }
 
 func (f *fakeEC2) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanceTypesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
+	if in.NextToken == nil {
+		f.mu.Lock()
+		onCall := f.onCall
+		f.mu.Unlock()
+		if onCall != nil {
+			onCall()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if in.NextToken == nil {
+		f.attempts++
+	}
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -212,6 +229,12 @@ func (f *fakeEC2) describes() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.describe
+}
+
+func (f *fakeEC2) tries() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.attempts
 }
 
 func newFakeEC2(t *testing.T, names ...string) *fakeEC2 {
@@ -280,7 +303,7 @@ func TestRefresh(t *testing.T) {
 		want      []string
 		describes int
 	}{
-		{"the first List describes", 0, nil, nil, []string{"m5.large"}, 1},
+		{"the first List after the failure's backoff describes", FailureBackoff, nil, nil, []string{"m5.large"}, 1},
 		{"within the hour the data is kept", RefreshInterval - time.Second, nil, []string{"m5.large", "c5.large"}, []string{"m5.large"}, 1},
 		{"after an hour it is described again", time.Second, nil, nil, []string{"c5.large", "m5.large"}, 2},
 		{"a failed refresh keeps the last data", RefreshInterval, errors.New("RequestLimitExceeded"), []string{"c5.large"}, []string{"c5.large", "m5.large"}, 2},
@@ -382,4 +405,90 @@ func (f *fakeSpot) DescribeSpotPriceHistory(_ context.Context, in *ec2.DescribeS
 		out.SpotPriceHistory = append(out.SpotPriceHistory, ec2types.SpotPrice{InstanceType: "m5.large", AvailabilityZone: aws.String(z), SpotPrice: aws.String(f.price), Timestamp: in.StartTime})
 	}
 	return &out, nil
+}
+
+// TestFailureBackoff: with no data yet, a failed description is answered
+// from memory for FailureBackoff, to every caller at once too, so a refused
+// permission costs a call per window rather than one per caller; the first
+// List after the window tries again and, once allowed, recovers.
+func TestFailureBackoff(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	f := newFakeEC2(t, "m5.large")
+	p := New(Options{EC2: f, Region: "us-east-1", VMMemoryOverheadPercent: DefaultVMMemoryOverheadPercent, Clock: clk})
+	nc := nodeClass("us-east-1a")
+	denied := errors.New("UnauthorizedOperation: not allowed to ec2:DescribeInstanceTypes")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	for _, s := range []struct {
+		name    string
+		step    time.Duration
+		ec2Err  error // what EC2 answers from this step on
+		ctx     context.Context
+		callers int // Lists at once
+		wantErr error
+		tries   int // DescribeInstanceTypes calls so far
+	}{
+		{"a caller gave up: its failure says nothing about EC2", 0, context.Canceled, cancelled, 1, context.Canceled, 1},
+		{"so the next caller tries", 0, denied, nil, 1, denied, 2},
+		{"callers within the window: no call", time.Second, denied, nil, 8, denied, 2},
+		{"until the window's end", FailureBackoff - 2*time.Second, denied, nil, 8, denied, 2},
+		{"after it: one more call", time.Second, denied, nil, 8, denied, 3},
+		{"a caller gives up after the next window", FailureBackoff, context.Canceled, cancelled, 1, context.Canceled, 4},
+		{"so the refusal before it is not answered again", 0, denied, nil, 1, denied, 5},
+		{"allowed within the window: the refusal is still answered", FailureBackoff - time.Second, nil, nil, 1, denied, 5},
+		{"allowed after the window: recovered", time.Second, nil, nil, 8, nil, 6},
+		{"and kept", FailureBackoff, nil, nil, 8, nil, 6},
+	} {
+		clk.Step(s.step)
+		f.set(s.ec2Err)
+		// A call in flight is answered only once every other caller not
+		// done yet waits for it, so each must learn its outcome, not call
+		// again.
+		var done atomic.Int32
+		f.onCall = func() { waitFetchers(t, func() int { return s.callers - 1 - int(done.Load()) }) }
+		ctx := s.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		errs := make([]error, s.callers)
+		var wg sync.WaitGroup
+		for i := range s.callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = p.List(ctx, nc)
+				done.Add(1)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if !errors.Is(err, s.wantErr) && (s.wantErr != nil || err != nil) {
+				t.Errorf("%s: List error %v, want %v", s.name, err, s.wantErr)
+				break
+			}
+		}
+		if got := f.tries(); got != s.tries {
+			t.Errorf("%s: %d DescribeInstanceTypes calls, want %d", s.name, got, s.tries)
+		}
+	}
+}
+
+// waitFetchers returns once n() goroutines wait for the lock that lets
+// one description run at a time, as their stacks show.
+func waitFetchers(t *testing.T, n func() int) {
+	buf := make([]byte, 1<<20)
+	for range 100000 {
+		waiting := 0
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "Mutex).Lock") && strings.Contains(g, "(*Provider).ensureFresh") {
+				waiting++
+			}
+		}
+		if waiting >= n() {
+			return
+		}
+		runtime.Gosched()
+	}
+	t.Errorf("%d callers never all waited for the description in flight", n())
 }
