@@ -2,6 +2,7 @@ package viewer
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -54,7 +55,7 @@ func Render(s Snapshot, v View, width int, st Style) string {
 }
 
 func renderHeader(s Snapshot, width int, st Style) []string {
-	nodes := fmt.Sprintf("%d nodes", len(s.Nodes)-s.Launching)
+	nodes := plural(len(s.Nodes)-s.Launching, "node")
 	if s.Launching > 0 {
 		nodes += fmt.Sprintf(" (+%d launching)", s.Launching)
 	}
@@ -140,7 +141,7 @@ func renderNodes(s Snapshot, v View, width int, st Style, reserved int) []string
 			row[2] = st.Percent(100 * fraction(n.Requests[r], n.Allocatable[r]))
 			if j == 0 {
 				row[0] = n.Name
-				row[3] = fmt.Sprintf("%d pods", n.Pods)
+				row[3] = plural(n.Pods, "pod")
 				row[4], row[5], row[6], row[7] = dash(n.InstanceType), dash(n.CapacityType), dash(n.Zone), dash(n.NodePool)
 				c := 8
 				if !s.Options.DisablePricing {
@@ -246,7 +247,13 @@ func stateText(n Node, st Style) string {
 			parts = append(parts, st.OK(s))
 		}
 	}
-	return strings.Join(parts, ",")
+	// How long a node has been launching or not ready is what tells a slow
+	// boot from a stuck one, as eks-node-viewer shows it.
+	text := strings.Join(parts, ",")
+	if n.Age != "" && !slices.Contains(n.States, StateDeleting) && !slices.Contains(n.States, StateCordoned) {
+		text += " " + n.Age
+	}
+	return text
 }
 
 // table pads cells to their column's widest, two spaces apart; cells may
@@ -322,4 +329,12 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// plural counts things in English: "1 node", "2 nodes".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", thing)
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

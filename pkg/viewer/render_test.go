@@ -109,3 +109,14 @@ func TestStyleColours(t *testing.T) {
 		t.Errorf("plain render has escape codes:\n%q", plain)
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{{0, "0 nodes"}, {1, "1 node"}, {2, "2 nodes"}} {
+		if got := plural(tc.n, "node"); got != tc.want {
+			t.Errorf("plural(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}

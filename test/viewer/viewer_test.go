@@ -59,7 +59,7 @@ func (tm *tmux) waitFor(timeout time.Duration, what string, cond func(string) bo
 	return last
 }
 
-var nodesLine = regexp.MustCompile(`(?m)^(\d+) nodes`)
+var nodesLine = regexp.MustCompile(`(?m)^(\d+) nodes?\b`)
 
 // nodes is the node count in the header, -1 before the first snapshot.
 func nodes(screen string) int {
@@ -128,7 +128,7 @@ func TestViewerFollowsScaleUp(t *testing.T) {
 	})
 }
 
-var podsCell = regexp.MustCompile(`\s{2}(\d+) pods\s{2}`)
+var podsCell = regexp.MustCompile(`\s{2}(\d+) pods?\s{2}`)
 
 // podsShown adds up the node lines' pod counts.
 func podsShown(screen string) int {
