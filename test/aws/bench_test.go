@@ -10,12 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	"github.com/joiner-autoscaler/joiner/internal/fakeaws"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -205,12 +202,7 @@ func launchedSince(fleets []fakeaws.Call) []string {
 // motoEC2 talks to moto directly, so the benchmark's own polling is neither
 // delayed nor counted in the front's call log.
 func motoEC2(t testing.TB) *ec2.Client {
-	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion(region),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-		config.WithRetryer(awsclient.NewRetryer), config.WithBaseEndpoint(fake.MotoURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := clientConfig(t, fake.MotoURL(), region)
 	return ec2.NewFromConfig(cfg)
 }
 

@@ -8,14 +8,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/internal/fakeaws"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -105,12 +102,7 @@ func TestGuide01SpotArmInSeoul(t *testing.T) {
 
 // regionEC2 is a client of an endpoint in a region, for the test's checks.
 func regionEC2(t testing.TB, url, region string) *ec2.Client {
-	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion(region),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-		config.WithRetryer(awsclient.NewRetryer), config.WithBaseEndpoint(url))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := clientConfig(t, url, region)
 	return ec2.NewFromConfig(cfg)
 }
 

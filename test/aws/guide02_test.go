@@ -9,14 +9,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -125,14 +122,9 @@ func TestGuide02SpotTainted(t *testing.T) {
 func guide02Cluster(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-		config.WithRetryer(awsclient.NewRetryer), config.WithBaseEndpoint(fake.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := clientConfig(t, fake.URL(), region)
 	trust := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}`
-	_, err = iam.NewFromConfig(cfg).CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String("demo-eks-node-group-role"), AssumeRolePolicyDocument: aws.String(trust)})
+	_, err := iam.NewFromConfig(cfg).CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String("demo-eks-node-group-role"), AssumeRolePolicyDocument: aws.String(trust)})
 	var exists *iamtypes.EntityAlreadyExistsException
 	if err != nil && !errors.As(err, &exists) {
 		t.Fatal(err)

@@ -8,11 +8,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -85,12 +82,7 @@ func TestSpotInterruptionDrainsBeforeTheInstanceGoes(t *testing.T) {
 
 func sendToQueue(t testing.TB, body string) {
 	t.Helper()
-	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion(region),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-		config.WithRetryer(awsclient.NewRetryer), config.WithBaseEndpoint(fake.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := clientConfig(t, fake.URL(), region)
 	client := sqs.NewFromConfig(cfg)
 	url, err := client.GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String(clusterName)})
 	if err != nil {

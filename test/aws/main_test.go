@@ -62,14 +62,22 @@ func awsEnv(extra ...string) []string {
 	}, extra...)
 }
 
-// ec2Client is a second client of the fake, for the test's own checks.
-func ec2Client(t testing.TB) *ec2.Client {
+// clientConfig is the SDK configuration of the tests' own clients: the
+// product's retry policy, static test credentials, one endpoint.
+func clientConfig(t testing.TB, url, region string) aws.Config {
+	t.Helper()
 	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion(region),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-		config.WithRetryer(awsclient.NewRetryer), config.WithBaseEndpoint(fake.URL()))
+		config.WithRetryer(awsclient.NewRetryer), config.WithBaseEndpoint(url))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// ec2Client is a second client of the fake, for the test's own checks.
+func ec2Client(t testing.TB) *ec2.Client {
+	cfg := clientConfig(t, fake.URL(), region)
 	return ec2.NewFromConfig(cfg)
 }
 
