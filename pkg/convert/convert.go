@@ -11,7 +11,6 @@ package convert
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
@@ -303,13 +302,4 @@ func name(obj Object) string {
 	meta, _ := obj["metadata"].(map[string]any)
 	n, _ := meta["name"].(string)
 	return n
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

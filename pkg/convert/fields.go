@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 )
 
 // fields hands out the fields of one block of an input object, so that any
@@ -62,7 +64,7 @@ func (f *fields) take(key string, into any) bool {
 
 // rest reports every field nobody took.
 func (f *fields) rest(what string) {
-	for _, k := range sortedKeys(f.m) {
+	for _, k := range slices.Sorted(maps.Keys(f.m)) {
 		f.c.unmappable(f.ref, f.field(k), "not a field of "+what+"; remove it")
 	}
 }

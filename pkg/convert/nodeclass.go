@@ -2,7 +2,9 @@ package convert
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -143,7 +145,7 @@ func (c *converter) nodeClassV1beta1(ref string, obj Object) *class {
 		known[k] = true
 	}
 	rest := map[string]any{}
-	for _, k := range sortedKeys(spec.m) {
+	for _, k := range slices.Sorted(maps.Keys(spec.m)) {
 		if known[k] && k != "amiSelectorTerms" && k != "amiFamily" {
 			rest[k] = spec.raw(k)
 		}
@@ -215,7 +217,7 @@ type term struct {
 // value, which v1 writes "*". IDs become one term each and cannot carry
 // other filters in v1.
 func (c *converter) selectorTerms(ref, field string, sel map[string]string, ami bool) []term {
-	sel = maps(sel)
+	sel = maps.Clone(sel)
 	ids := popAny(sel, idsKeys)
 	var names, owners string
 	if ami {
@@ -244,11 +246,11 @@ func (c *converter) selectorTerms(ref, field string, sel map[string]string, ami 
 	}
 	// Multiply out the comma lists, in key order for a stable output.
 	combos := []map[string]string{{}}
-	for _, k := range sortedKeys(sel) {
+	for _, k := range slices.Sorted(maps.Keys(sel)) {
 		var next []map[string]string
 		for _, v := range splitList(sel[k]) {
 			for _, base := range combos {
-				m := maps(base)
+				m := maps.Clone(base)
 				m[k] = v
 				next = append(next, m)
 			}
@@ -306,14 +308,6 @@ func splitList(s string) []string {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)
 		}
-	}
-	return out
-}
-
-func maps(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
 	}
 	return out
 }

@@ -2,6 +2,8 @@ package convert
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -56,7 +58,7 @@ func restricted(key string, forLabels bool) string {
 
 // templateLabels drops the labels v1 refuses, with a note each.
 func (c *converter) templateLabels(ref, field string, labels map[string]string) map[string]string {
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		if why := restricted(k, true); why != "" {
 			c.note(ref, field+"["+k+"]", "dropped: "+why+" in v1")
 			delete(labels, k)
@@ -136,7 +138,7 @@ func (c *converter) instanceTypeValues(ref, at string, r v1.NodeSelectorRequirem
 	}
 	if len(kinds) > 1 {
 		var parts []string
-		for _, k := range sortedKeys(kinds) {
+		for _, k := range slices.Sorted(maps.Keys(kinds)) {
 			parts = append(parts, fmt.Sprintf("%s %s", k, strings.Join(kinds[k], ",")))
 		}
 		c.note(ref, at, fmt.Sprintf("left unchanged, but its values mix kinds (%s): the values that are not instance types match no node; split it into requirements on %s and %s",

@@ -12,6 +12,8 @@ package viewer
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -252,7 +254,7 @@ func Build(in Input, opts Options, prices *Prices, bound Bounder) Snapshot {
 		}
 	}
 	sortNodes(s.Nodes, opts.Sort)
-	for _, cloud := range sortedKeys(clouds) {
+	for _, cloud := range slices.Sorted(maps.Keys(clouds)) {
 		s.PriceNotes = append(s.PriceNotes, prices.Note(cloud, clouds[cloud]))
 	}
 
@@ -305,7 +307,7 @@ func (s *Snapshot) computeBound(in Input, podsByNode map[string][]*corev1.Pod, p
 	if len(snap.Pods) == 0 || len(in.NodePools) == 0 {
 		return
 	}
-	its, err := prices.InstanceTypes(cloud, region, sortedKeys(zones))
+	its, err := prices.InstanceTypes(cloud, region, slices.Sorted(maps.Keys(zones)))
 	if err != nil {
 		s.BoundErr = err.Error()
 		return
@@ -438,7 +440,7 @@ func majorityCloud(nodes []Node) string {
 		}
 	}
 	best := CloudKwok
-	for _, c := range sortedKeys(count) {
+	for _, c := range slices.Sorted(maps.Keys(count)) {
 		if count[c] > count[best] {
 			best = c
 		}
@@ -453,15 +455,6 @@ func regionOfZone(zone string) string {
 		return ""
 	}
 	return strings.TrimRight(zone, "abcdefghijklmnopqrstuvwxyz")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Managed reports a node Joiner manages (it has a NodeClaim): the nodes

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -446,7 +448,7 @@ func (r *Resolver) queries(ctx context.Context, nc *awsv1.EC2NodeClass, k8sVersi
 			if len(q.known) == 0 {
 				q.none = fmt.Sprintf("none of its SSM parameters exist in this region (%s)", strings.Join(names, ", "))
 			} else {
-				q.filters = []ec2types.Filter{{Name: aws.String("image-id"), Values: sortedKeys(q.known)}}
+				q.filters = []ec2types.Filter{{Name: aws.String("image-id"), Values: slices.Sorted(maps.Keys(q.known))}}
 			}
 			out = append(out, q)
 		case t.ID != "":
@@ -484,7 +486,7 @@ func (r *Resolver) queries(ctx context.Context, nc *awsv1.EC2NodeClass, k8sVersi
 				q.filters = append(q.filters, ec2types.Filter{Name: aws.String("name"), Values: []string{t.Name}})
 				desc = append(desc, fmt.Sprintf("name %q", t.Name))
 			}
-			for _, k := range sortedKeys(t.Tags) {
+			for _, k := range slices.Sorted(maps.Keys(t.Tags)) {
 				if v := t.Tags[k]; v == "*" {
 					q.filters = append(q.filters, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{k}})
 				} else {
@@ -526,13 +528,4 @@ func (r *Resolver) parameters(ctx context.Context, names []string) (map[string]s
 		}
 	}
 	return out, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,7 +3,9 @@ package amifamily
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -124,7 +126,7 @@ func (in Input) taints() []corev1.Taint {
 // labels are the labels the kubelet may register, sorted by key.
 func (in Input) labels() [][2]string {
 	var out [][2]string
-	for _, k := range sortedKeys(in.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(in.Labels)) {
 		if kubeletMaySet(k) {
 			out = append(out, [2]string{k, in.Labels[k]})
 		}
@@ -217,7 +219,7 @@ func (in Input) kubeletFlags() []string {
 			return
 		}
 		parts := make([]string, 0, len(m))
-		for _, key := range sortedKeys(m) {
+		for _, key := range slices.Sorted(maps.Keys(m)) {
 			parts = append(parts, key+sep+m[key])
 		}
 		args = append(args, fmt.Sprintf("%s=%q", flag, strings.Join(parts, ",")))
