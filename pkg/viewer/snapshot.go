@@ -21,6 +21,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -171,7 +172,7 @@ func Build(in Input, opts Options, prices *Prices, bound Bounder) Snapshot {
 			InstanceType: n.Labels[corev1.LabelInstanceTypeStable], CapacityType: n.Labels[v1.LabelCapacityType],
 			Zone: n.Labels[corev1.LabelTopologyZone], Region: n.Labels[corev1.LabelTopologyRegion], NodePool: n.Labels[v1.LabelNodePool],
 			Cloud: CloudOf(n.Spec.ProviderID), Allocatable: n.Status.Allocatable}
-		if !nodeReady(n) {
+		if !state.NodeReady(n) {
 			line.States = append(line.States, StateNotReady)
 		}
 		if n.Spec.Unschedulable {
@@ -421,15 +422,6 @@ func eventTime(e corev1.Event) time.Time {
 		return e.EventTime.Time
 	}
 	return e.CreationTimestamp.Time
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func majorityCloud(nodes []Node) string {

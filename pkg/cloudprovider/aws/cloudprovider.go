@@ -580,8 +580,8 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) 
 	return "", nil
 }
 
-// ready is the class's Ready condition, decided in one place for the
-// provider, the NodePool status and the viewer.
+// ready is the class's Ready condition, as EC2NodeClass.Readiness decides
+// it for the controller and the NodePool status too.
 func ready(nc *awsv1.EC2NodeClass) bool {
 	status, _, _ := nc.Readiness()
 	return status == metav1.ConditionTrue
