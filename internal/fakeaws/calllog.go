@@ -20,11 +20,15 @@ type Call struct {
 	// ErrorCode is the AWS error code of a failed call.
 	ErrorCode string `json:"errorCode,omitempty"`
 	// Fault names the injected fault, if any: throttle, error,
-	// accessDenied, insufficientCapacity or describeDelay.
+	// lost, accessDenied, insufficientCapacity or describeDelay.
 	Fault string `json:"fault,omitempty"`
-	// Instances are the instances this call launched.
+	// Instances are the instances this call launched (also when its
+	// answer was lost).
 	Instances []string `json:"instances,omitempty"`
-	LatencyMS float64  `json:"latencyMs"`
+	// Replayed is a call answered with an earlier call's answer, because
+	// it repeated that call's client token: it launched nothing.
+	Replayed  bool    `json:"replayed,omitempty"`
+	LatencyMS float64 `json:"latencyMs"`
 }
 
 type callLog struct {

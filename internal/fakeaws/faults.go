@@ -26,6 +26,13 @@ type Faults struct {
 	// InternalError; others: InternalFailure), before they reach the
 	// backend, so a failed call never changes state.
 	ErrorRate float64 `json:"errorRate,omitempty"`
+	// LostRate is the share of calls the backend carries out whose answer
+	// is then replaced with the same 5xx, as when EC2 acts and the answer
+	// never arrives. The client cannot tell these from ErrorRate's, and
+	// only a retry with the call's client token is safe from a second
+	// launch (CreateFleet and RunInstances honour ClientToken here, as in
+	// EC2).
+	LostRate float64 `json:"lostRate,omitempty"`
 	// Latency is added to every call.
 	Latency Duration `json:"latency,omitempty"`
 	// Actions override the rates and latency for one "service:Action"
@@ -48,6 +55,7 @@ type Faults struct {
 type ActionFaults struct {
 	ThrottleRate *float64  `json:"throttleRate,omitempty"`
 	ErrorRate    *float64  `json:"errorRate,omitempty"`
+	LostRate     *float64  `json:"lostRate,omitempty"`
 	Latency      *Duration `json:"latency,omitempty"`
 }
 
@@ -120,6 +128,12 @@ func (f *Faults) Validate() error {
 	if err := rate("errorRate", f.ErrorRate); err != nil {
 		return err
 	}
+	if err := rate("lostRate", f.LostRate); err != nil {
+		return err
+	}
+	if sum := f.ThrottleRate + f.ErrorRate + f.LostRate; sum > 1 {
+		return fmt.Errorf("throttleRate + errorRate + lostRate is %v: the shares of one call's draw must add up to at most 1", sum)
+	}
 	for k, a := range f.Actions {
 		if !strings.Contains(k, ":") {
 			return fmt.Errorf("actions: key %q must be service:Action, e.g. ec2:CreateFleet", k)
@@ -131,6 +145,11 @@ func (f *Faults) Validate() error {
 		}
 		if a.ErrorRate != nil {
 			if err := rate("actions["+k+"].errorRate", *a.ErrorRate); err != nil {
+				return err
+			}
+		}
+		if a.LostRate != nil {
+			if err := rate("actions["+k+"].lostRate", *a.LostRate); err != nil {
 				return err
 			}
 		}
@@ -172,6 +191,7 @@ func (s *faultState) get() Faults {
 const (
 	faultThrottle     = "throttle"
 	faultError        = "error"
+	faultLost         = "lost"
 	faultAccessDenied = "accessDenied"
 	faultCapacity     = "insufficientCapacity"
 	faultDescribe     = "describeDelay"
@@ -189,7 +209,7 @@ func (s *faultState) decide(c *call) (time.Duration, string) {
 			return f.Latency.Duration, faultAccessDenied
 		}
 	}
-	throttle, errRate, latency := f.ThrottleRate, f.ErrorRate, f.Latency.Duration
+	throttle, errRate, lost, latency := f.ThrottleRate, f.ErrorRate, f.LostRate, f.Latency.Duration
 	if a, ok := matchAction(f.Actions, key); ok {
 		if a.ThrottleRate != nil {
 			throttle = *a.ThrottleRate
@@ -197,11 +217,14 @@ func (s *faultState) decide(c *call) (time.Duration, string) {
 		if a.ErrorRate != nil {
 			errRate = *a.ErrorRate
 		}
+		if a.LostRate != nil {
+			lost = *a.LostRate
+		}
 		if a.Latency != nil {
 			latency = a.Latency.Duration
 		}
 	}
-	if throttle <= 0 && errRate <= 0 {
+	if throttle <= 0 && errRate <= 0 && lost <= 0 {
 		return latency, ""
 	}
 	r := s.rng.Float64()
@@ -210,6 +233,8 @@ func (s *faultState) decide(c *call) (time.Duration, string) {
 		return latency, faultThrottle
 	case r < throttle+errRate:
 		return latency, faultError
+	case r < throttle+errRate+lost:
+		return latency, faultLost
 	}
 	return latency, ""
 }
@@ -253,7 +278,7 @@ func injectedError(c *call, kind string) awsError {
 			return awsError{http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded", true}
 		}
 		return awsError{http.StatusBadRequest, "ThrottlingException", "Rate exceeded", true}
-	case faultError:
+	case faultError, faultLost:
 		if c.Protocol == protoEC2 {
 			return awsError{http.StatusInternalServerError, "InternalError", "An internal error has occurred", false}
 		}

@@ -235,3 +235,77 @@ func TestCreateFleetAllocationStrategy(t *testing.T) {
 		})
 	}
 }
+
+// TestLostAnswersAndClientTokens: a launch whose answer is lost still
+// launched, and only the call's own client token gets its instance back,
+// as on EC2; the token with other parameters is refused.
+func TestLostAnswersAndClientTokens(t *testing.T) {
+	ctx := context.Background()
+	c := fastClients(t)
+	in := &ec2.CreateFleetInput{
+		Type:                        ec2types.FleetTypeInstant,
+		ClientToken:                 aws.String(t.Name()),
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
+		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateId: aws.String(launchTemplate(t, "fleet-test-0")), Version: aws.String("$Latest")},
+			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: ec2types.InstanceTypeM5Large, SubnetId: aws.String(subnetIn("us-east-1a"))}},
+		}},
+	}
+	always := 1.0
+	setFaults(t, fakeaws.Faults{Actions: map[string]fakeaws.ActionFaults{"ec2:CreateFleet": {LostRate: &always}}})
+	before := len(fake.Calls("ec2", "CreateFleet"))
+	_, err := c.EC2.CreateFleet(ctx, in)
+	if code := errorCode(err); code != "InternalError" {
+		t.Fatalf("every answer lost: error %v, want InternalError", err)
+	}
+	var launchedIDs []string
+	for i, call := range fake.Calls("ec2", "CreateFleet")[before:] {
+		if call.Fault != "lost" || call.Replayed != (i > 0) {
+			t.Errorf("attempt %d logged as %s, want fault lost, replayed after the first", i+1, describe(call))
+		}
+		launchedIDs = append(launchedIDs, call.Instances...)
+	}
+	if len(launchedIDs) != 1 {
+		t.Fatalf("the lost attempts launched %v, want one instance: the first, and the retries replayed it", launchedIDs)
+	}
+	t.Cleanup(func() { terminate(t, launchedIDs...) })
+
+	tests := []struct {
+		name     string
+		change   func(*ec2.CreateFleetInput)
+		wantCode string
+		wantIDs  []string
+	}{
+		{"the same call again answers the lost launch", func(*ec2.CreateFleetInput) {}, "", launchedIDs},
+		{"the token with other parameters is refused", func(in *ec2.CreateFleetInput) { in.TargetCapacitySpecification.TotalTargetCapacity = aws.Int32(2) },
+			"IdempotentParameterMismatch", nil},
+	}
+	setFaults(t, fakeaws.Faults{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			again := *in
+			spec := *in.TargetCapacitySpecification
+			again.TargetCapacitySpecification = &spec
+			tt.change(&again)
+			before := len(fake.Calls("ec2", "CreateFleet"))
+			out, err := c.EC2.CreateFleet(ctx, &again)
+			if code := errorCode(err); code != tt.wantCode {
+				t.Fatalf("error %v, want code %q", err, tt.wantCode)
+			}
+			var ids []string
+			if out != nil {
+				for _, i := range out.Instances {
+					ids = append(ids, i.InstanceIds...)
+				}
+			}
+			if fmt.Sprint(ids) != fmt.Sprint(tt.wantIDs) {
+				t.Errorf("answered instances %v, want %v", ids, tt.wantIDs)
+			}
+			for _, call := range fake.Calls("ec2", "CreateFleet")[before:] {
+				if len(call.Instances) > 0 {
+					t.Errorf("call %s launched again", describe(call))
+				}
+			}
+		})
+	}
+}

@@ -97,6 +97,7 @@ type Server struct {
 	images  *imageCatalog
 	catalog regionTypes
 	faults  faultState
+	tokens  clientTokens
 	calls   callLog
 	seed    Seed
 	cluster *clusterInfo
@@ -279,6 +280,9 @@ type answer struct {
 	body      []byte
 	fault     string
 	instances []string
+	// replayed is an earlier call's answer given again for its client
+	// token.
+	replayed bool
 }
 
 func errorAnswer(c *call, e awsError) *answer {
@@ -326,11 +330,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var a *answer
-	if fault != "" {
+	switch fault {
+	case "":
+		a = s.dispatch(r.Context(), c, r)
+	case faultLost:
+		// The backend acts; the answer is lost on the way back. What the
+		// call launched stays in the log.
+		done := s.dispatch(r.Context(), c, r)
+		a = errorAnswer(c, injectedError(c, fault))
+		a.fault, a.instances, a.replayed = fault, done.instances, done.replayed
+	default:
 		a = errorAnswer(c, injectedError(c, fault))
 		a.fault = fault
-	} else {
-		a = s.dispatch(r.Context(), c, r)
 	}
 	for k, v := range a.header {
 		w.Header()[k] = v
@@ -340,7 +351,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(a.body)
 	s.calls.add(Call{
 		Time: start, Service: c.Service, Action: c.Action, Region: c.Region, Params: c.params(),
-		Status: a.status, ErrorCode: errorCode(a), Fault: a.fault, Instances: a.instances,
+		Status: a.status, ErrorCode: errorCode(a), Fault: a.fault, Instances: a.instances, Replayed: a.replayed,
 		LatencyMS: float64(s.clock.Since(start).Microseconds()) / 1000,
 	})
 }
@@ -354,9 +365,9 @@ func (s *Server) dispatch(ctx context.Context, c *call, r *http.Request) *answer
 	case "ec2:DescribeSpotPriceHistory":
 		return s.spotPriceHistory(ctx, c)
 	case "ec2:CreateFleet":
-		return s.createFleet(ctx, c, r)
+		return s.tokens.once(c, func() *answer { return s.createFleet(ctx, c, r) })
 	case "ec2:RunInstances":
-		return s.runInstances(ctx, c, r)
+		return s.tokens.once(c, func() *answer { return s.runInstances(ctx, c, r) })
 	case "ec2:DescribeInstances":
 		return s.describeInstances(ctx, c, r)
 	case "eks:DescribeCluster":

@@ -159,6 +159,8 @@ type Provider struct {
 
 	mu   sync.Mutex
 	seen map[string]seenInstance
+	// unsettled are the fleet calls of unknown outcome, by request token.
+	unsettled map[string]*unsettled
 }
 
 // seenInstance is an instance's last description and when it was made.
@@ -172,7 +174,7 @@ func New(opts Options) *Provider {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	p := &Provider{ec2: opts.EC2, clusterName: opts.ClusterName, clock: opts.Clock, seen: map[string]seenInstance{}}
+	p := &Provider{ec2: opts.EC2, clusterName: opts.ClusterName, clock: opts.Clock, seen: map[string]seenInstance{}, unsettled: map[string]*unsettled{}}
 	// The windows: a provisioning batch creates its NodeClaims within
 	// milliseconds of each other, so 35ms of quiet closes a launch batch
 	// without delaying a lone launch noticeably.
@@ -186,8 +188,12 @@ func New(opts Options) *Provider {
 func (p *Provider) ClusterTag() string { return "kubernetes.io/cluster/" + p.clusterName }
 
 // Create launches one instance for the request, batched with concurrent
-// requests of the same configuration.
+// requests of the same configuration. A request whose last fleet call
+// ended with its outcome unknown asks that call again instead.
 func (p *Provider) Create(ctx context.Context, req Request) (*Instance, error) {
+	if u := p.unsettledFor(req.Token); u != nil {
+		return p.settle(ctx, u, req.Token)
+	}
 	if len(req.Overrides) == 0 {
 		return nil, &InsufficientCapacityError{Message: "no launch options left (every offering is unavailable)"}
 	}
@@ -238,13 +244,28 @@ func batchKey(r Request) string {
 }
 
 func (p *Provider) createFleet(ctx context.Context, _ string, reqs []Request) []batcher.Result[[]*Instance] {
-	out := make([]batcher.Result[[]*Instance], len(reqs))
-	fail := func(err error) []batcher.Result[[]*Instance] {
+	in := fleetInput(reqs)
+	resp, err := p.ec2.CreateFleet(ctx, in)
+	if err != nil {
+		if outcomeUnknown(err) {
+			p.rememberUnsettled(in, reqs)
+			err = fmt.Errorf("creating fleet (EC2 may have launched it: the retry asks again with the same client token): %w", err)
+		} else {
+			err = fmt.Errorf("creating fleet: %w", err)
+		}
+		out := make([]batcher.Result[[]*Instance], len(reqs))
 		for i := range out {
 			out[i].Err = err
 		}
 		return out
 	}
+	return p.fleetResults(reqs, resp)
+}
+
+// fleetInput is the one instant fleet call for a batch of equal requests.
+// Its client token is made of the requests' own, so the same batch asked
+// again is the same call to EC2.
+func fleetInput(reqs []Request) *ec2.CreateFleetInput {
 	first := reqs[0]
 	tokens := make([]string, len(reqs))
 	for i, r := range reqs {
@@ -270,10 +291,14 @@ func (p *Provider) createFleet(ctx context.Context, _ string, reqs []Request) []
 	} else {
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
-	resp, err := p.ec2.CreateFleet(ctx, in)
-	if err != nil {
-		return fail(fmt.Errorf("creating fleet: %w", err))
-	}
+	return in
+}
+
+// fleetResults hands the fleet's instances to the requests in order; the
+// requests left over get the capacity errors EC2 reported.
+func (p *Provider) fleetResults(reqs []Request, resp *ec2.CreateFleetOutput) []batcher.Result[[]*Instance] {
+	out := make([]batcher.Result[[]*Instance], len(reqs))
+	first := reqs[0]
 	var launched []*Instance
 	for _, fi := range resp.Instances {
 		zone, subnet := "", ""

@@ -1,0 +1,123 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/batcher"
+)
+
+// UnsettledTTL is how long a fleet call whose outcome is unknown is asked
+// again, with its own client token, instead of a new one. EC2 keeps a
+// client token far longer; past an hour a NodeClaim has long timed out its
+// launch, and garbage collection has an instance no NodeClaim claimed.
+const UnsettledTTL = time.Hour
+
+// unsettled is a fleet call that failed without saying whether EC2 acted:
+// a 5xx can come after the fleet launched, a connection can drop with
+// the answer in it, and the SDK's retries of one call share its client
+// token, so any of them may have been the one that ran. A new batch of the
+// same NodeClaims would carry another token and launch a second time;
+// asking again with this call's input either returns what it launched or
+// launches it now, once.
+type unsettled struct {
+	mu   sync.Mutex
+	in   *ec2.CreateFleetInput
+	reqs []Request
+	at   time.Time
+	// results, once EC2 answered the call again, per request.
+	results []batcher.Result[[]*Instance]
+}
+
+// outcomeUnknown reports whether a failed call may have run. Only a
+// client error other than throttling proves it did not: EC2 refuses such
+// a request before acting, and the SDK does not retry it, so no earlier
+// attempt of the call ran either. A throttled last attempt says nothing of
+// the attempts before it.
+func outcomeUnknown(err error) bool {
+	var re *awshttp.ResponseError
+	if !errors.As(err, &re) {
+		return true // no answer: the request may have arrived
+	}
+	status := re.HTTPStatusCode()
+	if status < 400 || status >= 500 {
+		return true
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "RequestLimitExceeded", "Throttling", "ThrottlingException", "RequestThrottled":
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Provider) rememberUnsettled(in *ec2.CreateFleetInput, reqs []Request) {
+	u := &unsettled{in: in, reqs: reqs, at: p.clock.Now()}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range reqs {
+		p.unsettled[r.Token] = u
+	}
+}
+
+// unsettledFor returns the unknown-outcome call the request was part of,
+// dropping calls older than UnsettledTTL on the way.
+func (p *Provider) unsettledFor(token string) *unsettled {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for t, u := range p.unsettled {
+		if p.clock.Since(u.at) > UnsettledTTL {
+			delete(p.unsettled, t)
+		}
+	}
+	return p.unsettled[token]
+}
+
+// settle asks EC2 the unsettled call again, once for all its requests,
+// and returns the request's share of the answer. Another unknown outcome
+// keeps the call for the next retry; any answer settles it.
+func (p *Provider) settle(ctx context.Context, u *unsettled, token string) (*Instance, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.results == nil {
+		resp, err := p.ec2.CreateFleet(ctx, u.in)
+		if err != nil {
+			if !outcomeUnknown(err) {
+				p.forgetUnsettled(u)
+			}
+			return nil, fmt.Errorf("creating fleet again with client token %s: %w", aws.ToString(u.in.ClientToken), err)
+		}
+		u.results = p.fleetResults(u.reqs, resp)
+	}
+	p.mu.Lock()
+	delete(p.unsettled, token)
+	p.mu.Unlock()
+	for i, r := range u.reqs {
+		if r.Token == token {
+			if u.results[i].Err != nil {
+				return nil, u.results[i].Err
+			}
+			return u.results[i].Value[0], nil
+		}
+	}
+	return nil, fmt.Errorf("request %s is not part of fleet call %s", token, aws.ToString(u.in.ClientToken))
+}
+
+func (p *Provider) forgetUnsettled(u *unsettled) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for t, v := range p.unsettled {
+		if v == u {
+			delete(p.unsettled, t)
+		}
+	}
+}

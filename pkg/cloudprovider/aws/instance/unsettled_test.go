@@ -1,0 +1,136 @@
+package instance
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// tokenFleet is EC2's CreateFleet as far as idempotency goes: a client
+// token launches once, and its call asked again answers the same
+// instances. Each call takes the next step of its script: "lost" launches
+// and answers a 500, "throttle" and "refused" launch nothing and answer
+// RequestLimitExceeded or a 400.
+type tokenFleet struct {
+	mu       sync.Mutex
+	script   []string
+	tokens   []string // per call
+	byToken  map[string][]string
+	launched int
+}
+
+func apiError(status int, code string) error {
+	return &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{
+		Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}},
+		Err:      &smithy.GenericAPIError{Code: code, Message: code},
+	}}
+}
+
+func (f *tokenFleet) fleet(in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	step := ""
+	if len(f.tokens) < len(f.script) {
+		step = f.script[len(f.tokens)]
+	}
+	token := aws.ToString(in.ClientToken)
+	f.tokens = append(f.tokens, token)
+	switch step {
+	case "throttle":
+		return nil, apiError(http.StatusServiceUnavailable, "RequestLimitExceeded")
+	case "refused":
+		return nil, apiError(http.StatusBadRequest, "InvalidParameterValue")
+	}
+	if f.byToken[token] == nil {
+		for range aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity) {
+			f.launched++
+			f.byToken[token] = append(f.byToken[token], fmt.Sprintf("i-%d", f.launched))
+		}
+	}
+	if step == "lost" {
+		return nil, apiError(http.StatusInternalServerError, "InternalError")
+	}
+	return &ec2.CreateFleetOutput{Instances: []ec2types.CreateFleetInstance{{InstanceIds: f.byToken[token], InstanceType: "m5.large",
+		LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{SubnetId: aws.String("s"), AvailabilityZone: aws.String("z")}}}}}, nil
+}
+
+// TestUnknownOutcomeIsAskedAgainWithItsToken: two NodeClaims launched in
+// one fleet call that failed retry one at a time. When the failure leaves
+// open whether EC2 launched, each retry must ask that call again with its
+// client token, so EC2 launches the pair once whatever happened; a refusal
+// proves nothing launched, and the retries batch anew.
+func TestUnknownOutcomeIsAskedAgainWithItsToken(t *testing.T) {
+	cases := []struct {
+		name string
+		// script is the fleet calls' steps: the batch's, then the retries'.
+		script []string
+		// wantCalls is the fleet calls made; wantSameToken whether every
+		// one carried the first call's token.
+		wantCalls     int
+		wantSameToken bool
+	}{
+		{"answer lost: asked again once for both", []string{"lost"}, 2, true},
+		{"answer lost twice: asked again until answered", []string{"lost", "lost"}, 3, true},
+		{"throttled after the SDK's retries: asked again", []string{"throttle"}, 2, true},
+		{"refused: nothing launched, each retry a new batch", []string{"refused"}, 3, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &tokenFleet{script: tc.script, byToken: map[string][]string{}}
+			p := New(Options{EC2: &counting{calls: map[string]int{}, fleet: f.fleet}, ClusterName: "demo"})
+			req := func(token string) Request {
+				return Request{CapacityType: CapacityTypeOnDemand, Token: token, Overrides: []Override{{LaunchTemplate: "lt", InstanceType: "m5.large", SubnetID: "s", Zone: "z", Price: 1}}}
+			}
+			var wg sync.WaitGroup
+			for _, token := range []string{"a", "b"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := p.Create(context.Background(), req(token)); err == nil {
+						t.Errorf("launch %s: the batch's call failed, want an error", token)
+					}
+				}()
+			}
+			wg.Wait()
+			if len(f.tokens) != 1 {
+				t.Fatalf("%d fleet calls for two concurrent launches, want 1", len(f.tokens))
+			}
+			// Each NodeClaim retries until it has its instance, as the
+			// lifecycle controller does, one at a time.
+			ids := map[string]bool{}
+			for _, token := range []string{"a", "b"} {
+				for try := 0; try < 3; try++ {
+					if inst, err := p.Create(context.Background(), req(token)); err == nil {
+						ids[inst.ID] = true
+						break
+					}
+				}
+			}
+			if len(ids) != 2 {
+				t.Errorf("the retries got instances %v, want two distinct", ids)
+			}
+			if f.launched != 2 {
+				t.Errorf("EC2 launched %d instances for two NodeClaims", f.launched)
+			}
+			if len(f.tokens) != tc.wantCalls {
+				t.Errorf("%d fleet calls %v, want %d", len(f.tokens), f.tokens, tc.wantCalls)
+			}
+			same := true
+			for _, tok := range f.tokens {
+				same = same && tok == f.tokens[0]
+			}
+			if same != tc.wantSameToken {
+				t.Errorf("client tokens %v: all the first call's is %v, want %v", f.tokens, same, tc.wantSameToken)
+			}
+		})
+	}
+}
