@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joiner-autoscaler/joiner/pkg/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/convert"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/joiner-autoscaler/joiner/pkg/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 )
 
 // regionNames are the Price List "location" values of the regions.

@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	corev1 "k8s.io/api/core/v1"
 )
 

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 )
 
 // supplementTestdata holds DescribeInstanceTypes records for catalog types

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 )
 
 // Well-known labels of an instance type, as Karpenter names them.

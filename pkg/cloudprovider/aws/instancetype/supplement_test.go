@@ -16,7 +16,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 )
 
 var updateSupplement = flag.Bool("update-supplement", false, "rewrite "+supplementTestdata+" from moto's records and the sibling rules")
