@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -130,6 +131,31 @@ func TestUnknownOutcomeIsAskedAgainWithItsToken(t *testing.T) {
 			}
 			if same != tc.wantSameToken {
 				t.Errorf("client tokens %v: all the first call's is %v, want %v", f.tokens, same, tc.wantSameToken)
+			}
+		})
+	}
+}
+
+// TestOutcomeUnknown: only a refusal proves a fleet call did not run.
+func TestOutcomeUnknown(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no answer at all", errors.New("dial tcp: connection reset by peer"), true},
+		{"a server error", apiError(http.StatusInternalServerError, "InternalError"), true},
+		{"unavailable", apiError(http.StatusServiceUnavailable, "Unavailable"), true},
+		{"throttled last, an earlier attempt may have run", apiError(http.StatusServiceUnavailable, "RequestLimitExceeded"), true},
+		{"throttled with a 400", apiError(http.StatusBadRequest, "Throttling"), true},
+		{"a refused parameter", apiError(http.StatusBadRequest, "InvalidParameterValue"), false},
+		{"a refused permission", apiError(http.StatusForbidden, "UnauthorizedOperation"), false},
+		{"wrapped by the caller", fmt.Errorf("creating fleet: %w", apiError(http.StatusBadRequest, "InvalidLaunchTemplateName.NotFoundException")), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := outcomeUnknown(tc.err); got != tc.want {
+				t.Errorf("outcomeUnknown(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
 	}
