@@ -14,6 +14,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -273,16 +275,22 @@ func fleetInput(reqs []Request) *ec2.CreateFleetInput {
 	}
 	sort.Strings(tokens)
 	sum := sha256.Sum256([]byte(strings.Join(tokens, ",")))
+	token := hex.EncodeToString(sum[:16])
+	instanceTags := maps.Clone(first.Tags)
+	if instanceTags == nil {
+		instanceTags = map[string]string{}
+	}
+	instanceTags[tags.LaunchToken] = token
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,
-		ClientToken:           aws.String(hex.EncodeToString(sum[:16])),
+		ClientToken:           aws.String(token),
 		LaunchTemplateConfigs: launchConfigs(first),
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity:       aws.Int32(int32(len(reqs))),
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(first.CapacityType),
 		},
 		TagSpecifications: []ec2types.TagSpecification{
-			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags.EC2(first.Tags)},
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags.EC2(instanceTags)},
 			{ResourceType: ec2types.ResourceTypeFleet, Tags: tags.EC2(first.Tags)},
 		},
 	}
@@ -504,7 +512,7 @@ func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
 		return nil, fmt.Errorf("listing instances: %w", err)
 	}
 	p.remember(at, out, true)
-	return out, nil
+	return slices.DeleteFunc(out, p.settling), nil
 }
 
 func (p *Provider) describeAll(ctx context.Context, in *ec2.DescribeInstancesInput, each func(*Instance)) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/smithy-go"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/batcher"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
 )
 
 // UnsettledTTL is how long a fleet call whose outcome is unknown is asked
@@ -110,6 +111,24 @@ func (p *Provider) settle(ctx context.Context, u *unsettled, token string) (*Ins
 		}
 	}
 	return nil, fmt.Errorf("request %s is not part of fleet call %s", token, aws.ToString(u.in.ClientToken))
+}
+
+// settling reports whether the instance was launched by a fleet call
+// whose outcome is still unknown: one of that call's NodeClaims will claim
+// it, so it is not the cluster's to collect yet.
+func (p *Provider) settling(inst *Instance) bool {
+	token := inst.Tags[tags.LaunchToken]
+	if token == "" {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, u := range p.unsettled {
+		if aws.ToString(u.in.ClientToken) == token && p.clock.Since(u.at) <= UnsettledTTL {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *Provider) forgetUnsettled(u *unsettled) {

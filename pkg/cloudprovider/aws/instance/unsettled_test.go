@@ -22,11 +22,31 @@ import (
 // and answers a 500, "throttle" and "refused" launch nothing and answer
 // RequestLimitExceeded or a 400.
 type tokenFleet struct {
+	EC2API
 	mu       sync.Mutex
 	script   []string
 	tokens   []string // per call
 	byToken  map[string][]string
+	tags     map[string][]ec2types.Tag // the instances' tags, by token
 	launched int
+}
+
+// DescribeInstances lists every instance launched, with its fleet's tags.
+func (f *tokenFleet) DescribeInstances(context.Context, *ec2.DescribeInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var r ec2types.Reservation
+	for token, ids := range f.byToken {
+		for _, id := range ids {
+			r.Instances = append(r.Instances, ec2types.Instance{InstanceId: aws.String(id), Tags: f.tags[token],
+				State: &ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning}})
+		}
+	}
+	return &ec2.DescribeInstancesOutput{Reservations: []ec2types.Reservation{r}}, nil
+}
+
+func (f *tokenFleet) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
+	return f.fleet(in)
 }
 
 func apiError(status int, code string) error {
@@ -52,6 +72,11 @@ func (f *tokenFleet) fleet(in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, er
 		return nil, apiError(http.StatusBadRequest, "InvalidParameterValue")
 	}
 	if f.byToken[token] == nil {
+		for _, spec := range in.TagSpecifications {
+			if spec.ResourceType == ec2types.ResourceTypeInstance {
+				f.tags[token] = spec.Tags
+			}
+		}
 		for range aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity) {
 			f.launched++
 			f.byToken[token] = append(f.byToken[token], fmt.Sprintf("i-%d", f.launched))
@@ -86,8 +111,15 @@ func TestUnknownOutcomeIsAskedAgainWithItsToken(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &tokenFleet{script: tc.script, byToken: map[string][]string{}}
-			p := New(Options{EC2: &counting{calls: map[string]int{}, fleet: f.fleet}, ClusterName: "demo"})
+			f := &tokenFleet{script: tc.script, byToken: map[string][]string{}, tags: map[string][]ec2types.Tag{}}
+			p := New(Options{EC2: f, ClusterName: "demo"})
+			listed := func() int {
+				insts, err := p.List(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(insts)
+			}
 			req := func(token string) Request {
 				return Request{CapacityType: CapacityTypeOnDemand, Token: token, Overrides: []Override{{LaunchTemplate: "lt", InstanceType: "m5.large", SubnetID: "s", Zone: "z", Price: 1}}}
 			}
@@ -105,6 +137,11 @@ func TestUnknownOutcomeIsAskedAgainWithItsToken(t *testing.T) {
 			if len(f.tokens) != 1 {
 				t.Fatalf("%d fleet calls for two concurrent launches, want 1", len(f.tokens))
 			}
+			// What a call of unknown outcome launched waits for its
+			// NodeClaims, not for garbage collection.
+			if n := listed(); n != 0 {
+				t.Errorf("List shows %d of the %d instances the failed call launched, want none until the retries claim them", n, f.launched)
+			}
 			// Each NodeClaim retries until it has its instance, as the
 			// lifecycle controller does, one at a time.
 			ids := map[string]bool{}
@@ -118,6 +155,9 @@ func TestUnknownOutcomeIsAskedAgainWithItsToken(t *testing.T) {
 			}
 			if len(ids) != 2 {
 				t.Errorf("the retries got instances %v, want two distinct", ids)
+			}
+			if n := listed(); n != 2 {
+				t.Errorf("List shows %d instances once the retries claimed them, want 2", n)
 			}
 			if f.launched != 2 {
 				t.Errorf("EC2 launched %d instances for two NodeClaims", f.launched)

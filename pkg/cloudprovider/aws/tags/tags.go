@@ -22,6 +22,11 @@ const (
 	Name           = "Name"
 	// ClusterPrefix + the cluster's name, with the value "owned".
 	ClusterPrefix = "kubernetes.io/cluster/"
+	// LaunchToken is Joiner's own: the client token of the fleet call that
+	// launched the instance. While a call's outcome is unknown its
+	// instances have no NodeClaim yet, and garbage collection tells them
+	// by it (instance.UnsettledTTL).
+	LaunchToken = "joiner.sh/launch-token"
 )
 
 // Cluster is the tag key that says a resource belongs to the cluster.
