@@ -149,11 +149,12 @@ func TestMultiNodeScaleDown(t *testing.T) {
 
 // maxReplicaMoves bounds how often one replica may be moved on the way to
 // the converged cluster. Runs have moved the workload 1.7 to 2.4 times per
-// pod on average and one replica up to 6 times (the offline replay, up to
-// 7): the bounds, three per pod on average and 8 for one replica, leave
-// room for kube-scheduler's random choices and catch a replace loop, which
-// moves the same pods dozens of times.
-const maxReplicaMoves = 8
+// pod on average and one replica up to 9 times (a clean-clone make test on
+// 2026-11-26, at 1.94 per pod; the offline replay, up to 7): the bounds,
+// three per pod on average and 12 for one replica, leave room for
+// kube-scheduler's random choices and catch a replace loop, which moves the
+// same pods dozens of times.
+const maxReplicaMoves = 12
 
 // moves traces the default namespace's pods through their ReplicaSets: a
 // pod the ReplicaSet creates while it is short of pods replaces the pod
