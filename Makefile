@@ -1,7 +1,7 @@
 # The two commands the README gives are `make demo` and `make test`.
 SHELL := /bin/bash
 
-.PHONY: demo test soak bench-aws generate verify-generated setup down fmt
+.PHONY: demo test soak chaos bench-aws generate verify-generated setup down fmt
 
 ## demo: set everything up and run the demo on a local control plane, with
 ## Joiner's aws provider against the local AWS endpoint (cmd/fake-aws)
@@ -20,6 +20,15 @@ test: setup
 soak: setup
 	go vet -tags long ./test/consolidation/
 	go test -tags long -count=1 -timeout 60m -v -run '^TestSteadyState$$' ./test/consolidation/
+
+## chaos: guide 03 up and down CHAOS_ROUNDS times (default 4) through the
+## aws provider while every AWS call risks throttling, 5xx before or after
+## it took effect, latency and eventual consistency, with Joiner killed
+## mid-launch once (-tags chaos), outside make test; about 10 minutes.
+## docs/long-tests.md has its figures.
+chaos: setup
+	go vet -tags chaos ./test/aws/
+	go test -tags chaos -count=1 -timeout 60m -v -run '^TestChaos$$' ./test/aws/
 
 ## bench-aws: 1,000 pending pods become 200 EC2 instances through the aws
 ## provider and the local AWS endpoint with 50 ms per AWS call (-tags bench),
