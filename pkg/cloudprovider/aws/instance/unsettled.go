@@ -16,10 +16,14 @@ import (
 )
 
 // UnsettledTTL is how long a fleet call whose outcome is unknown is asked
-// again, with its own client token, instead of a new one. EC2 keeps a
-// client token far longer; past an hour a NodeClaim has long timed out its
-// launch, and garbage collection has an instance no NodeClaim claimed.
-const UnsettledTTL = time.Hour
+// again, with its own client token, instead of a new one, and how long
+// garbage collection leaves its instances to the NodeClaims that will
+// claim them. A NodeClaim retries its launch within seconds; one that has
+// not come back by then may be gone (deleted, or past its launch timeout),
+// and an instance launched for it would run unclaimed for as long as it
+// was spared. Past the window the call is forgotten: garbage collection
+// ends what it launched, and a late retry launches anew.
+const UnsettledTTL = 5 * time.Minute
 
 // unsettled is a fleet call that failed without saying whether EC2 acted:
 // a 5xx can come after the fleet launched, a connection can drop with

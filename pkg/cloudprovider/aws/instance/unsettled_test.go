@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -14,6 +15,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // tokenFleet is EC2's CreateFleet as far as idempotency goes: a client
@@ -196,6 +199,39 @@ func TestOutcomeUnknown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := outcomeUnknown(tc.err); got != tc.want {
 				t.Errorf("outcomeUnknown(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnsettledExpires: past UnsettledTTL a call of unknown outcome is
+// neither asked again nor spared by garbage collection, so an instance
+// whose NodeClaim never came back does not run unclaimed for longer.
+func TestUnsettledExpires(t *testing.T) {
+	cases := []struct {
+		name        string
+		age         time.Duration
+		wantAsk     bool
+		wantSparing bool
+	}{
+		{"just failed", 0, true, true},
+		{"within the window", UnsettledTTL - time.Second, true, true},
+		{"past the window", UnsettledTTL + time.Second, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+			p := New(Options{EC2: &tokenFleet{}, ClusterName: "demo", Clock: clk})
+			reqs := []Request{{Token: "a"}, {Token: "b"}}
+			in := fleetInput(reqs)
+			p.rememberUnsettled(in, reqs)
+			clk.Step(tc.age)
+			launched := &Instance{ID: "i-1", Tags: map[string]string{tags.LaunchToken: aws.ToString(in.ClientToken)}}
+			if got := p.settling(launched); got != tc.wantSparing {
+				t.Errorf("settling = %v, want %v", got, tc.wantSparing)
+			}
+			if got := p.unsettledFor("a") != nil; got != tc.wantAsk {
+				t.Errorf("asked again = %v, want %v", got, tc.wantAsk)
 			}
 		})
 	}
