@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/smithy-go"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/batcher"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
 )
@@ -42,27 +42,20 @@ type unsettled struct {
 }
 
 // outcomeUnknown reports whether a failed call may have run. Only a
-// client error other than throttling proves it did not: EC2 refuses such
-// a request before acting, and the SDK does not retry it, so no earlier
-// attempt of the call ran either. A throttled last attempt says nothing of
+// client error that Joiner's retry policy (awsclient) does not retry
+// proves it did not: EC2 refuses such a request before acting, and it
+// ends the call at its first answer, so no earlier attempt ran either. An
+// error the policy retries (throttling, a timeout, a 5xx) says nothing of
 // the attempts before it.
 func outcomeUnknown(err error) bool {
 	var re *awshttp.ResponseError
 	if !errors.As(err, &re) {
 		return true // no answer: the request may have arrived
 	}
-	status := re.HTTPStatusCode()
-	if status < 400 || status >= 500 {
+	if status := re.HTTPStatusCode(); status < 400 || status >= 500 {
 		return true
 	}
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
-		case "RequestLimitExceeded", "Throttling", "ThrottlingException", "RequestThrottled":
-			return true
-		}
-	}
-	return false
+	return awsclient.NewRetryer().IsErrorRetryable(err)
 }
 
 func (p *Provider) rememberUnsettled(in *ec2.CreateFleetInput, reqs []Request) {
