@@ -5,9 +5,7 @@ package aws
 import (
 	"fmt"
 	"os"
-	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/internal/fakeaws"
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 )
 
 // chaosFaults are the failures of every AWS call during the chaos run:
@@ -25,13 +24,11 @@ import (
 // what a lost answer can duplicate.
 var chaosFaults = fakeaws.Faults{
 	ThrottleRate: 0.15, ErrorRate: 0.05, LostRate: 0.05,
-	Actions:       map[string]fakeaws.ActionFaults{"ec2:CreateFleet": {LostRate: ptrTo(0.3)}},
+	Actions:       map[string]fakeaws.ActionFaults{"ec2:CreateFleet": {LostRate: ptr.To(0.3)}},
 	DescribeDelay: fakeaws.Duration{Duration: 2 * time.Second},
 	Latency:       fakeaws.Duration{Duration: 10 * time.Millisecond},
 	Seed:          7,
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // TestChaos (make chaos) runs guide 03's workload up and down for
 // CHAOS_ROUNDS rounds (default 4) while every AWS call risks throttling, a
@@ -69,19 +66,9 @@ func TestChaos(t *testing.T) {
 		framework.ResetCluster(t)
 	})
 
-	// Guide 03 on types of at most 8 vCPUs, so 30 pods need several
-	// instances, and a 10 s consolidateAfter, so scale-down shows.
-	manifest := framework.ReadSeed(t, "03-scale-up-down.yaml")
-	for from, to := range map[string]string{
-		"consolidateAfter: 1m": "consolidateAfter: 10s",
-		"        - key: karpenter.k8s.aws/instance-generation": "        - key: karpenter.k8s.aws/instance-cpu\n          operator: Lt\n          values: [\"9\"]\n" +
-			"        - key: karpenter.k8s.aws/instance-generation",
-	} {
-		if !strings.Contains(manifest, from) {
-			t.Fatalf("guide 03's manifest has no %q", from)
-		}
-		manifest = strings.Replace(manifest, from, to, 1)
-	}
+	// Guide 03 on small types, with a 10 s consolidateAfter, so
+	// scale-down shows.
+	manifest := guide03OnSmallTypes(t, "10s", 5)
 	framework.Kubectl(t, manifest, "apply", "-f", "-")
 	framework.Eventually(t, 4*time.Minute, "the 5 pods of the guide to run", func() (bool, string) {
 		n, _ := framework.Running(t, map[string]string{"app": "inflate"})
@@ -141,17 +128,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 3*time.Minute, "no instance running without a NodeClaim", func() (bool, string) {
-		live := map[string]bool{}
-		for _, nc := range framework.NodeClaims(t) {
-			live[instanceID(nc.Status.ProviderID)] = true
-		}
-		var stray []string
-		for id, state := range instances(t) {
-			if state != "terminated" && state != "shutting-down" && !live[id] {
-				stray = append(stray, id+" "+state)
-			}
-		}
-		sort.Strings(stray)
+		stray := strayInstances(t)
 		return len(stray) == 0, fmt.Sprintf("%v", stray)
 	})
 
@@ -165,21 +142,21 @@ func TestChaos(t *testing.T) {
 		if c.Fault != "" {
 			faulted[c.Fault]++
 		}
-		if c.Service == "ec2" && (c.Action == "CreateFleet" || c.Action == "RunInstances") {
-			launched = append(launched, c.Instances...)
-			if c.Fault == "lost" && len(c.Instances) > 0 {
-				lostLaunches++
+	}
+	for _, c := range launchCalls() {
+		launched = append(launched, c.Instances...)
+		if c.Fault == "lost" && len(c.Instances) > 0 {
+			lostLaunches++
+		}
+		round := 0
+		for r := 1; r <= rounds; r++ {
+			if !c.Time.Before(roundStart[r]) {
+				round = r
 			}
-			round := 0
-			for r := 1; r <= rounds; r++ {
-				if !c.Time.Before(roundStart[r]) {
-					round = r
-				}
-			}
-			for _, id := range c.Instances {
-				launchedBy[id] = fmt.Sprintf("%s in round %d (fault %q, client token %v)", id, round, c.Fault, c.Params["ClientToken"])
-				launchRound[id] = round
-			}
+		}
+		for _, id := range c.Instances {
+			launchedBy[id] = fmt.Sprintf("%s in round %d (fault %q, client token %v)", id, round, c.Fault, c.Params["ClientToken"])
+			launchRound[id] = round
 		}
 	}
 	owner := map[string]string{}

@@ -2,7 +2,6 @@ package aws
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -49,21 +48,9 @@ func TestFaultsEveryPodPlacedNoDoubleLaunch(t *testing.T) {
 		framework.ResetCluster(t)
 	})
 
-	// Guide 03 with 30 replicas, on types of at most 8 vCPUs so that they
-	// need several instances; no consolidation, so every NodeClaim is the
-	// provisioner's.
-	manifest := framework.ReadSeed(t, "03-scale-up-down.yaml")
-	for from, to := range map[string]string{
-		"consolidateAfter: 1m": "consolidateAfter: Never",
-		"replicas: 5":          "replicas: 30",
-		"        - key: karpenter.k8s.aws/instance-generation": "        - key: karpenter.k8s.aws/instance-cpu\n          operator: Lt\n          values: [\"9\"]\n" +
-			"        - key: karpenter.k8s.aws/instance-generation",
-	} {
-		if !strings.Contains(manifest, from) {
-			t.Fatalf("guide 03's manifest has no %q", from)
-		}
-		manifest = strings.Replace(manifest, from, to, 1)
-	}
+	// Guide 03 with 30 replicas on small types; no consolidation, so
+	// every NodeClaim is the provisioner's.
+	manifest := guide03OnSmallTypes(t, "Never", 30)
 	framework.Kubectl(t, manifest, "apply", "-f", "-")
 
 	framework.Eventually(t, 2*time.Minute, "a launch to fail", func() (bool, string) {
@@ -132,10 +119,8 @@ func TestFaultsEveryPodPlacedNoDoubleLaunch(t *testing.T) {
 	// Every launched instance belongs to exactly one NodeClaim ever
 	// created, and every NodeClaim to exactly one instance.
 	var launched []string
-	for _, action := range []string{"CreateFleet", "RunInstances"} {
-		for _, c := range fake.Calls("ec2", action) {
-			launched = append(launched, c.Instances...)
-		}
+	for _, c := range launchCalls() {
+		launched = append(launched, c.Instances...)
 	}
 	ever := claims.providerIDs(t)
 	owner := map[string]string{}
@@ -163,17 +148,7 @@ func TestFaultsEveryPodPlacedNoDoubleLaunch(t *testing.T) {
 		len(ever), len(launched), lostLaunches, throttled, failed, lost, len(fake.Calls("", ""))-mixed, faulted)
 
 	// No running instance is without a NodeClaim.
-	live := map[string]bool{}
-	for _, nc := range framework.NodeClaims(t) {
-		live[instanceID(nc.Status.ProviderID)] = true
+	for _, stray := range strayInstances(t) {
+		t.Errorf("instance %s without a NodeClaim", stray)
 	}
-	for id, state := range instances(t) {
-		if state != "terminated" && state != "shutting-down" && !live[id] {
-			t.Errorf("instance %s is %s without a NodeClaim", id, state)
-		}
-	}
-}
-
-func instanceID(providerID string) string {
-	return providerID[strings.LastIndex(providerID, "/")+1:]
 }

@@ -5,8 +5,11 @@ package aws
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -114,4 +117,58 @@ func securityGroups(t testing.TB, id string) []string {
 		}
 	}
 	return groups
+}
+
+// guide03OnSmallTypes is guide 03's manifest with the NodePool held to
+// types of at most 8 vCPUs, so that tens of pods of 1 CPU need several
+// instances, and the given consolidateAfter and replicas.
+func guide03OnSmallTypes(t testing.TB, consolidateAfter string, replicas int) string {
+	t.Helper()
+	manifest := framework.ReadSeed(t, "03-scale-up-down.yaml")
+	for from, to := range map[string]string{
+		"consolidateAfter: 1m": "consolidateAfter: " + consolidateAfter,
+		"replicas: 5":          fmt.Sprintf("replicas: %d", replicas),
+		"        - key: karpenter.k8s.aws/instance-generation": "        - key: karpenter.k8s.aws/instance-cpu\n          operator: Lt\n          values: [\"9\"]\n" +
+			"        - key: karpenter.k8s.aws/instance-generation",
+	} {
+		if !strings.Contains(manifest, from) {
+			t.Fatalf("guide 03's manifest has no %q", from)
+		}
+		manifest = strings.Replace(manifest, from, to, 1)
+	}
+	return manifest
+}
+
+// strayInstances are the instances running (or about to) that no current
+// NodeClaim records, as "id state".
+func strayInstances(t testing.TB) []string {
+	t.Helper()
+	owned := map[string]bool{}
+	for _, nc := range framework.NodeClaims(t) {
+		owned[instanceID(nc.Status.ProviderID)] = true
+	}
+	var out []string
+	for id, state := range instances(t) {
+		if state != "terminated" && state != "shutting-down" && !owned[id] {
+			out = append(out, id+" "+state)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// launchCalls are the calls in the endpoint's log that can launch
+// instances, oldest first.
+func launchCalls() []fakeaws.Call {
+	var out []fakeaws.Call
+	for _, c := range fake.Calls("ec2", "") {
+		if c.Action == "CreateFleet" || c.Action == "RunInstances" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func instanceID(providerID string) string {
+	return providerID[strings.LastIndex(providerID, "/")+1:]
 }

@@ -73,7 +73,7 @@ func (p *Provider) unsettledFor(token string) *unsettled {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for t, u := range p.unsettled {
-		if p.clock.Since(u.at) > UnsettledTTL {
+		if p.expired(u) {
 			delete(p.unsettled, t)
 		}
 	}
@@ -121,12 +121,15 @@ func (p *Provider) settling(inst *Instance) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, u := range p.unsettled {
-		if aws.ToString(u.in.ClientToken) == token && p.clock.Since(u.at) <= UnsettledTTL {
+		if aws.ToString(u.in.ClientToken) == token && !p.expired(u) {
 			return true
 		}
 	}
 	return false
 }
+
+// expired reports whether the call is past UnsettledTTL, and so forgotten.
+func (p *Provider) expired(u *unsettled) bool { return p.clock.Since(u.at) > UnsettledTTL }
 
 func (p *Provider) forgetUnsettled(u *unsettled) {
 	p.mu.Lock()
