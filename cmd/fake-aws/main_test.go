@@ -15,6 +15,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{}, `required flag(s) "cluster-name" not set`},
 		{[]string{"--cluster-name", "demo", "--insufficient-capacity", "m5.large:us-east-1a:reserved"}, "--insufficient-capacity"},
 		{[]string{"--cluster-name", "demo", "--throttle-rate", "1.5", "--moto-server", "/nonexistent/moto_server"}, "throttleRate 1.5: must be between 0 and 1"},
+		{[]string{"--cluster-name", "demo", "--lost-rate", "-0.1", "--moto-server", "/nonexistent/moto_server"}, "lostRate -0.1: must be between 0 and 1"},
+		{[]string{"--cluster-name", "demo", "--throttle-rate", "0.6", "--lost-rate", "0.6", "--moto-server", "/nonexistent/moto_server"}, "throttleRate + errorRate + lostRate is 1.2"},
 		{[]string{"--cluster-name", "demo", "--access-denied", "CreateFleet", "--moto-server", "/nonexistent/moto_server"}, "must be a service:Action pattern"},
 		{[]string{"--cluster-name", "demo", "--kubeconfig", "", "--moto-server", "/nonexistent/moto_server"}, "pip install 'moto[server]'"},
 	}
