@@ -140,9 +140,9 @@ func TestBadInputNamesTheFixAndLaunchesNothing(t *testing.T) {
 		condition: awsv1.ConditionTypeAMIsReady, reason: "UnauthorizedOperation",
 		want: []string{"allow ec2:DescribeImages in the IAM policy"},
 	}, {
-		name: "ssm:GetParameters denied", denied: "ssm:GetParameters",
+		name: "ssm:GetParameter denied", denied: "ssm:GetParameter",
 		condition: awsv1.ConditionTypeAMIsReady, reason: "AccessDeniedException",
-		want: []string{"allow ssm:GetParameters in the IAM policy"},
+		want: []string{"allow ssm:GetParameter in the IAM policy"},
 	}, {
 		name: "iam:CreateInstanceProfile denied", denied: "iam:CreateInstanceProfile",
 		condition: awsv1.ConditionTypeInstanceProfileReady, reason: "AccessDenied",

@@ -284,7 +284,7 @@ func TestCreateNodeClassNotReady(t *testing.T) {
 // instance is tagged with its NodeClaim once EC2 shows it.
 func TestCreateResult(t *testing.T) {
 	described := &instance.Instance{ID: "i-0123456789abcdef0", Type: "m5.xlarge", Zone: zoneA, CapacityType: spot, SubnetID: "subnet-a",
-		ImageID: "ami-0described", PrivateDNS: "ip-10-0-1-23.ec2.internal", State: "running", VolumeIDs: []string{"vol-1"}, NetworkInterfaceIDs: []string{"eni-1"}}
+		ImageID: "ami-0described", PrivateDNS: "ip-10-0-1-23.ec2.internal", State: "running"}
 	f := &fakes{
 		instanceTypes: &fakeInstanceTypes{types: launchCatalog()},
 		instances: &fakeInstances{notFoundGets: 2, described: map[string]*instance.Instance{described.ID: described},

@@ -3,11 +3,10 @@ package nodeclass
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
 	"k8s.io/utils/clock"
@@ -20,21 +19,13 @@ import (
 // classes' @latest aliases.
 const AMICheckPeriod = 30 * time.Second
 
-// maxParametersPerCall is GetParameters' limit on names per call.
-const maxParametersPerCall = 10
-
-// ParameterReader reads SSM parameters by name; *ssm.Client is one.
-type ParameterReader interface {
-	GetParameters(ctx context.Context, in *ssm.GetParametersInput, opts ...func(*ssm.Options)) (*ssm.GetParametersOutput, error)
-}
-
 // AMIWatch notices that AWS has released a new image behind an alias
 // (al2023@latest and the like) within AMICheckPeriod, where the class's
 // full resolution, every ResyncPeriod, would take up to five minutes to
 // drift the nodes onto it. Reading the parameters is cheap: one
-// GetParameters call per ten names for all classes together (the classes
-// of a cluster mostly share one alias), against a dozen EC2, SSM and IAM
-// calls for each class's resolution. A class is re-resolved when a
+// GetParameter call per name for all classes together (the classes of a
+// cluster mostly share one alias), against a dozen EC2, SSM and IAM calls
+// for each class's resolution. A class is re-resolved when a
 // parameter it reads names an image its status.amis lacks, and only when
 // that value is new (changed since the last check, or seen for the first
 // time): a mismatch that resolution does not clear, such as an image
@@ -46,7 +37,7 @@ type ParameterReader interface {
 // parameter to watch; the resync covers them.
 type AMIWatch struct {
 	Client client.Reader
-	SSM    ParameterReader
+	SSM    amifamily.SSMAPI
 	// KubernetesVersion is the cluster's "major.minor", which the alias
 	// parameters are named for.
 	KubernetesVersion func(ctx context.Context) (string, error)
@@ -131,21 +122,10 @@ func (w *AMIWatch) Check(ctx context.Context) ([]string, error) {
 // read returns the values of the parameters that exist (not every variant
 // is published in every region or for every version).
 func (w *AMIWatch) read(ctx context.Context, wanted map[string]bool) (map[string]string, error) {
-	names := make([]string, 0, len(wanted))
-	for n := range wanted {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	values := map[string]string{}
-	for start := 0; start < len(names); start += maxParametersPerCall {
-		end := min(start+maxParametersPerCall, len(names))
-		out, err := w.SSM.GetParameters(ctx, &ssm.GetParametersInput{Names: names[start:end]})
-		if err != nil {
-			return nil, fmt.Errorf("reading the image parameters of @latest aliases: %w", err)
-		}
-		for _, p := range out.Parameters {
-			values[aws.ToString(p.Name)] = aws.ToString(p.Value)
-		}
+	names := slices.Sorted(maps.Keys(wanted))
+	values, err := amifamily.ReadParameters(ctx, w.SSM, names)
+	if err != nil {
+		return nil, fmt.Errorf("reading the image parameters of @latest aliases: %w", err)
 	}
 	return values, nil
 }

@@ -2,10 +2,11 @@ package nodeclass_test
 
 import (
 	"context"
-	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -19,26 +20,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
-// fakeParameters answers GetParameters from a map and counts the calls.
+// fakeParameters answers GetParameter from a map, as SSM does (a missing
+// name is ParameterNotFound), and records the names read.
 type fakeParameters struct {
+	mu     sync.Mutex
 	values map[string]string
-	calls  [][]string
+	calls  []string
 }
 
-func (f *fakeParameters) GetParameters(_ context.Context, in *ssm.GetParametersInput, _ ...func(*ssm.Options)) (*ssm.GetParametersOutput, error) {
-	if len(in.Names) > 10 {
-		return nil, fmt.Errorf("ValidationException: %d names, at most 10", len(in.Names))
+func (f *fakeParameters) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name := aws.ToString(in.Name)
+	f.calls = append(f.calls, name)
+	v, ok := f.values[name]
+	if !ok {
+		return nil, &ssmtypes.ParameterNotFound{Message: aws.String(name)}
 	}
-	f.calls = append(f.calls, in.Names)
-	out := &ssm.GetParametersOutput{}
-	for _, n := range in.Names {
-		if v, ok := f.values[n]; ok {
-			out.Parameters = append(out.Parameters, ssmtypes.Parameter{Name: aws.String(n), Value: aws.String(v)})
-		} else {
-			out.InvalidParameters = append(out.InvalidParameters, n)
-		}
-	}
-	return out, nil
+	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Name: aws.String(name), Value: aws.String(v)}}, nil
 }
 
 const (
@@ -96,14 +95,11 @@ func TestAMIWatchCheck(t *testing.T) {
 	}
 
 	check("every status lists its parameters' images")
-	// Every class's names in one batch of at most ten, each name once: the
-	// al2023 classes share theirs, and pinned aliases and ids are not read.
-	var read []string
-	for _, c := range params.calls {
-		read = append(read, c...)
-	}
-	if len(read) != 9 || len(params.calls) != 1 { // al2023: 5 variants; bottlerocket: 4
-		t.Errorf("read %d names in %d calls, want the 9 of al2023@latest and bottlerocket@latest in 1", len(read), len(params.calls))
+	// Every class's names, each name once: the al2023 classes share
+	// theirs, and pinned aliases and ids are not read.
+	read := params.calls
+	if len(read) != 9 || len(slices.Compact(slices.Sorted(slices.Values(read)))) != 9 { // al2023: 5 variants; bottlerocket: 4
+		t.Errorf("read %v, want the 9 names of al2023@latest and bottlerocket@latest once each", read)
 	}
 	for _, n := range read {
 		if strings.Contains(n, "v20250620") {
@@ -143,8 +139,10 @@ func TestAMIWatchFirstCheckFindsStaleClasses(t *testing.T) {
 	}
 }
 
-// More than ten names are read ten at a time.
-func TestAMIWatchReadsTenNamesPerCall(t *testing.T) {
+// Each parameter is read with ssm:GetParameter, the action Karpenter's
+// published controller policy grants; the watch reads every family's names
+// for the cluster's version, each once.
+func TestAMIWatchReadsEachNameOnce(t *testing.T) {
 	// al2023 reads 5 names, bottlerocket 4, al2 3 and windows 1: 13.
 	kube := watchKube(t, watchedClass("al2023", "al2023@latest"), watchedClass("bottlerocket", "bottlerocket@latest"),
 		watchedClass("al2", "al2@latest"), watchedClass("windows", "windows2022@latest"))
@@ -153,7 +151,7 @@ func TestAMIWatchReadsTenNamesPerCall(t *testing.T) {
 	if _, err := w.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(params.calls) != 2 || len(params.calls[0]) != 10 || len(params.calls[1]) != 3 {
-		t.Errorf("calls %v, want 10 names then 3", params.calls)
+	if len(params.calls) != 13 || len(slices.Compact(slices.Sorted(slices.Values(params.calls)))) != 13 {
+		t.Errorf("read %v, want 13 names once each", params.calls)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
@@ -28,14 +27,6 @@ const (
 	LabelInstanceGPUCount         = awsv1.Group + "/instance-gpu-count"
 	LabelInstanceAcceleratorCount = awsv1.Group + "/instance-accelerator-count"
 )
-
-// SSMAPI is the part of SSM the resolver calls. GetParameters is used, not
-// GetParameter, because it answers a batch of names in one call and lists
-// the names that do not exist instead of failing: not every variant of a
-// family is published in every region or for every Kubernetes version.
-type SSMAPI interface {
-	GetParameters(ctx context.Context, in *ssm.GetParametersInput, opts ...func(*ssm.Options)) (*ssm.GetParametersOutput, error)
-}
 
 // EC2API is the part of EC2 the resolver calls.
 type EC2API interface {
@@ -501,31 +492,18 @@ func (r *Resolver) queries(ctx context.Context, nc *awsv1.EC2NodeClass, k8sVersi
 	return out, nil
 }
 
-// parameters reads SSM parameters by name, ten to a call (the API's limit);
-// names that do not exist are left out of the result. Values that are not
-// AMI ids are left out too: an ssmParameter term may name anything.
+// parameters reads SSM parameters by name (ReadParameters); names that do
+// not exist are left out of the result, and so are values that are not AMI
+// ids: an ssmParameter term may name anything.
 func (r *Resolver) parameters(ctx context.Context, names []string) (map[string]string, error) {
-	out := map[string]string{}
-	for start := 0; start < len(names); start += 10 {
-		batch := names[start:min(start+10, len(names))]
-		res, err := r.SSM.GetParameters(ctx, &ssm.GetParametersInput{Names: batch})
-		if err != nil {
-			return nil, fmt.Errorf("getting SSM parameters %s: %w", strings.Join(batch, ", "), err)
-		}
-		for _, p := range res.Parameters {
-			value := strings.TrimSpace(aws.ToString(p.Value))
-			if !strings.HasPrefix(value, "ami-") {
-				continue
-			}
-			// The answer names a parameter as asked (a name or an ARN);
-			// match it back to the name asked for.
-			name := aws.ToString(p.Name)
-			for _, asked := range batch {
-				if asked == name || asked == aws.ToString(p.ARN) {
-					out[asked] = value
-				}
-			}
+	values, err := ReadParameters(ctx, r.SSM, names)
+	if err != nil {
+		return nil, err
+	}
+	for name, v := range values {
+		if !strings.HasPrefix(v, "ami-") {
+			delete(values, name)
 		}
 	}
-	return out, nil
+	return values, nil
 }

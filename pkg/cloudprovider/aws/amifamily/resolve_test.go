@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,31 +44,28 @@ var motoImages = []map[string]any{
 func TestMain(m *testing.M) { os.Exit(mototest.Main(m, mototest.WithAMIs(motoImages))) }
 
 // fakeSSM serves the public parameters moto lacks (it refuses writes under
-// /aws/service/), answering GetParameters as SSM does: missing names are
-// listed as invalid, not failed.
+// /aws/service/), answering GetParameter as SSM does: a missing name is
+// ParameterNotFound.
 type fakeSSM struct {
+	mu     sync.Mutex
 	params map[string]string
 	calls  int
 	err    error
 }
 
-func (f *fakeSSM) GetParameters(_ context.Context, in *ssm.GetParametersInput, _ ...func(*ssm.Options)) (*ssm.GetParametersOutput, error) {
+func (f *fakeSSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls++
 	if f.err != nil {
 		return nil, f.err
 	}
-	if len(in.Names) > 10 {
-		return nil, fmt.Errorf("ValidationException: at most 10 names, got %d", len(in.Names))
+	name := aws.ToString(in.Name)
+	v, ok := f.params[name]
+	if !ok {
+		return nil, &ssmtypes.ParameterNotFound{Message: aws.String(name)}
 	}
-	out := &ssm.GetParametersOutput{}
-	for _, n := range in.Names {
-		if v, ok := f.params[n]; ok {
-			out.Parameters = append(out.Parameters, ssmtypes.Parameter{Name: aws.String(n), Value: aws.String(v)})
-		} else {
-			out.InvalidParameters = append(out.InvalidParameters, n)
-		}
-	}
-	return out, nil
+	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Name: aws.String(name), Value: aws.String(v)}}, nil
 }
 
 func arch(a string) corev1.NodeSelectorRequirement {
@@ -338,7 +335,7 @@ func TestResolveRequests(t *testing.T) {
 }
 
 func TestResolveErrors(t *testing.T) {
-	denied := errors.New("AccessDeniedException: not authorized to perform ssm:GetParameters")
+	denied := errors.New("AccessDeniedException: not authorized to perform ssm:GetParameter")
 	r := &Resolver{SSM: &fakeSSM{err: denied}, EC2: &recordingEC2{}}
 	_, err := r.Resolve(context.Background(), class(awsv1.AMISelectorTerm{Alias: "al2023@latest"}), "1.31")
 	if !errors.Is(err, denied) || !strings.Contains(err.Error(), `amiSelectorTerms[0] (alias "al2023@latest")`) {

@@ -26,7 +26,7 @@ func TestExplainPermission(t *testing.T) {
 		{"EC2", denied("EC2", "CreateFleet", "UnauthorizedOperation"),
 			[]string{"not authorized to call ec2:CreateFleet (UnauthorizedOperation): allow ec2:CreateFleet in the IAM policy", "Encoded authorization failure message"}},
 		{"IAM", denied("IAM", "CreateInstanceProfile", "AccessDenied"), []string{"iam:CreateInstanceProfile (AccessDenied)"}},
-		{"SSM", denied("SSM", "GetParameters", "AccessDeniedException"), []string{"allow ssm:GetParameters in the IAM policy"}},
+		{"SSM", denied("SSM", "GetParameter", "AccessDeniedException"), []string{"allow ssm:GetParameter in the IAM policy"}},
 		{"no operation", &smithy.GenericAPIError{Code: "AccessDenied"}, []string{"an AWS call was refused (AccessDenied): allow its action in the IAM policy"}},
 	}
 	for _, tc := range cases {

@@ -86,10 +86,6 @@ type Instance struct {
 	PrivateDNS   string
 	LaunchTime   time.Time
 	Tags         map[string]string
-	// VolumeIDs and NetworkInterfaceIDs are tagged together with the
-	// instance.
-	VolumeIDs           []string
-	NetworkInterfaceIDs []string
 	// SecurityGroupIDs are the groups of the primary interface, which
 	// drift is judged by.
 	SecurityGroupIDs []string
@@ -552,16 +548,6 @@ func fromEC2(i ec2types.Instance) *Instance {
 	for _, g := range i.SecurityGroups {
 		inst.SecurityGroupIDs = append(inst.SecurityGroupIDs, aws.ToString(g.GroupId))
 	}
-	for _, b := range i.BlockDeviceMappings {
-		if b.Ebs != nil && b.Ebs.VolumeId != nil {
-			inst.VolumeIDs = append(inst.VolumeIDs, *b.Ebs.VolumeId)
-		}
-	}
-	for _, n := range i.NetworkInterfaces {
-		if n.NetworkInterfaceId != nil {
-			inst.NetworkInterfaceIDs = append(inst.NetworkInterfaceIDs, *n.NetworkInterfaceId)
-		}
-	}
 	return inst
 }
 
@@ -602,12 +588,14 @@ func (p *Provider) terminateBatch(ctx context.Context, _ struct{}, ids []string)
 	return out
 }
 
-// Tag adds tags to the instance and the volumes and interfaces it was
-// launched with, in one call.
+// Tag adds tags to the instance alone. Its volumes and interfaces got the
+// launch template's tags when they were created; tagging them afterwards is
+// what Karpenter's published controller policy refuses (after creation it
+// allows ec2:CreateTags on instances only, and only the keys Name,
+// karpenter.sh/nodeclaim and eks:eks-cluster-name), so a call naming them
+// would fail whole, every retry.
 func (p *Provider) Tag(ctx context.Context, inst *Instance, add map[string]string) error {
-	resources := append([]string{inst.ID}, inst.VolumeIDs...)
-	resources = append(resources, inst.NetworkInterfaceIDs...)
-	_, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: resources, Tags: tags.EC2(add)})
+	_, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{inst.ID}, Tags: tags.EC2(add)})
 	if err != nil {
 		return fmt.Errorf("tagging instance %s: %w", inst.ID, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -358,5 +359,35 @@ func TestRecentReusesDescriptions(t *testing.T) {
 				t.Fatalf("Recent = %+v, %v", got, err)
 			}
 		})
+	}
+}
+
+// tagRecorder keeps the resources of each CreateTags call.
+type tagRecorder struct {
+	EC2API
+	resources [][]string
+}
+
+func (r *tagRecorder) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, opts ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
+	r.resources = append(r.resources, in.Resources)
+	return r.EC2API.CreateTags(ctx, in, opts...)
+}
+
+// After launch only the instance is tagged: Karpenter's published policy
+// allows ec2:CreateTags after creation on instance/* alone, so a call that
+// also named the volumes and interfaces would be refused whole.
+func TestTagNamesTheInstanceAlone(t *testing.T) {
+	f := setup(t)
+	rec := &tagRecorder{EC2API: f.ec2}
+	p := New(Options{EC2: rec, ClusterName: "demo"})
+	inst, err := p.Create(context.Background(), f.request("t", "m5.large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Tag(context.Background(), inst, map[string]string{"karpenter.sh/nodeclaim": "default-abcde"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.resources) != 1 || !reflect.DeepEqual(rec.resources[0], []string{inst.ID}) {
+		t.Errorf("CreateTags on %v, want [[%s]]", rec.resources, inst.ID)
 	}
 }

@@ -98,11 +98,16 @@ func Name(clusterName, region, class string) string {
 	return readable + "_" + suffix
 }
 
-// Tags are the tags of the profile Joiner creates for nc.
+// Tags are the tags of the profile Joiner creates for nc. Karpenter's
+// published controller policy lets iam:CreateInstanceProfile and
+// iam:TagInstanceProfile through only when the request carries the cluster,
+// eks:eks-cluster-name, region and class tags, and the later role and
+// delete calls only when the profile has them.
 func (p *Provider) Tags(nc *awsv1.EC2NodeClass) map[string]string {
 	return map[string]string{
 		tags.NodeClass:                     nc.Name,
 		tags.ClusterPrefix + p.ClusterName: "owned",
+		tags.EKSClusterName:                p.ClusterName,
 		tags.ManagedBy:                     p.ClusterName,
 		tags.Region:                        p.Region,
 	}
@@ -227,17 +232,19 @@ func (p *Provider) tagIfMissing(ctx context.Context, nc *awsv1.EC2NodeClass, pro
 	for _, t := range profile.Tags {
 		have[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
-	missing := map[string]string{}
-	for k, v := range p.Tags(nc) {
-		if have[k] != v {
-			missing[k] = v
-		}
+	want := p.Tags(nc)
+	missing := false
+	for k, v := range want {
+		missing = missing || have[k] != v
 	}
-	if len(missing) == 0 {
+	if !missing {
 		return nil
 	}
+	// All of them, not only the missing ones: the published policy's
+	// condition on iam:TagInstanceProfile asks for every one of them in
+	// the request (aws:RequestTag), so a request with one would be refused.
 	if _, err := p.IAM.TagInstanceProfile(ctx, &iam.TagInstanceProfileInput{
-		InstanceProfileName: profile.InstanceProfileName, Tags: iamTags(missing)}); err != nil {
+		InstanceProfileName: profile.InstanceProfileName, Tags: iamTags(want)}); err != nil {
 		return fmt.Errorf("tagging instance profile %q: %w", aws.ToString(profile.InstanceProfileName), err)
 	}
 	return nil

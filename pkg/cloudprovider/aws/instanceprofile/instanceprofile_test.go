@@ -134,7 +134,7 @@ func TestEnsureWithRole(t *testing.T) {
 				return
 			}
 			wantTags := map[string]string{"karpenter.k8s.aws/ec2nodeclass": "default", "kubernetes.io/cluster/demo": "owned",
-				"karpenter.sh/managed-by": "demo", "topology.kubernetes.io/region": "us-east-1"}
+				"eks:eks-cluster-name": "demo", "karpenter.sh/managed-by": "demo", "topology.kubernetes.io/region": "us-east-1"}
 			if !reflect.DeepEqual(prof.tags, wantTags) {
 				t.Errorf("tags %v, want %v", prof.tags, wantTags)
 			}
@@ -297,3 +297,70 @@ func TestName(t *testing.T) {
 }
 
 func iamTag(k, v string) iamtypes.Tag { return iamtypes.Tag{Key: aws.String(k), Value: aws.String(v)} }
+
+// recordingIAM keeps the tags of each create and tag request.
+type recordingIAM struct {
+	*iam.Client
+	requests []map[string]string
+}
+
+func (r *recordingIAM) CreateInstanceProfile(ctx context.Context, in *iam.CreateInstanceProfileInput, opts ...func(*iam.Options)) (*iam.CreateInstanceProfileOutput, error) {
+	r.record(in.Tags)
+	return r.Client.CreateInstanceProfile(ctx, in, opts...)
+}
+
+func (r *recordingIAM) TagInstanceProfile(ctx context.Context, in *iam.TagInstanceProfileInput, opts ...func(*iam.Options)) (*iam.TagInstanceProfileOutput, error) {
+	r.record(in.Tags)
+	return r.Client.TagInstanceProfile(ctx, in, opts...)
+}
+
+func (r *recordingIAM) record(tags []iamtypes.Tag) {
+	m := map[string]string{}
+	for _, tg := range tags {
+		m[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
+	}
+	r.requests = append(r.requests, m)
+}
+
+// Karpenter's published controller policy allows iam:CreateInstanceProfile
+// and iam:TagInstanceProfile only when the request itself carries these
+// four tags (aws:RequestTag conditions, StringEquals and StringLike): a
+// request short of one is refused, and the class never becomes Ready.
+func TestRequestsCarryThePolicysTags(t *testing.T) {
+	name := instanceprofile.Name("demo", "us-east-1", "default")
+	policyTags := map[string]string{"kubernetes.io/cluster/demo": "owned", "eks:eks-cluster-name": "demo",
+		"topology.kubernetes.io/region": "us-east-1", "karpenter.k8s.aws/ec2nodeclass": "default"}
+	cases := []struct {
+		name     string
+		existing map[string]string // the profile's tags before; nil: no profile
+		requests int
+	}{
+		{name: "a new profile", requests: 1},
+		{name: "a profile an older version made, without eks:eks-cluster-name", requests: 1,
+			existing: map[string]string{"kubernetes.io/cluster/demo": "owned", "topology.kubernetes.io/region": "us-east-1",
+				"karpenter.k8s.aws/ec2nodeclass": "default", "karpenter.sh/managed-by": "demo"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			api, p := setup(t, "KarpenterNodeRole-demo")
+			if tc.existing != nil {
+				create(t, api, name, tc.existing)
+			}
+			rec := &recordingIAM{Client: api}
+			p.IAM = rec
+			if _, err := p.Ensure(context.Background(), withRole("KarpenterNodeRole-demo")); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.requests) != tc.requests {
+				t.Fatalf("%d create or tag requests, want %d", len(rec.requests), tc.requests)
+			}
+			for _, req := range rec.requests {
+				for k, v := range policyTags {
+					if req[k] != v {
+						t.Errorf("request tags %v: %s is %q, want %q", req, k, req[k], v)
+					}
+				}
+			}
+		})
+	}
+}
