@@ -352,7 +352,7 @@ func (c *CloudProvider) launchTags(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeCla
 	return out
 }
 
-// tagForClaim names the instance, its volumes and interfaces after the
+// tagForClaim names the instance after the
 // NodeClaim once EC2 shows it, and reports whether it did. A failure does
 // not fail the launch: the instance is already the NodeClaim's (its
 // provider ID is recorded), and the tags are for people and cost reports;
