@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs and builds everything the local control plane needs, once:
-# etcd, awscli and tmux from Debian's packages, and the Kubernetes and kwok binaries
-# (hack/build-controlplane.sh), and checks that moto_server (the AWS emulator
+# etcd, awscli and tmux from Debian's packages, the Kubernetes and kwok binaries
+# (hack/build-controlplane.sh) and helm (from the Go module proxy), and checks that moto_server (the AWS emulator
 # behind cmd/fake-aws) is installed. Prints the binaries' paths as name=path lines.
 # Safe to run concurrently: test packages that start together wait on a lock.
 set -euo pipefail
@@ -29,9 +29,15 @@ if ! command -v moto_server >/dev/null 2>&1; then
   exit 1
 fi
 "$(dirname "${BASH_SOURCE[0]}")/build-controlplane.sh" >&2
+if [ ! -x "$HELM_BIN_DIR/helm" ]; then
+  echo "building helm $HELM_VERSION" >&2
+  mkdir -p "$HELM_BIN_DIR"
+  CGO_ENABLED=0 GOBIN="$HELM_BIN_DIR" go install -trimpath -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
+fi
 
 echo "etcd=$(command -v etcd)"
 for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   echo "$b=$KUBE_BIN_DIR/$b"
 done
 echo "kwok=$KWOK_BIN_DIR/kwok"
+echo "helm=$HELM_BIN_DIR/helm"

@@ -5,13 +5,43 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
 
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
 	"github.com/spf13/cobra"
+	// Root certificates for the AWS endpoints when the system has none, as
+	// in Joiner's image, which holds the binary alone.
+	_ "golang.org/x/crypto/x509roots/fallback"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
+// version is the release, set at build time (-ldflags "-X main.version=...",
+// as make image does); a plain go build says "dev".
+var version = "dev"
+
+// versionLine is what --version prints: the release, and the platform, so
+// that a binary taken out of a multi-arch image says which one it is.
+func versionLine() string {
+	return fmt.Sprintf("joiner %s %s/%s %s", version, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// softMemoryLimit keeps the heap to 90% of the container's memory limit,
+// which the chart passes as MEMORY_LIMIT (bytes, from the downward API), so
+// the garbage collector works harder before the kernel kills the pod. An
+// explicit GOMEMLIMIT wins.
+func softMemoryLimit(getenv func(string) string) {
+	if getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if limit, err := strconv.ParseInt(getenv("MEMORY_LIMIT"), 10, 64); err == nil && limit > 0 {
+		debug.SetMemoryLimit(limit / 10 * 9)
+	}
+}
+
 func main() {
+	softMemoryLimit(os.Getenv)
 	if err := newRoot().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "joiner: "+err.Error())
 		os.Exit(1)
@@ -33,6 +63,10 @@ Run "joiner --help-settings" to list them.`,
 		SilenceErrors:      true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, a := range args {
+				if a == "--version" {
+					fmt.Fprintln(cmd.OutOrStdout(), versionLine())
+					return nil
+				}
 				if a == "--help" || a == "-h" || a == "--help-settings" {
 					_, _ = operator.Parse([]string{"-h"}, os.Getenv)
 					return nil

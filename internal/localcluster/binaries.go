@@ -11,9 +11,10 @@ import (
 	"strings"
 )
 
-// Binaries are the paths of the control-plane programs.
+// Binaries are the paths of the control-plane programs, and of helm for
+// the chart's tests.
 type Binaries struct {
-	Etcd, APIServer, ControllerManager, Scheduler, Kubectl, Kwok string
+	Etcd, APIServer, ControllerManager, Scheduler, Kubectl, Kwok, Helm string
 }
 
 // EnsureBinaries runs hack/setup.sh, which installs etcd and builds the
@@ -39,9 +40,9 @@ func EnsureBinaries(ctx context.Context, root string) (Binaries, error) {
 	}
 	b := Binaries{
 		Etcd: paths["etcd"], APIServer: paths["kube-apiserver"], ControllerManager: paths["kube-controller-manager"],
-		Scheduler: paths["kube-scheduler"], Kubectl: paths["kubectl"], Kwok: paths["kwok"],
+		Scheduler: paths["kube-scheduler"], Kubectl: paths["kubectl"], Kwok: paths["kwok"], Helm: paths["helm"],
 	}
-	for name, p := range map[string]string{"etcd": b.Etcd, "kube-apiserver": b.APIServer, "kube-controller-manager": b.ControllerManager, "kube-scheduler": b.Scheduler, "kubectl": b.Kubectl, "kwok": b.Kwok} {
+	for name, p := range map[string]string{"etcd": b.Etcd, "kube-apiserver": b.APIServer, "kube-controller-manager": b.ControllerManager, "kube-scheduler": b.Scheduler, "kubectl": b.Kubectl, "kwok": b.Kwok, "helm": b.Helm} {
 		if _, err := os.Stat(p); err != nil {
 			return Binaries{}, fmt.Errorf("hack/setup.sh did not provide %s (%q)", name, p)
 		}

@@ -1,0 +1,92 @@
+{{/*
+joiner.validate fails the render on a value Joiner cannot honour, naming
+the key and the fix: Karpenter's pre-v1 keys (settings.aws.*, which v1
+moved), settings and feature gates Joiner does not implement, and keys
+neither Karpenter's chart nor Joiner's has. Nothing a values file sets is
+dropped silently.
+*/}}
+{{- define "joiner.validate" -}}
+{{- $s := .Values.settings | default dict }}
+{{- /* Karpenter v0.x's settings.aws.* and their v1 homes. */}}
+{{- $moved := dict
+  "clusterName" "settings.clusterName"
+  "clusterEndpoint" "settings.clusterEndpoint"
+  "interruptionQueueName" "settings.interruptionQueue"
+  "isolatedVPC" "settings.isolatedVPC"
+  "vmMemoryOverheadPercent" "settings.vmMemoryOverheadPercent"
+  "reservedENIs" "settings.reservedENIs"
+  "defaultInstanceProfile" "spec.role or spec.instanceProfile of each EC2NodeClass"
+  "tags" "spec.tags of each EC2NodeClass"
+  "enablePodENI" "nothing: v1 removed it (pod ENIs are the VPC CNI's)"
+  "enableENILimitedPodDensity" "nothing: v1 removed it (set spec.kubelet.maxPods of an EC2NodeClass)"
+  "nodeNameConvention" "nothing: v1 removed it (node names are the instances' private DNS names)"
+  "assumeRoleARN" "nothing: v1 removed it (use IRSA or Pod Identity on the service account)"
+  "assumeRoleDuration" "nothing: v1 removed it (use IRSA or Pod Identity on the service account)" }}
+{{- if hasKey $s "aws" }}
+{{- range $k, $v := $s.aws }}
+{{- fail (printf "settings.aws.%s is Karpenter's pre-v1 key; in v1 it is %s" $k (get $moved $k | default "gone: remove it")) }}
+{{- end }}
+{{- fail "settings.aws is Karpenter's pre-v1 block; move its keys to settings (for example settings.aws.clusterName to settings.clusterName)" }}
+{{- end }}
+{{- $known := list "batchIdleDuration" "batchMaxDuration" "clusterCABundle" "clusterName" "clusterEndpoint" "eksControlPlane" "interruptionQueue" "isolatedVPC" "vmMemoryOverheadPercent" "reservedENIs" "preferencePolicy" "minValuesPolicy" "amiRefreshInterval" "subnetRefreshInterval" "disableClusterStateObservability" "disableDryRun" "enableZonalShift" "ignoreDRARequests" "featureGates" }}
+{{- range $k, $v := $s }}
+{{- if not (has $k $known) }}
+{{- fail (printf "settings.%s is not a setting of Karpenter v1 or Joiner; remove it (the settings are listed in the chart's values.yaml)" $k) }}
+{{- end }}
+{{- end }}
+{{- /* Settings whose only honoured value is Karpenter's default. */}}
+{{- $fixed := list
+  (list "amiRefreshInterval" "1m" "Joiner reads the @latest AMI parameters every 30s and resolves each EC2NodeClass every 5m; remove the key or set \"1m\"")
+  (list "subnetRefreshInterval" "1m" "Joiner resolves each EC2NodeClass's subnets every 5m and after a launch fails; remove the key or set \"1m\"")
+  (list "disableClusterStateObservability" false "Joiner always keeps its cluster-state metrics and events; remove the key or set false")
+  (list "enableZonalShift" false "Joiner does not follow ARC zonal shifts yet; remove the key or set false")
+  (list "ignoreDRARequests" true "Joiner does not model DRA requests; remove the key or set true") }}
+{{- range $fixed }}
+{{- $k := index . 0 }}
+{{- if and (hasKey $s $k) (ne (toString (get $s $k)) (toString (index . 1))) }}
+{{- fail (printf "settings.%s=%v is not supported: %s" $k (get $s $k) (index . 2)) }}
+{{- end }}
+{{- end }}
+{{- $gates := list "nodeOverlay" "nodeRepair" "reservedCapacity" "spotToSpotConsolidation" "staticCapacity" "capacityBuffer" }}
+{{- range $k, $v := ($s.featureGates | default dict) }}
+{{- if not (has $k $gates) }}
+{{- fail (printf "settings.featureGates.%s is not a feature gate of Karpenter v1 or Joiner; remove it (gates: %s)" $k (join ", " $gates)) }}
+{{- end }}
+{{- if not (kindIs "bool" $v) }}
+{{- fail (printf "settings.featureGates.%s=%v: want true or false" $k $v) }}
+{{- end }}
+{{- end }}
+{{- with $s.featureGates }}
+{{- if .nodeOverlay }}
+{{- fail "settings.featureGates.nodeOverlay=true needs the NodeOverlay CRD (karpenter.sh/v1alpha1), which Joiner does not serve; set it to false" }}
+{{- end }}
+{{- if .staticCapacity }}
+{{- fail "settings.featureGates.staticCapacity=true (static NodePools, spec.replicas) is not supported by Joiner yet; set it to false" }}
+{{- end }}
+{{- if .capacityBuffer }}
+{{- fail "settings.featureGates.capacityBuffer=true needs the CapacityBuffer CRD, which Joiner does not serve; set it to false" }}
+{{- end }}
+{{- end }}
+{{- if not (has (lower (toString .Values.logLevel)) (list "debug" "info" "error")) }}
+{{- fail (printf "logLevel=%v: want debug, info or error" .Values.logLevel) }}
+{{- end }}
+{{- if ne (toJson .Values.logOutputPaths) (toJson (list "stdout")) }}
+{{- fail "logOutputPaths: Joiner logs to stdout only; remove the key or set [stdout]" }}
+{{- end }}
+{{- if ne (toJson .Values.logErrorOutputPaths) (toJson (list "stderr")) }}
+{{- fail "logErrorOutputPaths: Joiner logs errors to stderr only; remove the key or set [stderr]" }}
+{{- end }}
+{{- if and .Values.webhook .Values.webhook.enabled }}
+{{- fail "webhook.enabled=true: Joiner serves no webhook (Karpenter v1's conversion webhook converts v1beta1 objects, which Joiner does not serve); remove the webhook block or set webhook.enabled=false" }}
+{{- end }}
+{{- /* Karpenter pre-v1 chart keys at the top level. */}}
+{{- if hasKey .Values "clusterName" }}
+{{- fail "clusterName is Karpenter's pre-v0.19 key; set settings.clusterName" }}
+{{- end }}
+{{- if hasKey .Values "clusterEndpoint" }}
+{{- fail "clusterEndpoint is Karpenter's pre-v0.19 key; set settings.clusterEndpoint" }}
+{{- end }}
+{{- if hasKey .Values "aws" }}
+{{- fail "aws is Karpenter's pre-v0.19 block; move aws.defaultInstanceProfile to each EC2NodeClass's spec.role or spec.instanceProfile" }}
+{{- end }}
+{{- end }}

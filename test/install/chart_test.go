@@ -1,0 +1,233 @@
+package install
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestLint(t *testing.T) {
+	for _, name := range []string{"joiner", "joiner-crd"} {
+		t.Run(name, func(t *testing.T) {
+			if out, err := helm(t, "lint", "--strict", chart(name)); err != nil {
+				t.Fatalf("helm lint --strict: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// env is the controller container's environment as a map (value or the
+// downward API's field).
+func env(c corev1.Container) map[string]string {
+	out := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil:
+			out[e.Name] = "fieldRef:" + e.ValueFrom.FieldRef.FieldPath
+		case e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil:
+			out[e.Name] = "resourceFieldRef:" + e.ValueFrom.ResourceFieldRef.Resource
+		default:
+			out[e.Name] = e.Value
+		}
+	}
+	return out
+}
+
+// Each guide's helm flags and values render to what they ask for.
+func TestGuideValues(t *testing.T) {
+	type rendered struct {
+		deploy *appsv1.Deployment
+		sa     *corev1.ServiceAccount
+		all    map[string]any
+	}
+	cases := []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, r rendered)
+	}{{
+		// Guide 000 (Karpenter v1.1.3's getting started): IRSA, settings,
+		// resources, in kube-system.
+		name: "getting started: IRSA, settings and resources",
+		args: []string{"--set", `serviceAccount.annotations.eks\.amazonaws\.com/role-arn=arn:aws:iam::111122223333:role/demo-karpenter`,
+			"--set", "settings.clusterName=demo", "--set", "settings.clusterEndpoint=https://ABC.gr7.us-east-1.eks.amazonaws.com",
+			"--set", "settings.interruptionQueue=demo",
+			"--set", "controller.resources.requests.cpu=1", "--set", "controller.resources.requests.memory=1Gi",
+			"--set", "controller.resources.limits.cpu=1", "--set", "controller.resources.limits.memory=1Gi"},
+		check: func(t *testing.T, r rendered) {
+			if got := r.sa.Annotations["eks.amazonaws.com/role-arn"]; got != "arn:aws:iam::111122223333:role/demo-karpenter" {
+				t.Errorf("role annotation %q", got)
+			}
+			if r.sa.Name != "karpenter" || r.deploy.Spec.Template.Spec.ServiceAccountName != "karpenter" {
+				t.Errorf("service account %q, pod's %q; want the guide's karpenter", r.sa.Name, r.deploy.Spec.Template.Spec.ServiceAccountName)
+			}
+			c := r.deploy.Spec.Template.Spec.Containers[0]
+			e := env(c)
+			for k, v := range map[string]string{"CLUSTER_NAME": "demo", "CLUSTER_ENDPOINT": "https://ABC.gr7.us-east-1.eks.amazonaws.com",
+				"INTERRUPTION_QUEUE": "demo", "CLOUD_PROVIDER": "aws", "SYSTEM_NAMESPACE": "fieldRef:metadata.namespace",
+				"MEMORY_LIMIT": "resourceFieldRef:limits.memory", "BATCH_IDLE_DURATION": "1s", "BATCH_MAX_DURATION": "10s",
+				"FEATURE_GATES": "NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"} {
+				if e[k] != v {
+					t.Errorf("env %s=%q, want %q", k, e[k], v)
+				}
+			}
+			want := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+			if !reflect.DeepEqual(c.Resources.Requests, want) || !reflect.DeepEqual(c.Resources.Limits, want) {
+				t.Errorf("resources %+v", c.Resources)
+			}
+			if *r.deploy.Spec.Replicas != 2 {
+				t.Errorf("replicas %d, want Karpenter's default 2", *r.deploy.Spec.Replicas)
+			}
+			aff := r.deploy.Spec.Template.Spec.Affinity
+			if aff == nil || aff.NodeAffinity == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Key != "karpenter.sh/nodepool" {
+				t.Errorf("default affinity must keep the controller off karpenter.sh/nodepool nodes: %+v", aff)
+			}
+			if sel := aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector; sel == nil || sel.MatchLabels["app.kubernetes.io/name"] != "joiner" {
+				t.Errorf("the hostname anti-affinity must select the chart's pods: %+v", sel)
+			}
+		},
+	}, {
+		// Guide 001: a values file with one replica and the controller
+		// pinned to a node group.
+		name: "values file: replicas 1 and a node group affinity",
+		args: []string{"-f", "testdata/guide001-values.yaml"},
+		check: func(t *testing.T, r rendered) {
+			if *r.deploy.Spec.Replicas != 1 {
+				t.Errorf("replicas %d", *r.deploy.Spec.Replicas)
+			}
+			terms := r.deploy.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+			if len(terms) != 1 || len(terms[0].MatchExpressions) != 2 || terms[0].MatchExpressions[1].Values[0] != "default_node_group" {
+				t.Errorf("node affinity %+v", terms)
+			}
+			if _, ok := r.all["PodDisruptionBudget/karpenter"]; ok {
+				t.Error("one replica gets no PDB: it would block every node drain")
+			}
+		},
+	}, {
+		// Guide 002: its own namespace and service account, a mirrored
+		// image.
+		name: "mirrored image and an existing service account",
+		args: []string{"--set", "serviceAccount.create=false", "--set", "serviceAccount.name=karpenter-sa",
+			"--set", "controller.image.repository=111122223333.dkr.ecr.ap-northeast-2.amazonaws.com/joiner", "--set", "controller.image.tag=v0.1.0",
+			"--set", "settings.clusterName=demo"},
+		check: func(t *testing.T, r rendered) {
+			if r.sa != nil {
+				t.Error("serviceAccount.create=false must not create one")
+			}
+			spec := r.deploy.Spec.Template.Spec
+			if spec.ServiceAccountName != "karpenter-sa" {
+				t.Errorf("service account %q", spec.ServiceAccountName)
+			}
+			if img := spec.Containers[0].Image; img != "111122223333.dkr.ecr.ap-northeast-2.amazonaws.com/joiner:v0.1.0" {
+				t.Errorf("image %q", img)
+			}
+		},
+	}, {
+		name: "a digest wins over the tag",
+		args: []string{"--set", "controller.image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "--set", "controller.image.tag=v9"},
+		check: func(t *testing.T, r rendered) {
+			if img := r.deploy.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, "/joiner@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef") {
+				t.Errorf("image %q", img)
+			}
+		},
+	}, {
+		name: "feature gates carry over as FEATURE_GATES",
+		args: []string{"--set", "settings.featureGates.spotToSpotConsolidation=true", "--set", "settings.featureGates.nodeRepair=true"},
+		check: func(t *testing.T, r rendered) {
+			if got := env(r.deploy.Spec.Template.Spec.Containers[0])["FEATURE_GATES"]; got != "NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false" {
+				t.Errorf("FEATURE_GATES %q", got)
+			}
+		},
+	}, {
+		name: "pod, scheduling and metrics keys",
+		args: []string{"--set", "priorityClassName=high", "--set", "hostNetwork=true", "--set", "dnsPolicy=Default",
+			"--set", "podAnnotations.team=infra", "--set", "additionalLabels.env=prod", "--set", "imagePullSecrets[0].name=regcred",
+			"--set", "nodeSelector.pool=system", "--set", "tolerations[0].key=dedicated", "--set", "tolerations[0].operator=Exists",
+			"--set", "fullnameOverride=autoscaler", "--set", "controller.metrics.port=9090", "--set", "podDisruptionBudget.maxUnavailable=0"},
+		check: func(t *testing.T, r rendered) {
+			spec := r.deploy.Spec.Template.Spec
+			if r.deploy.Name != "autoscaler" || spec.PriorityClassName != "high" || !spec.HostNetwork || spec.DNSPolicy != corev1.DNSDefault ||
+				r.deploy.Spec.Template.Annotations["team"] != "infra" || r.deploy.Labels["env"] != "prod" || spec.ImagePullSecrets[0].Name != "regcred" ||
+				spec.NodeSelector["pool"] != "system" || spec.Tolerations[0].Key != "dedicated" {
+				t.Errorf("deployment %+v", r.deploy)
+			}
+			if e := env(spec.Containers[0]); e["METRICS_PORT"] != "9090" || spec.Containers[0].Ports[0].ContainerPort != 9090 {
+				t.Errorf("metrics port: env %q, container %d", e["METRICS_PORT"], spec.Containers[0].Ports[0].ContainerPort)
+			}
+			pdb, ok := r.all["PodDisruptionBudget/autoscaler"].(*policyv1.PodDisruptionBudget)
+			if !ok || pdb.Spec.MaxUnavailable.IntValue() != 0 {
+				t.Errorf("PDB %+v", r.all["PodDisruptionBudget/autoscaler"])
+			}
+			svc, ok := r.all["Service/autoscaler"].(*corev1.Service)
+			if !ok || svc.Spec.Ports[0].Port != 9090 || svc.Spec.Ports[0].Name != "http-metrics" {
+				t.Errorf("metrics Service %+v", r.all["Service/autoscaler"])
+			}
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := render(t, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs := objects(t, out)
+			r := rendered{all: map[string]any{}}
+			for k, o := range objs {
+				r.all[k] = o
+				switch o := o.(type) {
+				case *appsv1.Deployment:
+					r.deploy = o
+				case *corev1.ServiceAccount:
+					r.sa = o
+				}
+			}
+			if r.deploy == nil {
+				t.Fatalf("no Deployment in\n%s", out)
+			}
+			tc.check(t, r)
+		})
+	}
+}
+
+// A value Joiner cannot honour fails the render, naming the key and the
+// fix; nothing is dropped silently.
+func TestRefusedValues(t *testing.T) {
+	cases := []struct {
+		name string
+		set  string
+		want []string
+	}{
+		{"pre-v1 settings.aws key", "settings.aws.clusterName=demo", []string{"settings.aws.clusterName", "settings.clusterName"}},
+		{"pre-v1 interruption queue", "settings.aws.interruptionQueueName=demo", []string{"settings.aws.interruptionQueueName", "settings.interruptionQueue"}},
+		{"pre-v1 default instance profile", "settings.aws.defaultInstanceProfile=KarpenterNodeInstanceProfile", []string{"settings.aws.defaultInstanceProfile", "spec.role or spec.instanceProfile"}},
+		{"pre-v0.19 top-level clusterName", "clusterName=demo", []string{"clusterName", "settings.clusterName"}},
+		{"an unknown setting", "settings.clusterNmae=demo", []string{"settings.clusterNmae", "remove it"}},
+		{"an unimplemented gate", "settings.featureGates.nodeOverlay=true", []string{"settings.featureGates.nodeOverlay", "set it to false"}},
+		{"a gate neither has", "settings.featureGates.driftEnabled=true", []string{"settings.featureGates.driftEnabled", "remove it"}},
+		{"a gate that is not a bool", "settings.featureGates.nodeRepair=yes", []string{"settings.featureGates.nodeRepair", "true or false"}},
+		{"an unsupported refresh interval", "settings.amiRefreshInterval=5m", []string{"settings.amiRefreshInterval", `"1m"`}},
+		{"zonal shift", "settings.enableZonalShift=true", []string{"settings.enableZonalShift", "set false"}},
+		{"DRA", "settings.ignoreDRARequests=false", []string{"settings.ignoreDRARequests", "set true"}},
+		{"v1.0's conversion webhook", "webhook.enabled=true", []string{"webhook.enabled", "webhook.enabled=false"}},
+		{"a log level the binary lacks", "logLevel=warn", []string{"logLevel", "debug, info or error"}},
+		{"log output paths", "logOutputPaths[0]=/var/log/joiner.log", []string{"logOutputPaths", "stdout"}},
+		{"an existing service account without a name", "serviceAccount.create=false", []string{"serviceAccount.name"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := render(t, "--set", tc.set)
+			if err == nil {
+				t.Fatalf("--set %s rendered; want a failure naming %v", tc.set, tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
