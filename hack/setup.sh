@@ -2,7 +2,7 @@
 # Installs and builds everything the local control plane needs, once:
 # etcd, awscli and tmux from Debian's packages, the Kubernetes and kwok binaries
 # (hack/build-controlplane.sh) and helm (from the Go module proxy), and checks that moto_server (the AWS emulator
-# behind cmd/fake-aws) is installed. Prints the binaries' paths as name=path lines.
+# behind cmd/fake-aws) and cfn-lint are installed. Prints the binaries' paths as name=path lines.
 # Safe to run concurrently: test packages that start together wait on a lock.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
@@ -26,6 +26,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 if ! command -v moto_server >/dev/null 2>&1; then
   echo "moto_server not found: the local AWS endpoint (cmd/fake-aws) runs it. Install it with: pip install 'moto[server]'" >&2
+  exit 1
+fi
+if ! command -v cfn-lint >/dev/null 2>&1; then
+  echo "cfn-lint not found: test/install lints deploy/cloudformation with it. Install it with: pip install cfn-lint" >&2
   exit 1
 fi
 "$(dirname "${BASH_SOURCE[0]}")/build-controlplane.sh" >&2
