@@ -16,6 +16,9 @@ missing=()
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v aws >/dev/null 2>&1 || missing+=(awscli)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+# nodejs and npm run the IAM evaluator of cmd/fake-aws --iam-enforce.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (Debian packages)" >&2
   sudo=""
@@ -39,9 +42,24 @@ if [ ! -x "$HELM_BIN_DIR/helm" ]; then
   CGO_ENABLED=0 GOBIN="$HELM_BIN_DIR" go install -trimpath -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
 fi
 
+# The IAM evaluator (@cloud-copilot/iam-simulate, AGPL-3.0, run as its own
+# process by cmd/fake-aws --iam-enforce, never linked into Joiner), from the
+# npm registry at the versions its lock file pins.
+IAMSIM_SRC="$JOINER_ROOT/internal/fakeaws/iamsim"
+IAMSIM_DIR="$CACHE_DIR/iamsim"
+want=$(cat "$IAMSIM_SRC/package.json" "$IAMSIM_SRC/package-lock.json" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$IAMSIM_DIR/.installed" 2>/dev/null)" != "$want" ]; then
+  echo "installing the IAM evaluator (npm ci)" >&2
+  rm -rf "$IAMSIM_DIR" && mkdir -p "$IAMSIM_DIR"
+  cp "$IAMSIM_SRC/package.json" "$IAMSIM_SRC/package-lock.json" "$IAMSIM_DIR/"
+  (cd "$IAMSIM_DIR" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  echo "$want" > "$IAMSIM_DIR/.installed"
+fi
+
 echo "etcd=$(command -v etcd)"
 for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   echo "$b=$KUBE_BIN_DIR/$b"
 done
 echo "kwok=$KWOK_BIN_DIR/kwok"
 echo "helm=$HELM_BIN_DIR/helm"
+echo "iamsim=$IAMSIM_DIR/node_modules"

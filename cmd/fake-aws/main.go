@@ -74,6 +74,9 @@ a Node in the --kubeconfig cluster, built from their user data.`,
 			}
 			defer s.Stop()
 			fmt.Printf("AWS_ENDPOINT_URL=%s\n", s.URL())
+			if admin := s.AdminCredentials(); admin.AccessKeyID != "" {
+				fmt.Printf("AWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n", admin.AccessKeyID, admin.SecretAccessKey)
+			}
 			<-ctx.Done()
 			return nil
 		},
@@ -96,6 +99,8 @@ a Node in the --kubeconfig cluster, built from their user data.`,
 	f.StringSliceVar(&opts.KubernetesVersions, "kubernetes-versions", fakeaws.DefaultKubernetesVersions, "Kubernetes versions whose node images are published")
 	f.StringVar(&opts.ServiceCIDR, "service-cidr", "10.96.0.0/16", "the cluster's service CIDR, as DescribeCluster reports it")
 	f.Float64Var(&opts.MemoryOverheadPercent, "memory-overhead-percent", 0, "percent of an instance's memory its Node does not report (what the hypervisor and kernel keep)")
+	f.BoolVar(&opts.IAMEnforce, "iam-enforce", false, "authorize every call as AWS would, with the signing identity's IAM policies and their conditions; prints the administrator's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and seeds no node role or queue (the guide's stack makes them)")
+	f.StringVar(&opts.IAMSimulateModules, "iam-simulate-modules", os.Getenv("JOINER_IAMSIM_MODULES"), "node_modules of the IAM evaluator for --iam-enforce (hack/setup.sh installs it and prints iamsim=...)")
 	_ = cmd.MarkFlagRequired("cluster-name")
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see %s --help)", err, strings.Fields(c.Use)[0])

@@ -284,18 +284,24 @@ func injectedError(c *call, kind string) awsError {
 		}
 		return awsError{http.StatusInternalServerError, "InternalFailure", "The request processing has failed because of an unknown error, exception or failure.", false}
 	case faultAccessDenied:
-		msg := fmt.Sprintf("User: arn:aws:sts::%s:assumed-role/joiner/fake-aws is not authorized to perform: %s because no identity-based policy allows the %s action", accountID, c.key(), c.key())
-		switch c.Protocol {
-		case protoEC2:
-			return awsError{http.StatusForbidden, "UnauthorizedOperation", "You are not authorized to perform this operation. " + msg, true}
-		case protoQuery:
-			return awsError{http.StatusForbidden, "AccessDenied", msg, true}
-		case protoREST:
-			return awsError{http.StatusForbidden, "AccessDeniedException", msg, true}
-		}
-		return awsError{http.StatusBadRequest, "AccessDeniedException", msg, true}
+		return accessDenied(c, fmt.Sprintf("User: arn:aws:sts::%s:assumed-role/joiner/fake-aws is not authorized to perform: %s because no identity-based policy allows the %s action", accountID, c.key(), c.key()))
 	}
 	return awsError{http.StatusInternalServerError, "InternalFailure", "unknown fault " + kind, false}
+}
+
+// accessDenied is the refusal of an IAM policy without the permission, in
+// c's protocol: EC2's UnauthorizedOperation, the query protocols'
+// AccessDenied, the JSON ones' AccessDeniedException.
+func accessDenied(c *call, msg string) awsError {
+	switch c.Protocol {
+	case protoEC2:
+		return awsError{http.StatusForbidden, "UnauthorizedOperation", "You are not authorized to perform this operation. " + msg, true}
+	case protoQuery:
+		return awsError{http.StatusForbidden, "AccessDenied", msg, true}
+	case protoREST:
+		return awsError{http.StatusForbidden, "AccessDeniedException", msg, true}
+	}
+	return awsError{http.StatusBadRequest, "AccessDeniedException", msg, true}
 }
 
 // write answers with e in c's protocol, so the SDK reads e.Code as the

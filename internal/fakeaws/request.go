@@ -79,6 +79,11 @@ func identify(r *http.Request, body []byte) *call {
 	}
 	if action := form.Get("Action"); action != "" {
 		c.Form, c.Action, c.Protocol = form, action, protoQuery
+		if c.Service == "" && strings.HasPrefix(action, "AssumeRoleWith") {
+			// Unsigned (the web identity token is the credential), so
+			// no scope names the service.
+			c.Service = "sts"
+		}
 		if c.Service == "ec2" {
 			c.Protocol = protoEC2
 		}

@@ -91,13 +91,15 @@ func (s *Server) seedMoto(ctx context.Context) (Seed, error) {
 	}
 	seed.SecurityGroupID = aws.ToString(sg.GroupId)
 
-	trust := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}`
 	seed.NodeRoleName = "KarpenterNodeRole-" + name
-	role, err := s.motoIAM.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(seed.NodeRoleName), AssumeRolePolicyDocument: aws.String(trust)})
-	if err != nil {
-		return seed, fmt.Errorf("CreateRole %s: %w", seed.NodeRoleName, err)
+	if !s.opts.IAMEnforce { // under IAMEnforce the guide's stack makes it
+		trust := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}`
+		role, err := s.motoIAM.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(seed.NodeRoleName), AssumeRolePolicyDocument: aws.String(trust)})
+		if err != nil {
+			return seed, fmt.Errorf("CreateRole %s: %w", seed.NodeRoleName, err)
+		}
+		seed.NodeRoleARN = aws.ToString(role.Role.Arn)
 	}
-	seed.NodeRoleARN = aws.ToString(role.Role.Arn)
 
 	version := "1.33"
 	if s.cluster != nil {
@@ -114,6 +116,9 @@ func (s *Server) seedMoto(ctx context.Context) (Seed, error) {
 	}
 	seed.ClusterARN = aws.ToString(cl.Cluster.Arn)
 
+	if s.opts.IAMEnforce {
+		return seed, nil // the guide's stack makes the queue
+	}
 	q, err := s.motoSQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
 	if err != nil {
 		return seed, fmt.Errorf("sqs CreateQueue %s: %w", name, err)

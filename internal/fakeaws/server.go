@@ -76,6 +76,15 @@ type Options struct {
 	Clock clock.WithTicker
 	// Log receives what the endpoint does; default discards.
 	Log logr.Logger
+	// IAMEnforce authorizes every call as AWS would for the identity that
+	// signed it (iamEnforcer): the admin credentials Start makes
+	// (AdminCredentials), or a role's session from STS. Without it every
+	// call is allowed. With it the node role and the interruption queue are
+	// not seeded: the guide's CloudFormation stack creates them.
+	IAMEnforce bool
+	// IAMSimulateModules is the node_modules folder of the IAM evaluator,
+	// which hack/setup.sh installs (its iamsim= line).
+	IAMSimulateModules string
 }
 
 // Server is a running endpoint.
@@ -102,6 +111,7 @@ type Server struct {
 	seed    Seed
 	cluster *clusterInfo
 	nodes   *nodeBooter
+	iam     *iamEnforcer
 
 	mu       sync.Mutex
 	launches map[string]launch
@@ -185,6 +195,11 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	s.motoEC2, s.motoIAM, s.motoEKS, s.motoSQS = ec2.NewFromConfig(cfg), iam.NewFromConfig(cfg), eks.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
 
+	if opts.IAMEnforce {
+		if s.iam, err = s.startIAM(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if s.seed, err = s.seedMoto(ctx); err != nil {
 		return nil, fmt.Errorf("fake-aws: seeding moto: %w", err)
 	}
@@ -271,6 +286,9 @@ func (s *Server) Stop() {
 	if s.moto != nil {
 		s.moto.stop()
 	}
+	if s.iam != nil {
+		s.iam.eval.stop()
+	}
 }
 
 // answer is the endpoint's reply to one call, with what the call log needs.
@@ -321,6 +339,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := identify(r, body)
+	if s.iam != nil {
+		if denied := s.iam.authorize(r.Context(), c, r); denied != nil {
+			a := errorAnswer(c, *denied)
+			a.fault = faultIAMDenied
+			s.reply(w, c, a, start)
+			return
+		}
+	}
 	latency, fault := s.faults.decide(c)
 	if latency > 0 {
 		select {
@@ -343,6 +369,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a = errorAnswer(c, injectedError(c, fault))
 		a.fault = fault
 	}
+	if s.iam != nil {
+		s.iam.observe(c, a)
+	}
+	s.reply(w, c, a, start)
+}
+
+// reply writes a, and logs the call.
+func (s *Server) reply(w http.ResponseWriter, c *call, a *answer, start time.Time) {
 	for k, v := range a.header {
 		w.Header()[k] = v
 	}

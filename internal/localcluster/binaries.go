@@ -11,10 +11,11 @@ import (
 	"strings"
 )
 
-// Binaries are the paths of the control-plane programs, and of helm for
-// the chart's tests.
+// Binaries are the paths of the control-plane programs, of helm for the
+// chart's tests, and of the IAM evaluator's node_modules for fake-aws
+// --iam-enforce.
 type Binaries struct {
-	Etcd, APIServer, ControllerManager, Scheduler, Kubectl, Kwok, Helm string
+	Etcd, APIServer, ControllerManager, Scheduler, Kubectl, Kwok, Helm, IAMSim string
 }
 
 // EnsureBinaries runs hack/setup.sh, which installs etcd and builds the
@@ -40,9 +41,9 @@ func EnsureBinaries(ctx context.Context, root string) (Binaries, error) {
 	}
 	b := Binaries{
 		Etcd: paths["etcd"], APIServer: paths["kube-apiserver"], ControllerManager: paths["kube-controller-manager"],
-		Scheduler: paths["kube-scheduler"], Kubectl: paths["kubectl"], Kwok: paths["kwok"], Helm: paths["helm"],
+		Scheduler: paths["kube-scheduler"], Kubectl: paths["kubectl"], Kwok: paths["kwok"], Helm: paths["helm"], IAMSim: paths["iamsim"],
 	}
-	for name, p := range map[string]string{"etcd": b.Etcd, "kube-apiserver": b.APIServer, "kube-controller-manager": b.ControllerManager, "kube-scheduler": b.Scheduler, "kubectl": b.Kubectl, "kwok": b.Kwok, "helm": b.Helm} {
+	for name, p := range map[string]string{"etcd": b.Etcd, "kube-apiserver": b.APIServer, "kube-controller-manager": b.ControllerManager, "kube-scheduler": b.Scheduler, "kubectl": b.Kubectl, "kwok": b.Kwok, "helm": b.Helm, "iamsim": b.IAMSim} {
 		if _, err := os.Stat(p); err != nil {
 			return Binaries{}, fmt.Errorf("hack/setup.sh did not provide %s (%q)", name, p)
 		}

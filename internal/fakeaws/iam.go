@@ -1,0 +1,684 @@
+package fakeaws
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+)
+
+// faultIAMDenied marks, in the call log, a call the identity's policies
+// refused.
+const faultIAMDenied = "iamDenied"
+
+// Credentials are an access key pair.
+type Credentials struct {
+	AccessKeyID     string `json:"accessKeyId"`
+	SecretAccessKey string `json:"secretAccessKey"`
+}
+
+// iamEnforcer authorizes each call as AWS does, which moto does not: for
+// the identity that signed it (its access key), with its role's attached
+// and inline policies, and with the resource ARNs and condition keys of
+// each authorization the call makes (a CreateFleet is authorized on the
+// fleet, instances, volumes and interfaces it creates, with their request
+// tags, on the launch template, image, subnets and groups it uses, with
+// their resource tags, for the implicit CreateTags, and for iam:PassRole).
+// The decision is the independent evaluator's (evaluator).
+type iamEnforcer struct {
+	s     *Server
+	eval  *evaluator
+	admin Credentials
+
+	mu sync.Mutex
+	// sessions maps the access keys STS handed out to the assumed role's
+	// session ARN.
+	sessions map[string]string
+	// policies caches each role's policies until an IAM or CloudFormation
+	// write passes through the endpoint.
+	policies map[string][]policyDoc
+}
+
+var (
+	accessKeyRE       = regexp.MustCompile(`Credential=([^/,\s]+)/`)
+	stsAccessKeyRE    = regexp.MustCompile(`<AccessKeyId>([^<]+)</AccessKeyId>`)
+	stsAssumedRoleARN = regexp.MustCompile(`<AssumedRoleUser>\s*(?:<AssumedRoleId>[^<]*</AssumedRoleId>\s*)?<Arn>([^<]+)</Arn>`)
+	stsAssumedRoleAlt = regexp.MustCompile(`<Arn>(arn:aws:sts::[0-9]+:assumed-role/[^<]+)</Arn>`)
+)
+
+func accessKeyOf(r *http.Request) string {
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		auth = "Credential=" + r.URL.Query().Get("X-Amz-Credential")
+	}
+	if m := accessKeyRE.FindStringSubmatch(auth); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// observe learns the sessions STS hands out, and forgets cached policies
+// when IAM or CloudFormation may have changed them.
+func (e *iamEnforcer) observe(c *call, a *answer) {
+	if a.status != http.StatusOK {
+		return
+	}
+	switch {
+	case c.Service == "sts" && strings.HasPrefix(c.Action, "AssumeRole"):
+		key := stsAccessKeyRE.FindSubmatch(a.body)
+		arn := stsAssumedRoleARN.FindSubmatch(a.body)
+		if arn == nil {
+			arn = stsAssumedRoleAlt.FindSubmatch(a.body)
+		}
+		if key != nil && arn != nil {
+			e.mu.Lock()
+			e.sessions[string(key[1])] = string(arn[1])
+			e.mu.Unlock()
+		}
+	case (c.Service == "iam" || c.Service == "cloudformation") && !strings.HasPrefix(c.Action, "Get") && !strings.HasPrefix(c.Action, "List"):
+		e.mu.Lock()
+		e.policies = map[string][]policyDoc{}
+		e.mu.Unlock()
+	}
+}
+
+// authorize returns the refusal for c, or nil when its identity may make
+// every authorization it needs.
+func (e *iamEnforcer) authorize(ctx context.Context, c *call, r *http.Request) *awsError {
+	key := accessKeyOf(r)
+	if key == "" && c.Service == "sts" && c.Action == "AssumeRoleWithWebIdentity" {
+		return nil // unsigned: authorized by the role's trust policy
+	}
+	if key == e.admin.AccessKeyID {
+		return nil
+	}
+	e.mu.Lock()
+	session, ok := e.sessions[key]
+	e.mu.Unlock()
+	if !ok {
+		if c.Protocol == protoEC2 {
+			return &awsError{http.StatusUnauthorized, "AuthFailure", "AWS was not able to validate the provided access credentials", true}
+		}
+		return &awsError{http.StatusForbidden, "InvalidClientTokenId", "The security token included in the request is invalid.", true}
+	}
+	if c.key() == "sts:GetCallerIdentity" {
+		return nil // needs no permission
+	}
+	role := roleOfSession(session)
+	policies, err := e.rolePolicies(ctx, role)
+	if err != nil {
+		return &awsError{http.StatusInternalServerError, "InternalFailure", "fake-aws: reading the policies of role " + role + ": " + err.Error(), false}
+	}
+	checks, err := e.checks(ctx, c, r)
+	if err != nil {
+		return &awsError{http.StatusInternalServerError, "InternalFailure", "fake-aws: modelling the authorization of " + c.key() + ": " + err.Error(), false}
+	}
+	for _, check := range checks {
+		if check.Context == nil {
+			check.Context = map[string][]string{}
+		}
+		check.Context["aws:RequestedRegion"] = []string{c.Region}
+		result, err := e.eval.allowed(ctx, session, policies, check)
+		if err != nil {
+			return &awsError{http.StatusInternalServerError, "InternalFailure", err.Error(), false}
+		}
+		if result == "Allowed" {
+			continue
+		}
+		why := "because no identity-based policy allows the " + check.Action + " action"
+		if result == "ExplicitlyDenied" {
+			why = "with an explicit deny in an identity-based policy"
+		}
+		msg := fmt.Sprintf("User: %s is not authorized to perform: %s on resource: %s %s", session, check.Action, check.Resource, why)
+		e.s.log.Info("IAM denied", "call", c.key(), "action", check.Action, "resource", check.Resource, "context", check.Context, "principal", session)
+		denied := accessDenied(c, msg)
+		return &denied
+	}
+	return nil
+}
+
+// roleOfSession is the role name in arn:aws:sts::<account>:assumed-role/<role>/<session>.
+func roleOfSession(arn string) string {
+	_, rest, _ := strings.Cut(arn, ":assumed-role/")
+	role, _, _ := strings.Cut(rest, "/")
+	return role
+}
+
+// rolePolicies reads the role's attached managed policies' default versions
+// and its inline policies from moto.
+func (e *iamEnforcer) rolePolicies(ctx context.Context, role string) ([]policyDoc, error) {
+	e.mu.Lock()
+	cached, ok := e.policies[role]
+	e.mu.Unlock()
+	if ok {
+		return cached, nil
+	}
+	api := e.s.motoIAM
+	var out []policyDoc
+	attached, err := api.ListAttachedRolePolicies(ctx, &iam.ListAttachedRolePoliciesInput{RoleName: aws.String(role)})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range attached.AttachedPolicies {
+		pol, err := api.GetPolicy(ctx, &iam.GetPolicyInput{PolicyArn: p.PolicyArn})
+		if err != nil {
+			return nil, err
+		}
+		v, err := api.GetPolicyVersion(ctx, &iam.GetPolicyVersionInput{PolicyArn: p.PolicyArn, VersionId: pol.Policy.DefaultVersionId})
+		if err != nil {
+			return nil, err
+		}
+		doc, err := policyJSON(aws.ToString(v.PolicyVersion.Document))
+		if err != nil {
+			return nil, fmt.Errorf("policy %s: %w", aws.ToString(p.PolicyArn), err)
+		}
+		out = append(out, policyDoc{Name: aws.ToString(p.PolicyName), Policy: doc})
+	}
+	inline, err := api.ListRolePolicies(ctx, &iam.ListRolePoliciesInput{RoleName: aws.String(role)})
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range inline.PolicyNames {
+		p, err := api.GetRolePolicy(ctx, &iam.GetRolePolicyInput{RoleName: aws.String(role), PolicyName: aws.String(name)})
+		if err != nil {
+			return nil, err
+		}
+		doc, err := policyJSON(aws.ToString(p.PolicyDocument))
+		if err != nil {
+			return nil, fmt.Errorf("inline policy %s: %w", name, err)
+		}
+		out = append(out, policyDoc{Name: name, Policy: doc})
+	}
+	e.mu.Lock()
+	e.policies[role] = out
+	e.mu.Unlock()
+	return out, nil
+}
+
+// policyJSON decodes a policy document as IAM returns it: URL-encoded JSON
+// (moto sometimes answers it decoded).
+func policyJSON(doc string) (any, error) {
+	if strings.HasPrefix(doc, "%") {
+		d, err := url.QueryUnescape(doc)
+		if err != nil {
+			return nil, err
+		}
+		doc = d
+	}
+	var v any
+	if err := json.Unmarshal([]byte(doc), &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// checks are the authorizations AWS makes for c. Actions Joiner does not
+// call with resource-level permissions are authorized on "*"; a policy
+// that scopes such an action to ARNs then refuses it, which the tests see.
+func (e *iamEnforcer) checks(ctx context.Context, c *call, r *http.Request) ([]authCheck, error) {
+	service := strings.TrimPrefix(c.Service, "api.")
+	action := service + ":" + c.Action
+	switch c.key() {
+	case "ec2:CreateFleet":
+		return e.createFleetChecks(ctx, c)
+	case "ec2:CreateLaunchTemplate":
+		tags := formTagSpecs(c.Form)["launch-template"]
+		arn := ec2ARN(c.Region, "launch-template", "*")
+		out := []authCheck{{Action: action, Resource: arn, Context: requestTags(tags)}}
+		if len(tags) > 0 {
+			out = append(out, createTagsAtCreation(arn, tags, "CreateLaunchTemplate"))
+		}
+		return out, nil
+	case "ec2:CreateTags":
+		add := formTags(c.Form, "Tag")
+		var out []authCheck
+		for _, id := range formList(c.Form, "ResourceId") {
+			have, err := e.ec2Tags(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			vars := requestTags(add)
+			for k, v := range resourceTags(have) {
+				vars[k] = v
+			}
+			out = append(out, authCheck{Action: action, Resource: ec2ARN(c.Region, ec2Type(id), id), Context: vars})
+		}
+		return out, nil
+	case "ec2:TerminateInstances":
+		var out []authCheck
+		for _, id := range formList(c.Form, "InstanceId") {
+			have, err := e.ec2Tags(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, authCheck{Action: action, Resource: ec2ARN(c.Region, "instance", id), Context: resourceTags(have)})
+		}
+		return out, nil
+	case "ec2:DeleteLaunchTemplate":
+		id, tags, err := e.launchTemplate(ctx, c.Form.Get("LaunchTemplateId"), c.Form.Get("LaunchTemplateName"))
+		if err != nil {
+			return nil, err
+		}
+		return []authCheck{{Action: action, Resource: ec2ARN(c.Region, "launch-template", id), Context: resourceTags(tags)}}, nil
+	case "iam:CreateInstanceProfile":
+		return []authCheck{{Action: action, Resource: profileARN(c.Form.Get("InstanceProfileName")), Context: requestTags(formTags(c.Form, "Tags.member"))}}, nil
+	case "iam:TagInstanceProfile", "iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile", "iam:GetInstanceProfile":
+		name := c.Form.Get("InstanceProfileName")
+		have, err := e.profileTags(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		vars := resourceTags(have)
+		if c.Action == "TagInstanceProfile" {
+			for k, v := range requestTags(formTags(c.Form, "Tags.member")) {
+				vars[k] = v
+			}
+		}
+		out := []authCheck{{Action: action, Resource: profileARN(name), Context: vars}}
+		if c.Action == "AddRoleToInstanceProfile" {
+			// Putting a role in a profile passes it to EC2.
+			out = append(out, passRole(roleARN(c.Form.Get("RoleName"))))
+		}
+		return out, nil
+	case "iam:GetRole":
+		return []authCheck{{Action: action, Resource: roleARN(c.Form.Get("RoleName"))}}, nil
+	case "ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath":
+		names := jsonList(c.JSON, "Names")
+		if c.Action == "GetParameter" {
+			names = []string{jsonString(c.JSON, "Name")}
+		} else if c.Action == "GetParametersByPath" {
+			names = []string{jsonString(c.JSON, "Path")}
+		}
+		var out []authCheck
+		for _, n := range names {
+			out = append(out, authCheck{Action: action, Resource: parameterARN(c.Region, n)})
+		}
+		return out, nil
+	case "sqs:GetQueueUrl":
+		return []authCheck{{Action: action, Resource: queueARN(c.Region, jsonString(c.JSON, "QueueName"))}}, nil
+	case "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:DeleteMessageBatch", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:SendMessage":
+		u := jsonString(c.JSON, "QueueUrl")
+		return []authCheck{{Action: action, Resource: queueARN(c.Region, u[strings.LastIndex(u, "/")+1:])}}, nil
+	case "eks:DescribeCluster":
+		name := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+		return []authCheck{{Action: action, Resource: fmt.Sprintf("arn:aws:eks:%s:%s:cluster/%s", c.Region, accountID, name)}}, nil
+	}
+	return []authCheck{{Action: action, Resource: "*"}}, nil
+}
+
+// createFleetChecks authorizes an instant fleet as EC2 does: ec2:CreateFleet
+// and ec2:RunInstances on every resource it creates (with the tags it puts
+// on them, from the request and the launch template) and uses (the launch
+// template with its own tags, images, subnets, security groups), the
+// implicit ec2:CreateTags of each tagged resource, and iam:PassRole of the
+// instance profile's role.
+func (e *iamEnforcer) createFleetChecks(ctx context.Context, c *call) ([]authCheck, error) {
+	specs := formTagSpecs(c.Form)
+	spot := c.Form.Get("TargetCapacitySpecification.DefaultTargetCapacityType") == "spot"
+	both := []string{"ec2:CreateFleet", "ec2:RunInstances"}
+	var out []authCheck
+	used := map[string]map[string][]string{} // ARN → context
+	created := map[string]map[string]string{"fleet": specs["fleet"], "instance": specs["instance"]}
+	var roles []string
+	for i := 1; ; i++ {
+		prefix := fmt.Sprintf("LaunchTemplateConfigs.%d.", i)
+		id, name := c.Form.Get(prefix+"LaunchTemplateSpecification.LaunchTemplateId"), c.Form.Get(prefix+"LaunchTemplateSpecification.LaunchTemplateName")
+		if id == "" && name == "" {
+			break
+		}
+		lt, err := e.launchTemplateData(ctx, id, name)
+		if err != nil {
+			return nil, err
+		}
+		used[ec2ARN(c.Region, "launch-template", lt.id)] = resourceTags(lt.tags)
+		for rt, tags := range lt.tagSpecs {
+			if created[rt] == nil {
+				created[rt] = map[string]string{}
+			}
+			for k, v := range tags {
+				created[rt][k] = v
+			}
+		}
+		if lt.image != "" {
+			used[fmt.Sprintf("arn:aws:ec2:%s::image/%s", c.Region, lt.image)] = nil
+		}
+		for _, g := range lt.groups {
+			used[ec2ARN(c.Region, "security-group", g)] = nil
+		}
+		if lt.role != "" && !slices.Contains(roles, lt.role) {
+			roles = append(roles, lt.role)
+		}
+		for j := 1; ; j++ {
+			o := fmt.Sprintf("%sOverrides.%d.", prefix, j)
+			subnet, image := c.Form.Get(o+"SubnetId"), c.Form.Get(o+"ImageId")
+			if subnet == "" && image == "" && c.Form.Get(o+"InstanceType") == "" {
+				break
+			}
+			if subnet != "" {
+				used[ec2ARN(c.Region, "subnet", subnet)] = nil
+			}
+			if image != "" {
+				used[fmt.Sprintf("arn:aws:ec2:%s::image/%s", c.Region, image)] = nil
+			}
+		}
+	}
+	kinds := []string{"fleet", "instance", "volume", "network-interface"}
+	if spot {
+		kinds = append(kinds, "spot-instances-request")
+	}
+	for _, kind := range kinds {
+		arn := ec2ARN(c.Region, kind, "*")
+		for _, a := range both {
+			if kind == "fleet" && a == "ec2:RunInstances" {
+				continue
+			}
+			out = append(out, authCheck{Action: a, Resource: arn, Context: requestTags(created[kind])})
+		}
+		if len(created[kind]) > 0 {
+			out = append(out, createTagsAtCreation(arn, created[kind], "CreateFleet"))
+		}
+	}
+	for _, arn := range sortedMapKeys(used) {
+		for _, a := range both {
+			out = append(out, authCheck{Action: a, Resource: arn, Context: used[arn]})
+		}
+	}
+	for _, role := range roles {
+		out = append(out, passRole(role))
+	}
+	return out, nil
+}
+
+// ltData is what a launch template brings to a launch.
+type ltData struct {
+	id       string
+	tags     map[string]string
+	image    string
+	groups   []string
+	tagSpecs map[string]map[string]string // resource type → tags
+	role     string                       // the instance profile's role ARN
+}
+
+func (e *iamEnforcer) launchTemplateData(ctx context.Context, id, name string) (ltData, error) {
+	var d ltData
+	var err error
+	if d.id, d.tags, err = e.launchTemplate(ctx, id, name); err != nil {
+		return d, err
+	}
+	v, err := e.s.motoEC2.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: aws.String(d.id), Versions: []string{"$Default"}})
+	if err != nil {
+		return d, fmt.Errorf("DescribeLaunchTemplateVersions %s: %w", d.id, err)
+	}
+	if len(v.LaunchTemplateVersions) == 0 || v.LaunchTemplateVersions[0].LaunchTemplateData == nil {
+		return d, fmt.Errorf("launch template %s has no default version", d.id)
+	}
+	data := v.LaunchTemplateVersions[0].LaunchTemplateData
+	d.image = aws.ToString(data.ImageId)
+	d.groups = append(d.groups, data.SecurityGroupIds...)
+	for _, n := range data.NetworkInterfaces {
+		d.groups = append(d.groups, n.Groups...)
+	}
+	d.tagSpecs = map[string]map[string]string{}
+	for _, ts := range data.TagSpecifications {
+		m := map[string]string{}
+		for _, t := range ts.Tags {
+			m[aws.ToString(t.Key)] = aws.ToString(t.Value)
+		}
+		d.tagSpecs[string(ts.ResourceType)] = m
+	}
+	if p := data.IamInstanceProfile; p != nil && (p.Name != nil || p.Arn != nil) {
+		profile := aws.ToString(p.Name)
+		if profile == "" {
+			profile = aws.ToString(p.Arn)[strings.LastIndex(aws.ToString(p.Arn), "/")+1:]
+		}
+		got, err := e.s.motoIAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(profile)})
+		if err != nil {
+			return d, fmt.Errorf("GetInstanceProfile %s: %w", profile, err)
+		}
+		for _, r := range got.InstanceProfile.Roles {
+			d.role = aws.ToString(r.Arn)
+		}
+	}
+	return d, nil
+}
+
+// launchTemplate finds a launch template by id or name, with its tags.
+func (e *iamEnforcer) launchTemplate(ctx context.Context, id, name string) (string, map[string]string, error) {
+	in := &ec2.DescribeLaunchTemplatesInput{}
+	if id != "" {
+		in.LaunchTemplateIds = []string{id}
+	} else {
+		in.LaunchTemplateNames = []string{name}
+	}
+	out, err := e.s.motoEC2.DescribeLaunchTemplates(ctx, in)
+	if err != nil || len(out.LaunchTemplates) == 0 {
+		return "", nil, fmt.Errorf("launch template %s%s not found: %v", id, name, err)
+	}
+	lt := out.LaunchTemplates[0]
+	return aws.ToString(lt.LaunchTemplateId), ec2TagMap(lt.Tags), nil
+}
+
+// ec2Tags are a resource's tags, by its id.
+func (e *iamEnforcer) ec2Tags(ctx context.Context, id string) (map[string]string, error) {
+	out, err := e.s.motoEC2.DescribeTags(ctx, &ec2.DescribeTagsInput{Filters: []ec2types.Filter{{Name: aws.String("resource-id"), Values: []string{id}}}})
+	if err != nil {
+		return nil, fmt.Errorf("DescribeTags %s: %w", id, err)
+	}
+	m := map[string]string{}
+	for _, t := range out.Tags {
+		m[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return m, nil
+}
+
+// profileTags are an instance profile's tags; none when it does not exist.
+func (e *iamEnforcer) profileTags(ctx context.Context, name string) (map[string]string, error) {
+	out, err := e.s.motoIAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+	if err != nil {
+		if strings.Contains(err.Error(), "NoSuchEntity") {
+			return map[string]string{}, nil
+		}
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, t := range out.InstanceProfile.Tags {
+		m[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return m, nil
+}
+
+func ec2TagMap(tags []ec2types.Tag) map[string]string {
+	m := map[string]string{}
+	for _, t := range tags {
+		m[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return m
+}
+
+// requestTags are the aws:RequestTag/<key> and aws:TagKeys condition keys.
+func requestTags(tags map[string]string) map[string][]string {
+	out := map[string][]string{}
+	keys := make([]string, 0, len(tags))
+	for k, v := range tags {
+		out["aws:RequestTag/"+k] = []string{v}
+		keys = append(keys, k)
+	}
+	if len(keys) > 0 {
+		sort.Strings(keys)
+		out["aws:TagKeys"] = keys
+	}
+	return out
+}
+
+// resourceTags are the aws:ResourceTag/<key> condition keys.
+func resourceTags(tags map[string]string) map[string][]string {
+	out := map[string][]string{}
+	for k, v := range tags {
+		out["aws:ResourceTag/"+k] = []string{v}
+	}
+	return out
+}
+
+// createTagsAtCreation is the ec2:CreateTags EC2 authorizes for tags given
+// in the creating call itself.
+func createTagsAtCreation(arn string, tags map[string]string, createAction string) authCheck {
+	vars := requestTags(tags)
+	vars["ec2:CreateAction"] = []string{createAction}
+	return authCheck{Action: "ec2:CreateTags", Resource: arn, Context: vars}
+}
+
+func passRole(role string) authCheck {
+	return authCheck{Action: "iam:PassRole", Resource: role, Context: map[string][]string{"iam:PassedToService": {"ec2.amazonaws.com"}}}
+}
+
+func ec2ARN(region, kind, id string) string {
+	return fmt.Sprintf("arn:aws:ec2:%s:%s:%s/%s", region, accountID, kind, id)
+}
+
+func profileARN(name string) string {
+	return fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", accountID, name)
+}
+
+func roleARN(name string) string {
+	if strings.HasPrefix(name, "arn:") {
+		return name
+	}
+	return fmt.Sprintf("arn:aws:iam::%s:role/%s", accountID, name)
+}
+
+func queueARN(region, name string) string {
+	return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", region, accountID, name)
+}
+
+// parameterARN is an SSM parameter's ARN; AWS's public parameters
+// (/aws/service/...) belong to no account.
+func parameterARN(region, name string) string {
+	if strings.HasPrefix(name, "arn:") {
+		return name
+	}
+	account := accountID
+	if strings.HasPrefix(name, "/aws/") {
+		account = ""
+	}
+	return fmt.Sprintf("arn:aws:ssm:%s:%s:parameter/%s", region, account, strings.TrimPrefix(name, "/"))
+}
+
+// ec2Type is the ARN resource type of an EC2 id.
+func ec2Type(id string) string {
+	prefix, _, _ := strings.Cut(id, "-")
+	switch prefix {
+	case "i":
+		return "instance"
+	case "vol":
+		return "volume"
+	case "eni":
+		return "network-interface"
+	case "lt":
+		return "launch-template"
+	case "fleet":
+		return "fleet"
+	case "sir":
+		return "spot-instances-request"
+	case "sg":
+		return "security-group"
+	case "subnet":
+		return "subnet"
+	case "ami":
+		return "image"
+	}
+	return prefix
+}
+
+// formList is the values of an EC2 list parameter: Name.1, Name.2, ...
+func formList(form url.Values, name string) []string {
+	var out []string
+	for i := 1; ; i++ {
+		v := form.Get(fmt.Sprintf("%s.%d", name, i))
+		if v == "" {
+			return out
+		}
+		out = append(out, v)
+	}
+}
+
+// formTags reads Prefix.N.Key / Prefix.N.Value pairs.
+func formTags(form url.Values, prefix string) map[string]string {
+	out := map[string]string{}
+	for i := 1; ; i++ {
+		k := form.Get(fmt.Sprintf("%s.%d.Key", prefix, i))
+		if k == "" {
+			return out
+		}
+		out[k] = form.Get(fmt.Sprintf("%s.%d.Value", prefix, i))
+	}
+}
+
+// formTagSpecs reads TagSpecification.N.{ResourceType,Tag.M.Key,Tag.M.Value}
+// by resource type.
+func formTagSpecs(form url.Values) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for i := 1; ; i++ {
+		rt := form.Get(fmt.Sprintf("TagSpecification.%d.ResourceType", i))
+		if rt == "" {
+			return out
+		}
+		out[rt] = formTags(form, fmt.Sprintf("TagSpecification.%d.Tag", i))
+	}
+}
+
+func jsonString(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+func jsonList(m map[string]any, key string) []string {
+	var out []string
+	list, _ := m[key].([]any)
+	for _, v := range list {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// startIAM starts the evaluator and makes the administrator: a moto user
+// with an access key, whose calls are all allowed (the account's root, in
+// effect), for the tests' own setup and the guide's CloudFormation deploy.
+func (s *Server) startIAM(ctx context.Context) (*iamEnforcer, error) {
+	eval, err := startEvaluator(s.opts.IAMSimulateModules)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.motoIAM.CreateUser(ctx, &iam.CreateUserInput{UserName: aws.String("fake-aws-admin")}); err != nil {
+		eval.stop()
+		return nil, fmt.Errorf("fake-aws: creating the administrator: %w", err)
+	}
+	key, err := s.motoIAM.CreateAccessKey(ctx, &iam.CreateAccessKeyInput{UserName: aws.String("fake-aws-admin")})
+	if err != nil {
+		eval.stop()
+		return nil, fmt.Errorf("fake-aws: creating the administrator's access key: %w", err)
+	}
+	return &iamEnforcer{s: s, eval: eval, sessions: map[string]string{}, policies: map[string][]policyDoc{},
+		admin: Credentials{AccessKeyID: aws.ToString(key.AccessKey.AccessKeyId), SecretAccessKey: aws.ToString(key.AccessKey.SecretAccessKey)}}, nil
+}
+
+// AdminCredentials are the administrator's keys under IAMEnforce; empty
+// otherwise (every call is allowed).
+func (s *Server) AdminCredentials() Credentials {
+	if s.iam == nil {
+		return Credentials{}
+	}
+	return s.iam.admin
+}
