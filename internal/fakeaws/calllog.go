@@ -19,9 +19,16 @@ type Call struct {
 	Status  int            `json:"status"`
 	// ErrorCode is the AWS error code of a failed call.
 	ErrorCode string `json:"errorCode,omitempty"`
+	// ErrorMessage is its message, for refusals under IAMEnforce.
+	ErrorMessage string `json:"errorMessage,omitempty"`
 	// Fault names the injected fault, if any: throttle, error,
-	// lost, accessDenied, insufficientCapacity or describeDelay.
+	// lost, accessDenied, insufficientCapacity or describeDelay; or
+	// iamDenied, a refusal of the caller's IAM policies (IAMEnforce), or
+	// iamError, a call the endpoint could not authorize.
 	Fault string `json:"fault,omitempty"`
+	// Principal is who signed the call under IAMEnforce: the
+	// administrator, or a role's session ARN.
+	Principal string `json:"principal,omitempty"`
 	// Instances are the instances this call launched (also when its
 	// answer was lost).
 	Instances []string `json:"instances,omitempty"`

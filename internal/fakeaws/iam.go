@@ -19,8 +19,12 @@ import (
 )
 
 // faultIAMDenied marks, in the call log, a call the identity's policies
-// refused.
-const faultIAMDenied = "iamDenied"
+// refused; faultIAMError one the endpoint could not authorize (a gap in
+// its model of the call, or the evaluator failing), answered with a 500.
+const (
+	faultIAMDenied = "iamDenied"
+	faultIAMError  = "iamError"
+)
 
 // Credentials are an access key pair.
 type Credentials struct {
@@ -66,6 +70,18 @@ func accessKeyOf(r *http.Request) string {
 		return m[1]
 	}
 	return ""
+}
+
+// principal names who signed r: "admin", a role's session ARN, or "" for
+// an unsigned or unknown key.
+func (e *iamEnforcer) principal(r *http.Request) string {
+	key := accessKeyOf(r)
+	if key != "" && key == e.admin.AccessKeyID {
+		return "admin"
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sessions[key]
 }
 
 // observe learns the sessions STS hands out, and forgets cached policies
@@ -131,9 +147,10 @@ func (e *iamEnforcer) authorize(ctx context.Context, c *call, r *http.Request) *
 		check.Context["aws:RequestedRegion"] = []string{c.Region}
 		result, err := e.eval.allowed(ctx, session, policies, check)
 		if err != nil {
+			e.s.log.Error(err, "IAM evaluation failed", "call", c.key(), "action", check.Action, "resource", check.Resource)
 			return &awsError{http.StatusInternalServerError, "InternalFailure", err.Error(), false}
 		}
-		if result == "Allowed" {
+		if result == "Allowed" || result == "NotApplicable" {
 			continue
 		}
 		why := "because no identity-based policy allows the " + check.Action + " action"

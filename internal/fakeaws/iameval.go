@@ -140,7 +140,9 @@ func (e *evaluator) read(out io.Reader) {
 }
 
 // allowed asks whether policies let principal make check; the answer is the
-// evaluator's: Allowed, ImplicitlyDenied or ExplicitlyDenied.
+// evaluator's: Allowed, ImplicitlyDenied, ExplicitlyDenied, or
+// NotApplicable when AWS makes no such check (the action has no
+// authorization on that resource type).
 func (e *evaluator) allowed(ctx context.Context, principal string, policies []policyDoc, check authCheck) (string, error) {
 	vars := make(map[string]any, len(check.Context))
 	for k, v := range check.Context {

@@ -39,6 +39,8 @@ type call struct {
 	Form     url.Values
 	JSON     map[string]any
 	Body     []byte
+	// Principal is who signed it, under IAMEnforce.
+	Principal string
 }
 
 var credentialScope = regexp.MustCompile(`Credential=[^/,]*/[0-9]{8}/([^/,]+)/([^/,]+)/aws4_request`)

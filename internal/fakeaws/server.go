@@ -293,10 +293,12 @@ func (s *Server) Stop() {
 
 // answer is the endpoint's reply to one call, with what the call log needs.
 type answer struct {
-	status    int
-	header    http.Header
-	body      []byte
-	fault     string
+	status int
+	header http.Header
+	body   []byte
+	fault  string
+	// message is a refusal's message, kept in the call log.
+	message   string
 	instances []string
 	// replayed is an earlier call's answer given again for its client
 	// token.
@@ -340,9 +342,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := identify(r, body)
 	if s.iam != nil {
+		c.Principal = s.iam.principal(r)
 		if denied := s.iam.authorize(r.Context(), c, r); denied != nil {
 			a := errorAnswer(c, *denied)
-			a.fault = faultIAMDenied
+			a.fault, a.message = faultIAMDenied, denied.Message
+			if denied.Status >= 500 {
+				a.fault = faultIAMError
+			}
 			s.reply(w, c, a, start)
 			return
 		}
@@ -385,7 +391,7 @@ func (s *Server) reply(w http.ResponseWriter, c *call, a *answer, start time.Tim
 	_, _ = w.Write(a.body)
 	s.calls.add(Call{
 		Time: start, Service: c.Service, Action: c.Action, Region: c.Region, Params: c.params(),
-		Status: a.status, ErrorCode: errorCode(a), Fault: a.fault, Instances: a.instances, Replayed: a.replayed,
+		Status: a.status, ErrorCode: errorCode(a), ErrorMessage: a.message, Fault: a.fault, Principal: c.Principal, Instances: a.instances, Replayed: a.replayed,
 		LatencyMS: float64(s.clock.Since(start).Microseconds()) / 1000,
 	})
 }
@@ -406,6 +412,8 @@ func (s *Server) dispatch(ctx context.Context, c *call, r *http.Request) *answer
 		return s.describeInstances(ctx, c, r)
 	case "eks:DescribeCluster":
 		return s.describeCluster(ctx, c, r)
+	case "cloudformation:CreateChangeSet", "cloudformation:CreateStack", "cloudformation:UpdateStack":
+		return s.forward(ctx, r, fixPolicyDocuments(c))
 	}
 	return s.forward(ctx, r, c.Body)
 }

@@ -9,8 +9,11 @@
 // unvalidated skips the evaluator's input checks, for the one resource
 // they reject wrongly: AWS's public SSM parameters, whose ARNs have no
 // account (arn:aws:ssm:<region>::parameter/aws/service/...).
-// Answer:   {"id", "result": "Allowed" | "ImplicitlyDenied" | "ExplicitlyDenied",
-//            "error": string (when the question itself is malformed)}
+// Answer:   {"id", "result": "Allowed" | "ImplicitlyDenied" | "ExplicitlyDenied"
+//            | "NotApplicable", "error": string (a malformed question)}
+// NotApplicable: by AWS's authorization reference (the evaluator's data) the
+// action is not authorized on that resource type at all (ec2:CreateFleet
+// on a network interface, say), so AWS makes no such check.
 'use strict';
 const readline = require('readline');
 const { runSimulation, runUnsafeSimulation } = require('@cloud-copilot/iam-simulate');
@@ -44,6 +47,9 @@ rl.on('line', async (line) => {
     const out = { id: q.id, result: r.overallResult };
     if (r.errors) {
       out.error = JSON.stringify(r.errors);
+      if (out.error.includes('no.resource.types')) {
+        out.result = 'NotApplicable';
+      }
     }
     process.stdout.write(JSON.stringify(out) + '\n');
   } catch (e) {
