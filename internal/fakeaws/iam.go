@@ -51,7 +51,22 @@ type iamEnforcer struct {
 	sessions map[string]string
 	// policies caches each role's policies until an IAM or CloudFormation
 	// write passes through the endpoint.
-	policies map[string][]policyDoc
+	policies map[string][]PolicyDocument
+	// allowed are the authorizations of the sessions' calls that were
+	// allowed, each once, for a test that asks which statements a run
+	// needed.
+	allowed []Authorization
+	seen    map[string]bool
+}
+
+// Authorization is one authorization a session's call needed and got.
+type Authorization struct {
+	// Call is the call it was for, service:Action.
+	Call      string              `json:"call"`
+	Principal string              `json:"principal"`
+	Action    string              `json:"action"`
+	Resource  string              `json:"resource"`
+	Context   map[string][]string `json:"context"`
 }
 
 var (
@@ -104,7 +119,7 @@ func (e *iamEnforcer) observe(c *call, a *answer) {
 		}
 	case (c.Service == "iam" || c.Service == "cloudformation") && !strings.HasPrefix(c.Action, "Get") && !strings.HasPrefix(c.Action, "List"):
 		e.mu.Lock()
-		e.policies = map[string][]policyDoc{}
+		e.policies = map[string][]PolicyDocument{}
 		e.mu.Unlock()
 	}
 }
@@ -150,7 +165,11 @@ func (e *iamEnforcer) authorize(ctx context.Context, c *call, r *http.Request) *
 			e.s.log.Error(err, "IAM evaluation failed", "call", c.key(), "action", check.Action, "resource", check.Resource)
 			return &awsError{http.StatusInternalServerError, "InternalFailure", err.Error(), false}
 		}
-		if result == "Allowed" || result == "NotApplicable" {
+		if result == "NotApplicable" {
+			continue
+		}
+		if result == "Allowed" {
+			e.record(Authorization{Call: c.key(), Principal: session, Action: check.Action, Resource: check.Resource, Context: check.Context})
 			continue
 		}
 		why := "because no identity-based policy allows the " + check.Action + " action"
@@ -165,6 +184,21 @@ func (e *iamEnforcer) authorize(ctx context.Context, c *call, r *http.Request) *
 	return nil
 }
 
+// record keeps a once; the session's name is left out of the key, so a
+// restarted controller's calls count as the same.
+func (e *iamEnforcer) record(a Authorization) {
+	key, _ := json.Marshal([]any{a.Call, roleOfSession(a.Principal), a.Action, a.Resource, a.Context})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.seen == nil {
+		e.seen = map[string]bool{}
+	}
+	if !e.seen[string(key)] {
+		e.seen[string(key)] = true
+		e.allowed = append(e.allowed, a)
+	}
+}
+
 // roleOfSession is the role name in arn:aws:sts::<account>:assumed-role/<role>/<session>.
 func roleOfSession(arn string) string {
 	_, rest, _ := strings.Cut(arn, ":assumed-role/")
@@ -174,7 +208,7 @@ func roleOfSession(arn string) string {
 
 // rolePolicies reads the role's attached managed policies' default versions
 // and its inline policies from moto.
-func (e *iamEnforcer) rolePolicies(ctx context.Context, role string) ([]policyDoc, error) {
+func (e *iamEnforcer) rolePolicies(ctx context.Context, role string) ([]PolicyDocument, error) {
 	e.mu.Lock()
 	cached, ok := e.policies[role]
 	e.mu.Unlock()
@@ -182,7 +216,7 @@ func (e *iamEnforcer) rolePolicies(ctx context.Context, role string) ([]policyDo
 		return cached, nil
 	}
 	api := e.s.motoIAM
-	var out []policyDoc
+	var out []PolicyDocument
 	attached, err := api.ListAttachedRolePolicies(ctx, &iam.ListAttachedRolePoliciesInput{RoleName: aws.String(role)})
 	if err != nil {
 		return nil, err
@@ -200,7 +234,7 @@ func (e *iamEnforcer) rolePolicies(ctx context.Context, role string) ([]policyDo
 		if err != nil {
 			return nil, fmt.Errorf("policy %s: %w", aws.ToString(p.PolicyArn), err)
 		}
-		out = append(out, policyDoc{Name: aws.ToString(p.PolicyName), Policy: doc})
+		out = append(out, PolicyDocument{Name: aws.ToString(p.PolicyName), Policy: doc})
 	}
 	inline, err := api.ListRolePolicies(ctx, &iam.ListRolePoliciesInput{RoleName: aws.String(role)})
 	if err != nil {
@@ -215,7 +249,7 @@ func (e *iamEnforcer) rolePolicies(ctx context.Context, role string) ([]policyDo
 		if err != nil {
 			return nil, fmt.Errorf("inline policy %s: %w", name, err)
 		}
-		out = append(out, policyDoc{Name: name, Policy: doc})
+		out = append(out, PolicyDocument{Name: name, Policy: doc})
 	}
 	e.mu.Lock()
 	e.policies[role] = out
@@ -687,7 +721,7 @@ func (s *Server) startIAM(ctx context.Context) (*iamEnforcer, error) {
 		eval.stop()
 		return nil, fmt.Errorf("fake-aws: creating the administrator's access key: %w", err)
 	}
-	return &iamEnforcer{s: s, eval: eval, sessions: map[string]string{}, policies: map[string][]policyDoc{},
+	return &iamEnforcer{s: s, eval: eval, sessions: map[string]string{}, policies: map[string][]PolicyDocument{},
 		admin: Credentials{AccessKeyID: aws.ToString(key.AccessKey.AccessKeyId), SecretAccessKey: aws.ToString(key.AccessKey.SecretAccessKey)}}, nil
 }
 
@@ -698,4 +732,33 @@ func (s *Server) AdminCredentials() Credentials {
 		return Credentials{}
 	}
 	return s.iam.admin
+}
+
+// Authorizations are the authorizations the sessions' calls needed and got
+// so far, oldest first (IAMEnforce).
+func (s *Server) Authorizations() []Authorization {
+	if s.iam == nil {
+		return nil
+	}
+	s.iam.mu.Lock()
+	defer s.iam.mu.Unlock()
+	return slices.Clone(s.iam.allowed)
+}
+
+// RolePolicies are the policies a role's sessions are decided by: its
+// attached managed policies' default versions and its inline policies.
+func (s *Server) RolePolicies(ctx context.Context, role string) ([]PolicyDocument, error) {
+	if s.iam == nil {
+		return nil, fmt.Errorf("fake-aws: IAM is not enforced")
+	}
+	return s.iam.rolePolicies(ctx, role)
+}
+
+// Evaluate asks the evaluator whether policies allow a: Allowed,
+// ImplicitlyDenied, ExplicitlyDenied or NotApplicable.
+func (s *Server) Evaluate(ctx context.Context, policies []PolicyDocument, a Authorization) (string, error) {
+	if s.iam == nil {
+		return "", fmt.Errorf("fake-aws: IAM is not enforced")
+	}
+	return s.iam.eval.allowed(ctx, a.Principal, policies, authCheck{Action: a.Action, Resource: a.Resource, Context: a.Context})
 }

@@ -22,8 +22,9 @@ import (
 //go:embed iamsim/evaluate.js
 var evaluateJS []byte
 
-// policyDoc is one policy of an identity, by name.
-type policyDoc struct {
+// PolicyDocument is one policy of an identity, by name; Policy is the
+// decoded JSON document.
+type PolicyDocument struct {
 	Name   string `json:"name"`
 	Policy any    `json:"policy"`
 }
@@ -34,7 +35,7 @@ type policyDoc struct {
 type authCheck struct {
 	Action   string              `json:"action"`
 	Resource string              `json:"resource"`
-	Context  map[string][]string `json:"-"`
+	Context  map[string][]string `json:"context"`
 }
 
 type evalQuestion struct {
@@ -44,7 +45,7 @@ type evalQuestion struct {
 	Resource  string         `json:"resource"`
 	Account   string         `json:"account"`
 	Context   map[string]any `json:"context"`
-	Policies  []policyDoc    `json:"policies"`
+	Policies  []PolicyDocument    `json:"policies"`
 	// Unvalidated skips the evaluator's input checks, which reject the
 	// account-less ARNs of AWS's public SSM parameters.
 	Unvalidated bool `json:"unvalidated,omitempty"`
@@ -143,7 +144,7 @@ func (e *evaluator) read(out io.Reader) {
 // evaluator's: Allowed, ImplicitlyDenied, ExplicitlyDenied, or
 // NotApplicable when AWS makes no such check (the action has no
 // authorization on that resource type).
-func (e *evaluator) allowed(ctx context.Context, principal string, policies []policyDoc, check authCheck) (string, error) {
+func (e *evaluator) allowed(ctx context.Context, principal string, policies []PolicyDocument, check authCheck) (string, error) {
 	vars := make(map[string]any, len(check.Context))
 	for k, v := range check.Context {
 		if len(v) == 1 && k != "aws:TagKeys" {

@@ -47,9 +47,26 @@ type Options struct {
 	Progress func(format string, args ...any)
 }
 
+// AuditedUser is the one user the control plane's audit log records: the
+// service account the chart makes for a release named as the guides name
+// it (karpenter, in kube-system).
+const AuditedUser = "system:serviceaccount:kube-system:karpenter"
+
+const auditPolicyYAML = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    users: ["` + AuditedUser + `"]
+  - level: None
+`
+
 // Cluster is a running control plane.
 type Cluster struct {
-	Dir        string
+	Dir string
+	// AuditLog is the apiserver's audit log (JSON lines) of AuditedUser's
+	// requests; empty for a cluster this process did not start.
+	AuditLog   string
 	Root       string
 	Kubeconfig string
 	Config     *rest.Config
@@ -123,8 +140,18 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, err
 	}
 
+	// The audit log records only the chart's service account, so that a
+	// test can show which of the chart's RBAC rules the controller used
+	// (test/aws); nothing else is logged, so it costs the other tests
+	// nothing.
+	auditPolicy := filepath.Join(c.Dir, "audit-policy.yaml")
+	c.AuditLog = filepath.Join(c.Dir, "logs", "audit.log")
+	if err := os.WriteFile(auditPolicy, []byte(auditPolicyYAML), 0o644); err != nil {
+		return nil, err
+	}
 	progress("starting kube-apiserver")
 	if err := c.start("kube-apiserver", bins.APIServer, opts.Persistent,
+		"--audit-policy-file="+auditPolicy, "--audit-log-path="+c.AuditLog, "--audit-log-format=json",
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
 		"--tls-cert-file="+p.serverCert, "--tls-private-key-file="+p.serverKey,

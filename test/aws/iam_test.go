@@ -2,10 +2,14 @@ package aws
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,16 +18,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+	"github.com/aws/smithy-go"
 	"github.com/joiner-autoscaler/joiner/internal/fakeaws"
+	"github.com/joiner-autoscaler/joiner/internal/localcluster"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/joiner-autoscaler/joiner/test/framework"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // controllerRole is the IRSA role of the guides: trusted by the cluster's
 // OIDC provider for the chart's service account.
 const (
 	controllerRole = "demo-karpenter"
-	controllerSA   = "system:serviceaccount:kube-system:karpenter"
 	irsaTrust      = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":"arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/DEMO"},"Action":"sts:AssumeRoleWithWebIdentity","Condition":{"StringEquals":{"oidc.eks.us-east-1.amazonaws.com/id/DEMO:sub":"system:serviceaccount:kube-system:karpenter","oidc.eks.us-east-1.amazonaws.com/id/DEMO:aud":"sts.amazonaws.com"}}}]}`
 )
 
@@ -35,20 +45,30 @@ var sixPolicies = []string{"NodeLifecyclePolicy", "IAMIntegrationPolicy", "EKSIn
 // and Joiner's own. AWS enforces IAM (fake-aws --iam-enforce, conditions
 // included); the controller authenticates with IRSA (a web identity token
 // for the role the stack's policies are attached to) and talks to
-// Kubernetes as the chart's service account, with the chart's RBAC. Spot
+// Kubernetes as the chart's service account (a token of it), with the
+// chart's RBAC. Spot
 // nodes come up, one is interrupted through the stack's EventBridge rule
 // and drained, and the deployment scales down; no call is refused, by AWS
-// or by the apiserver.
+// or by the apiserver. Under Joiner's own stack, each Allow statement is
+// shown needed; and the audit log shows each rule of the chart's RBAC used.
 func TestGuideUnderPublishedPolicies(t *testing.T) {
 	stacks := []struct {
 		name, template string
 		policies       []string
+		// leastPrivilege: every Allow statement of the stack's policies
+		// is needed by some call of the run.
+		leastPrivilege bool
 	}{
-		{"karpenter v1.1.3", "test/testdata/karpenter-stacks/cloudformation-v1.1.3.yaml", []string{"KarpenterControllerPolicy"}},
-		{"karpenter v1.14", "test/testdata/karpenter-stacks/cloudformation-v1.14.yaml", sixPolicies},
-		{"joiner", "deploy/cloudformation/joiner.yaml", sixPolicies},
+		{"karpenter v1.1.3", "test/testdata/karpenter-stacks/cloudformation-v1.1.3.yaml", []string{"KarpenterControllerPolicy"}, false},
+		{"karpenter v1.14", "test/testdata/karpenter-stacks/cloudformation-v1.14.yaml", sixPolicies, false},
+		{"joiner", "deploy/cloudformation/joiner.yaml", sixPolicies, true},
 	}
-	impersonating := chartRBAC(t)
+	asServiceAccount := chartRBAC(t)
+	defer func() {
+		if !t.Failed() {
+			everyRBACRuleUsed(t)
+		}
+	}()
 	for _, stack := range stacks {
 		t.Run(stack.name, func(t *testing.T) {
 			framework.ResetCluster(t)
@@ -71,6 +91,16 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 					t.Fatalf("attaching %s: %v", arn, err)
 				}
 			}
+			// A second class, legacy, whose instance profile an older
+			// controller left without eks:eks-cluster-name: Joiner adds it
+			// (retagging, under the policy's conditions). The guide's
+			// class, default, gets a new profile.
+			profile := instanceprofile.Name(clusterName, region, "legacy")
+			if _, err := adminIAM.CreateInstanceProfile(context.Background(), &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(profile), Tags: []iamtypes.Tag{
+				{Key: aws.String("kubernetes.io/cluster/" + clusterName), Value: aws.String("owned")}, {Key: aws.String("topology.kubernetes.io/region"), Value: aws.String(region)},
+				{Key: aws.String("karpenter.k8s.aws/ec2nodeclass"), Value: aws.String("legacy")}}}); err != nil {
+				t.Fatal(err)
+			}
 			token := filepath.Join(t.TempDir(), "token")
 			if err := os.WriteFile(token, []byte("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6a3ViZS1zeXN0ZW06a2FycGVudGVyIn0.sig"), 0o600); err != nil {
 				t.Fatal(err)
@@ -82,13 +112,13 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 				// endpoint, so STS takes its own standard variable.
 				"AWS_ENDPOINT_URL="+f.URL(), "AWS_ENDPOINT_URL_STS="+f.URL(), "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_EC2_METADATA_DISABLED=true",
 				"AWS_ROLE_ARN="+aws.ToString(role.Role.Arn), "AWS_WEB_IDENTITY_TOKEN_FILE="+token,
-				"KUBECONFIG="+impersonating, "DISABLE_LEADER_ELECTION=false", "SYSTEM_NAMESPACE=kube-system",
+				"KUBECONFIG="+asServiceAccount, "DISABLE_LEADER_ELECTION=false", "SYSTEM_NAMESPACE=kube-system",
 				"LEADER_ELECTION_NAME=karpenter-leader-election", "DISRUPTION_POLL=2s")
 			t.Cleanup(func() { framework.ResetCluster(t) })
 
 			manifest := strings.Replace(framework.ReadSeed(t, "03-scale-up-down.yaml"), `values: ["on-demand"]`, `values: ["spot"]`, 1)
 			manifest = strings.Replace(manifest, "consolidateAfter: 1m", "consolidateAfter: 5s", 1)
-			framework.Kubectl(t, manifest, "apply", "-f", "-")
+			framework.Kubectl(t, manifest+"\n---\n"+legacyClass(t, manifest), "apply", "-f", "-")
 			framework.Eventually(t, 3*time.Minute, "five inflate pods run on spot", func() (bool, string) {
 				n, _ := framework.Running(t, map[string]string{"app": "inflate"})
 				return n == 5, fmt.Sprintf("%d running", n)
@@ -129,6 +159,17 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 				return len(claims) == 1 && running == 1 && n == 1, fmt.Sprintf("%d NodeClaims, %d instances running, %d pods", len(claims), running, n)
 			})
 
+			// Deleting the class deletes its launch templates and the
+			// instance profile.
+			framework.ResetCluster(t)
+			framework.Eventually(t, time.Minute, "the classes' instance profiles are deleted", func() (bool, string) {
+				out, err := adminIAM.ListInstanceProfiles(context.Background(), &iam.ListInstanceProfilesInput{})
+				if err != nil {
+					return false, err.Error()
+				}
+				return len(out.InstanceProfiles) == 0, fmt.Sprintf("%d profiles", len(out.InstanceProfiles))
+			})
+
 			// Every call the controller made was its role's session's, and
 			// none was refused.
 			var fleets int
@@ -146,6 +187,9 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 			if fleets == 0 {
 				t.Error("no CreateFleet call in the log")
 			}
+			if stack.leastPrivilege {
+				everyStatementNeeded(t, f)
+			}
 			for _, line := range strings.Split(j.Logs(), "\n") {
 				for _, bad := range []string{"AccessDenied", "UnauthorizedOperation", "is forbidden", "not authorized"} {
 					if strings.Contains(line, bad) {
@@ -154,6 +198,60 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// legacyClass is the manifest's EC2NodeClass, named legacy.
+func legacyClass(t *testing.T, manifest string) string {
+	t.Helper()
+	for _, doc := range strings.Split(manifest, "\n---") {
+		if slices.Contains(strings.Split(doc, "\n"), "kind: EC2NodeClass") {
+			return strings.Replace(doc, "name: default", "name: legacy", 1)
+		}
+	}
+	t.Fatal("the manifest has no EC2NodeClass")
+	return ""
+}
+
+// everyStatementNeeded takes each Allow statement out of the controller
+// role's policies in turn and asks the evaluator again about every
+// authorization the run needed: some must now be refused, or the statement
+// grants what Joiner never uses.
+func everyStatementNeeded(t *testing.T, f *fakeaws.Server) {
+	t.Helper()
+	ctx := context.Background()
+	policies, err := f.RolePolicies(ctx, controllerRole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authorizations := f.Authorizations()
+	for i, p := range policies {
+		doc, _ := p.Policy.(map[string]any)
+		statements, _ := doc["Statement"].([]any)
+		for j, st := range statements {
+			m, _ := st.(map[string]any)
+			if m["Effect"] != "Allow" {
+				continue
+			}
+			without := slices.Clone(policies)
+			rest := slices.Delete(slices.Clone(statements), j, j+1)
+			without[i] = fakeaws.PolicyDocument{Name: p.Name, Policy: map[string]any{"Version": doc["Version"], "Statement": rest}}
+			var broken []string
+			for _, a := range authorizations {
+				result, err := f.Evaluate(ctx, without, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if result != "Allowed" && result != "NotApplicable" && !slices.Contains(broken, a.Call+" ("+a.Action+")") {
+					broken = append(broken, a.Call+" ("+a.Action+")")
+				}
+			}
+			if len(broken) == 0 {
+				t.Errorf("%s statement %v: no call of the run needs it; remove it or say why it stays", p.Name, m["Sid"])
+				continue
+			}
+			t.Logf("%s statement %v: without it %s would be refused", p.Name, m["Sid"], strings.Join(broken, ", "))
+		}
 	}
 }
 
@@ -247,7 +345,9 @@ func explainFakeBoots(t *testing.T, f *fakeaws.Server) {
 // chartRBAC installs the chart's RBAC for the release the guides name
 // (karpenter, in kube-system: the service account karpenter), without its
 // controller (replicas 0: the test runs it), and returns a kubeconfig that
-// acts as that service account.
+// authenticates as that service account with a token, as the controller
+// does in its pod (and so the audit log, which records that user alone,
+// sees each request).
 func chartRBAC(t *testing.T) string {
 	t.Helper()
 	helm := func(args ...string) {
@@ -260,16 +360,146 @@ func chartRBAC(t *testing.T) string {
 	helm("upgrade", "--install", "karpenter", filepath.Join(framework.Cluster.Root, "charts", "joiner"), "--namespace", "kube-system",
 		"--set", "replicas=0", "--set", "settings.clusterName="+clusterName)
 	t.Cleanup(func() { helm("uninstall", "karpenter", "--namespace", "kube-system") })
+	token := strings.TrimSpace(framework.Kubectl(t, "", "create", "token", "karpenter", "--namespace", "kube-system", "--duration", "2h"))
 	cfg, err := clientcmd.LoadFromFile(framework.Cluster.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, auth := range cfg.AuthInfos {
-		auth.Impersonate = controllerSA
+	for name := range cfg.AuthInfos {
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
 	}
-	path := filepath.Join(t.TempDir(), "kubeconfig-as-karpenter")
+	path := filepath.Join(t.TempDir(), "kubeconfig-karpenter")
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// rbacRule is one rule of the chart's ClusterRole or Roles, with the
+// namespace a Role is in ("" for the ClusterRole).
+type rbacRule struct {
+	namespace string
+	rbacv1.PolicyRule
+}
+
+// chartRules renders the chart as chartRBAC installs it and returns its
+// RBAC rules.
+func chartRules(t *testing.T) []rbacRule {
+	t.Helper()
+	cmd := exec.Command(framework.Cluster.Bins.Helm, "template", "karpenter", filepath.Join(framework.Cluster.Root, "charts", "joiner"),
+		"--namespace", "kube-system", "--set", "replicas=0", "--set", "settings.clusterName="+clusterName)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	var rules []rbacRule
+	for _, doc := range strings.Split(string(out), "\n---") {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+			Rules []rbacv1.PolicyRule `json:"rules"`
+		}
+		if err := sigsyaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range obj.Rules {
+			if obj.Kind == "ClusterRole" {
+				rules = append(rules, rbacRule{PolicyRule: r})
+			} else if obj.Kind == "Role" {
+				rules = append(rules, rbacRule{namespace: obj.Metadata.Namespace, PolicyRule: r})
+			}
+		}
+	}
+	return rules
+}
+
+// rbacKept are the chart's rule verbs a guide walkthrough does not use,
+// each with why it stays; the chart says the same beside the rule.
+var rbacKept = map[string]string{
+	"pods delete":  "a drain deletes a pod whose eviction outlasts the NodeClaim's terminationGracePeriod",
+	"events patch": "the event recorder patches an event that repeats instead of creating another",
+}
+
+// everyRBACRuleUsed reads the audit log of the chart's service account: no
+// request was forbidden, and every verb of every rule was used, or is kept
+// for a reason (rbacKept).
+func everyRBACRuleUsed(t *testing.T) {
+	t.Helper()
+	if framework.Cluster.AuditLog == "" {
+		t.Log("a reused cluster (JOINER_TEST_KUBECONFIG) has no audit log: the RBAC rules' use is not checked")
+		return
+	}
+	data, err := os.ReadFile(framework.Cluster.AuditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := chartRules(t)
+	used := map[string]bool{}
+	requests := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		var ev struct {
+			Verb string `json:"verb"`
+			User struct {
+				Username string `json:"username"`
+			} `json:"user"`
+			ObjectRef *struct {
+				Resource, Subresource, Namespace, Name string
+				APIGroup                               string `json:"apiGroup"`
+			} `json:"objectRef"`
+			ResponseStatus struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
+		}
+		if line == "" || json.Unmarshal([]byte(line), &ev) != nil || ev.User.Username != localcluster.AuditedUser || ev.ObjectRef == nil {
+			continue
+		}
+		requests++
+		ref := ev.ObjectRef
+		resource := ref.Resource
+		if ref.Subresource != "" {
+			resource += "/" + ref.Subresource
+		}
+		if ev.ResponseStatus.Code == http.StatusForbidden {
+			t.Errorf("forbidden: %s %s %s/%s", ev.Verb, resource, ref.Namespace, ref.Name)
+			continue
+		}
+		for i, r := range rules {
+			if (r.namespace == "" || r.namespace == ref.Namespace) && slices.Contains(r.APIGroups, ref.APIGroup) && slices.Contains(r.Resources, resource) &&
+				slices.Contains(r.Verbs, ev.Verb) && (len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, ref.Name)) {
+				used[fmt.Sprintf("%d %s", i, ev.Verb)] = true
+			}
+		}
+	}
+	if requests == 0 {
+		t.Fatalf("the audit log %s has no request of %s", framework.Cluster.AuditLog, localcluster.AuditedUser)
+	}
+	for i, r := range rules {
+		for _, verb := range r.Verbs {
+			if used[fmt.Sprintf("%d %s", i, verb)] {
+				continue
+			}
+			why := ""
+			for _, res := range r.Resources {
+				if reason, ok := rbacKept[res+" "+verb]; ok {
+					why = reason
+				}
+			}
+			if why == "" {
+				t.Errorf("RBAC: nothing used %s on %v (%v) in %q; remove it, or keep it with the reason", verb, r.Resources, r.APIGroups, r.namespace)
+			} else {
+				t.Logf("RBAC: %s on %v unused in the walkthrough, kept: %s", verb, r.Resources, why)
+			}
+		}
+	}
+}
+
+// errorCode is an AWS error's code, or "" for nil or another error.
+func errorCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
 }
