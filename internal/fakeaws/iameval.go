@@ -39,13 +39,13 @@ type authCheck struct {
 }
 
 type evalQuestion struct {
-	ID        int64          `json:"id"`
-	Principal string         `json:"principal"`
-	Action    string         `json:"action"`
-	Resource  string         `json:"resource"`
-	Account   string         `json:"account"`
-	Context   map[string]any `json:"context"`
-	Policies  []PolicyDocument    `json:"policies"`
+	ID        int64            `json:"id"`
+	Principal string           `json:"principal"`
+	Action    string           `json:"action"`
+	Resource  string           `json:"resource"`
+	Account   string           `json:"account"`
+	Context   map[string]any   `json:"context"`
+	Policies  []PolicyDocument `json:"policies"`
 	// Unvalidated skips the evaluator's input checks, which reject the
 	// account-less ARNs of AWS's public SSM parameters.
 	Unvalidated bool `json:"unvalidated,omitempty"`
