@@ -3,6 +3,7 @@ package fakeaws
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/smithy-go"
 )
 
 // faultIAMDenied marks, in the call log, a call the identity's policies
@@ -536,10 +538,11 @@ func (e *iamEnforcer) ec2Tags(ctx context.Context, id string) (map[string]string
 // profileTags are an instance profile's tags; none when it does not exist.
 func (e *iamEnforcer) profileTags(ctx context.Context, name string) (map[string]string, error) {
 	out, err := e.s.motoIAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode() == "NoSuchEntity" {
+		return map[string]string{}, nil
+	}
 	if err != nil {
-		if strings.Contains(err.Error(), "NoSuchEntity") {
-			return map[string]string{}, nil
-		}
 		return nil, err
 	}
 	m := map[string]string{}

@@ -61,7 +61,7 @@ func onlyClaim(t testing.TB) v1.NodeClaim {
 // terminated keeps its finalizer until it can.
 func TestDeniedAfterLaunch(t *testing.T) {
 	framework.ResetCluster(t)
-	explainBoots(t)
+	explainBoots(t, fake)
 	j := framework.StartJoiner(t, awsEnv()...)
 	t.Cleanup(func() { framework.ResetCluster(t) })
 	t.Cleanup(func() { deny(t) })

@@ -77,7 +77,7 @@ spec:
 // provisioner has seen it, nothing has been launched.
 func TestBadInputNamesTheFixAndLaunchesNothing(t *testing.T) {
 	framework.ResetCluster(t)
-	explainBoots(t)
+	explainBoots(t, fake)
 	framework.StartJoiner(t, awsEnv()...)
 	// Before Joiner stops: its finalizers must run for the cluster to empty.
 	t.Cleanup(func() { framework.ResetCluster(t) })

@@ -42,7 +42,7 @@ func TestInsufficientCapacity(t *testing.T) {
 	cheapest, next := byPrice[0], byPrice[1]
 
 	fake.ResetCalls()
-	explainBoots(t)
+	explainBoots(t, fake)
 	if err := fake.SetFaults(fakeaws.Faults{InsufficientCapacity: []fakeaws.Capacity{{InstanceType: cheapest, CapacityType: "on-demand"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestChaos(t *testing.T) {
 	}
 	framework.ResetCluster(t)
 	fake.ResetCalls()
-	explainBoots(t)
+	explainBoots(t, fake)
 	if err := fake.SetFaults(chaosFaults); err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func waitAllowed(t testing.TB, service, action string) {
 // restart.
 func TestDeniedAtStart(t *testing.T) {
 	framework.ResetCluster(t)
-	explainBoots(t)
+	explainBoots(t, fake)
 	fake.ResetCalls()
 	deny(t, "ec2:DescribeInstanceTypes", "ec2:DescribeInstanceTypeOfferings", "pricing:GetProducts", "ec2:DescribeSpotPriceHistory")
 	j := framework.StartJoiner(t, awsEnv("JOINER_TEST_PRICE_RETRY=2s")...)

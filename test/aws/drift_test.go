@@ -27,7 +27,7 @@ import (
 func TestDriftOnANewAMI(t *testing.T) {
 	ctx := context.Background()
 	fake.ResetCalls()
-	explainBoots(t)
+	explainBoots(t, fake)
 	j := framework.StartJoiner(t, awsEnv()...)
 	t.Cleanup(func() { framework.ResetCluster(t) })
 

@@ -20,7 +20,7 @@ import (
 func TestLeaderFailover(t *testing.T) {
 	framework.ResetCluster(t)
 	fake.ResetCalls()
-	explainBoots(t)
+	explainBoots(t, fake)
 	env := awsEnv("DISABLE_LEADER_ELECTION=false", "SYSTEM_NAMESPACE=default", "LEADER_ELECTION_NAME=joiner-failover-"+rand.String(5))
 	leader := framework.StartJoiner(t, env...)
 	framework.Eventually(t, time.Minute, "the first replica leads", func() (bool, string) {

@@ -26,7 +26,7 @@ import (
 func TestFaultsEveryPodPlacedNoDoubleLaunch(t *testing.T) {
 	framework.ResetCluster(t)
 	fake.ResetCalls()
-	explainBoots(t)
+	explainBoots(t, fake)
 	// Seed 1551's first three draws are a 5xx, a throttle and a lost
 	// answer, so each kind fires after the switch below however few calls
 	// are left by then.

@@ -17,7 +17,7 @@ import (
 // period; one of another cluster, launched with it, stays.
 func TestLeakedInstancesAreTerminated(t *testing.T) {
 	framework.ResetCluster(t)
-	explainBoots(t)
+	explainBoots(t, fake)
 	client := ec2Client(t)
 	images, err := client.DescribeImages(context.Background(), &ec2.DescribeImagesInput{Filters: []ec2types.Filter{{Name: aws.String("architecture"), Values: []string{"x86_64"}}}})
 	if err != nil || len(images.Images) == 0 {

@@ -27,7 +27,7 @@ import (
 func TestGuide02SpotTainted(t *testing.T) {
 	ctx := context.Background()
 	fake.ResetCalls()
-	explainBoots(t)
+	explainBoots(t, fake)
 	guide02Cluster(t)
 	framework.StartJoiner(t, awsEnv()...)
 	t.Cleanup(func() { framework.ResetCluster(t) })

@@ -24,7 +24,7 @@ import (
 func TestGuide03UpAndDown(t *testing.T) {
 	framework.ResetCluster(t)
 	fake.ResetCalls()
-	explainBoots(t)
+	explainBoots(t, fake)
 	j := framework.StartJoiner(t, awsEnv()...)
 	// Before Joiner stops: its finalizers must run for the cluster to empty.
 	t.Cleanup(func() { framework.ResetCluster(t) })

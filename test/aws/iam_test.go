@@ -105,7 +105,8 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 			if err := os.WriteFile(token, []byte("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6a3ViZS1zeXN0ZW06a2FycGVudGVyIn0.sig"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			explainFakeBoots(t, f)
+			explainBoots(t, f)
+			explainCalls(t, f)
 			j := framework.StartJoiner(t,
 				"CLOUD_PROVIDER=aws", "CLUSTER_NAME="+clusterName, "AWS_REGION="+region, "INTERRUPTION_QUEUE="+clusterName,
 				// IRSA: the SDK resolves the web identity credentials before its base
@@ -310,33 +311,19 @@ func fakeInstances(t *testing.T, f *fakeaws.Server) map[string]string {
 	admin := f.AdminCredentials()
 	cfg := clientConfig(t, f.URL(), region)
 	cfg.Credentials = credentials.NewStaticCredentialsProvider(admin.AccessKeyID, admin.SecretAccessKey, "")
-	out := map[string]string{}
-	pager := ec2.NewDescribeInstancesPaginator(ec2.NewFromConfig(cfg), &ec2.DescribeInstancesInput{})
-	for pager.HasMorePages() {
-		page, err := pager.NextPage(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range page.Reservations {
-			for _, i := range r.Instances {
-				out[aws.ToString(i.InstanceId)] = string(i.State.Name)
-			}
-		}
-	}
-	return out
+	return instanceStates(t, ec2.NewFromConfig(cfg))
 }
 
-func explainFakeBoots(t *testing.T, f *fakeaws.Server) {
+// explainCalls prints, when the test fails, f's calls that failed, with
+// who made them.
+func explainCalls(t *testing.T, f *fakeaws.Server) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
-		for _, b := range f.Boots() {
-			t.Logf("instance %s (%s): state %s, node %q, joined %v, reason %q", b.InstanceID, b.InstanceType, b.State, b.Node, b.Joined, b.Reason)
-		}
 		for _, c := range f.Calls("", "") {
 			if c.Status >= 400 {
-				t.Logf("call %s:%s by %s: %d %s %s", c.Service, c.Action, c.Principal, c.Status, c.ErrorCode, c.Fault)
+				t.Logf("call %s:%s by %s: %d %s %s %s", c.Service, c.Action, c.Principal, c.Status, c.ErrorCode, c.Fault, c.ErrorMessage)
 			}
 		}
 	})

@@ -22,7 +22,7 @@ import (
 func TestSpotInterruptionDrainsBeforeTheInstanceGoes(t *testing.T) {
 	framework.ResetCluster(t)
 	fake.ResetCalls()
-	explainBoots(t)
+	explainBoots(t, fake)
 	j := framework.StartJoiner(t, awsEnv("INTERRUPTION_QUEUE="+clusterName)...)
 	// Before Joiner stops: its finalizers must run for the cluster to empty.
 	t.Cleanup(func() { framework.ResetCluster(t) })

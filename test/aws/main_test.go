@@ -41,14 +41,15 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-// explainBoots prints, when the test fails, how each instance booted: a
-// node that never joined says why (its user data, as a node would read it).
-func explainBoots(t testing.TB) {
+// explainBoots prints, when the test fails, how each of f's instances
+// booted: a node that never joined says why (its user data, as a node
+// would read it).
+func explainBoots(t testing.TB, f *fakeaws.Server) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
-		for _, b := range fake.Boots() {
+		for _, b := range f.Boots() {
 			t.Logf("instance %s (%s, %s, %s): state %s, node %q, joined %v, reason %q", b.InstanceID, b.InstanceType, b.ImageID, b.Family, b.State, b.Node, b.Joined, b.Reason)
 		}
 	})
@@ -85,9 +86,12 @@ func ec2Client(t testing.TB) *ec2.Client {
 }
 
 // instances lists the cluster's instances by state.
-func instances(t testing.TB) map[string]string {
+func instances(t testing.TB) map[string]string { return instanceStates(t, ec2Client(t)) }
+
+// instanceStates lists the instances c sees, by state.
+func instanceStates(t testing.TB, c *ec2.Client) map[string]string {
 	out := map[string]string{}
-	pager := ec2.NewDescribeInstancesPaginator(ec2Client(t), &ec2.DescribeInstancesInput{})
+	pager := ec2.NewDescribeInstancesPaginator(c, &ec2.DescribeInstancesInput{})
 	for pager.HasMorePages() {
 		page, err := pager.NextPage(context.Background())
 		if err != nil {
