@@ -135,6 +135,10 @@ func TestGuideValues(t *testing.T) {
 			}
 		},
 	}, {
+		name: "Karpenter's AWS gate at its default",
+		args: []string{"--set", "settings.awsFeatureGates.nodeClassCEL=false"},
+		check: func(t *testing.T, r rendered) {},
+	}, {
 		name: "feature gates carry over as FEATURE_GATES",
 		args: []string{"--set", "settings.featureGates.spotToSpotConsolidation=true", "--set", "settings.featureGates.nodeRepair=true"},
 		check: func(t *testing.T, r rendered) {
@@ -207,7 +211,9 @@ func TestRefusedValues(t *testing.T) {
 		{"pre-v0.19 top-level clusterName", "clusterName=demo", []string{"clusterName", "settings.clusterName"}},
 		{"an unknown setting", "settings.clusterNmae=demo", []string{"settings.clusterNmae", "remove it"}},
 		{"an unimplemented gate", "settings.featureGates.nodeOverlay=true", []string{"settings.featureGates.nodeOverlay", "set it to false"}},
-		{"a gate neither has", "settings.featureGates.driftEnabled=true", []string{"settings.featureGates.driftEnabled", "remove it"}},
+		{"a gate neither has", "settings.featureGates.fastLaunch=true", []string{"settings.featureGates.fastLaunch", "remove it"}},
+		{"the pre-v1 drift gate", "settings.featureGates.driftEnabled=true", []string{"settings.featureGates.driftEnabled", "drift is always on"}},
+		{"the AWS CEL gate on", "settings.awsFeatureGates.nodeClassCEL=true", []string{"settings.awsFeatureGates.nodeClassCEL", "set false"}},
 		{"a gate that is not a bool", "settings.featureGates.nodeRepair=yes", []string{"settings.featureGates.nodeRepair", "true or false"}},
 		{"an unsupported refresh interval", "settings.amiRefreshInterval=5m", []string{"settings.amiRefreshInterval", `"1m"`}},
 		{"zonal shift", "settings.enableZonalShift=true", []string{"settings.enableZonalShift", "set false"}},

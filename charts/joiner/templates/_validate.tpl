@@ -28,7 +28,7 @@ dropped silently.
 {{- end }}
 {{- fail "settings.aws is Karpenter's pre-v1 block; move its keys to settings (for example settings.aws.clusterName to settings.clusterName)" }}
 {{- end }}
-{{- $known := list "batchIdleDuration" "batchMaxDuration" "clusterCABundle" "clusterName" "clusterEndpoint" "eksControlPlane" "interruptionQueue" "isolatedVPC" "vmMemoryOverheadPercent" "reservedENIs" "preferencePolicy" "minValuesPolicy" "amiRefreshInterval" "subnetRefreshInterval" "disableClusterStateObservability" "disableDryRun" "enableZonalShift" "ignoreDRARequests" "featureGates" }}
+{{- $known := list "awsFeatureGates" "batchIdleDuration" "batchMaxDuration" "clusterCABundle" "clusterName" "clusterEndpoint" "eksControlPlane" "interruptionQueue" "isolatedVPC" "vmMemoryOverheadPercent" "reservedENIs" "preferencePolicy" "minValuesPolicy" "amiRefreshInterval" "subnetRefreshInterval" "disableClusterStateObservability" "disableDryRun" "enableZonalShift" "ignoreDRARequests" "featureGates" }}
 {{- range $k, $v := $s }}
 {{- if not (has $k $known) }}
 {{- fail (printf "settings.%s is not a setting of Karpenter v1 or Joiner; remove it (the settings are listed in the chart's values.yaml)" $k) }}
@@ -49,6 +49,9 @@ dropped silently.
 {{- end }}
 {{- $gates := list "nodeOverlay" "nodeRepair" "reservedCapacity" "spotToSpotConsolidation" "staticCapacity" "capacityBuffer" }}
 {{- range $k, $v := ($s.featureGates | default dict) }}
+{{- if eq $k "driftEnabled" }}
+{{- fail "settings.featureGates.driftEnabled is Karpenter's pre-v1 gate; v1 removed it (drift is always on): remove it" }}
+{{- end }}
 {{- if not (has $k $gates) }}
 {{- fail (printf "settings.featureGates.%s is not a feature gate of Karpenter v1 or Joiner; remove it (gates: %s)" $k (join ", " $gates)) }}
 {{- end }}
@@ -65,6 +68,14 @@ dropped silently.
 {{- end }}
 {{- if .capacityBuffer }}
 {{- fail "settings.featureGates.capacityBuffer=true needs the CapacityBuffer CRD, which Joiner does not serve; set it to false" }}
+{{- end }}
+{{- end }}
+{{- range $k, $v := ($s.awsFeatureGates | default dict) }}
+{{- if ne $k "nodeClassCEL" }}
+{{- fail (printf "settings.awsFeatureGates.%s is not an AWS feature gate of Karpenter v1; remove it" $k) }}
+{{- end }}
+{{- if ne (toString $v) "false" }}
+{{- fail "settings.awsFeatureGates.nodeClassCEL=true is not supported: Joiner's EC2NodeClass validation is its CRD's CEL rules already; remove it or set false" }}
 {{- end }}
 {{- end }}
 {{- if not (has (lower (toString .Values.logLevel)) (list "debug" "info" "error")) }}
