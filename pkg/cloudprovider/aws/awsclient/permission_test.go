@@ -28,6 +28,14 @@ func TestExplainPermission(t *testing.T) {
 		{"IAM", denied("IAM", "CreateInstanceProfile", "AccessDenied"), []string{"iam:CreateInstanceProfile (AccessDenied)"}},
 		{"SSM", denied("SSM", "GetParameter", "AccessDeniedException"), []string{"allow ssm:GetParameter in the IAM policy"}},
 		{"no operation", &smithy.GenericAPIError{Code: "AccessDenied"}, []string{"an AWS call was refused (AccessDenied): allow its action in the IAM policy"}},
+		// AWS names the missing permission, which may be another action
+		// than the call's own.
+		{"a CreateFleet without iam:PassRole", fmt.Errorf("launching: %w", &smithy.OperationError{ServiceID: "EC2", OperationName: "CreateFleet",
+			Err: &smithy.GenericAPIError{Code: "UnauthorizedOperation", Message: "You are not authorized to perform this operation. User: arn:aws:sts::123456789012:assumed-role/demo-karpenter/s is not authorized to perform: iam:PassRole on resource: arn:aws:iam::123456789012:role/KarpenterNodeRole-demo because no identity-based policy allows the iam:PassRole action"}}),
+			[]string{"not authorized to call ec2:CreateFleet (UnauthorizedOperation): allow iam:PassRole in the IAM policy"}},
+		{"a CreateFleet without its tags' ec2:CreateTags", fmt.Errorf("launching: %w", &smithy.OperationError{ServiceID: "EC2", OperationName: "CreateFleet",
+			Err: &smithy.GenericAPIError{Code: "UnauthorizedOperation", Message: "You are not authorized to perform this operation. User: arn:aws:sts::123456789012:assumed-role/r/s is not authorized to perform: ec2:CreateTags on resource: arn:aws:ec2:us-east-1:123456789012:instance/* because no identity-based policy allows the ec2:CreateTags action"}}),
+			[]string{"allow ec2:CreateTags in the IAM policy"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
