@@ -1,7 +1,7 @@
 # The two commands the README gives are `make demo` and `make test`.
 SHELL := /bin/bash
 
-.PHONY: demo test soak chaos bench-aws image generate verify-generated setup down fmt
+.PHONY: demo test soak chaos bench-aws least-privilege image generate verify-generated setup down fmt
 
 ## demo: set everything up and run the demo on a local control plane, with
 ## Joiner's aws provider against the local AWS endpoint (cmd/fake-aws)
@@ -37,6 +37,14 @@ chaos: setup
 bench-aws: setup
 	go vet -tags bench ./test/aws/
 	go test -tags bench -count=$(or $(COUNT),1) -timeout 60m -v -run '^TestBenchThousandPods$$' ./test/aws/
+
+## least-privilege: take each Allow statement out of Joiner's stack in turn,
+## run guide 03 under the rest (fake-aws --iam-enforce) and expect the
+## controller to name a permission it granted (-tags leastprivilege), outside
+## make test; about 15 minutes. docs/install.md has its figures.
+least-privilege: setup
+	go vet -tags leastprivilege ./test/aws/
+	go test -tags leastprivilege -count=1 -timeout 60m -v -run '^TestEachStatementNamedWhenMissing$$' ./test/aws/
 
 ## image: build Joiner's multi-arch (linux/amd64, linux/arm64) OCI image into
 ## the OCI layout bin/image, with no Docker daemon or registry (internal/image),

@@ -45,6 +45,8 @@ type Options struct {
 	Persistent bool
 	// Stdout receives progress lines; nil discards them.
 	Progress func(format string, args ...any)
+	// Audit records AuditedUser's requests in the cluster's AuditLog.
+	Audit bool
 }
 
 // AuditedUser is the one user the control plane's audit log records: the
@@ -65,7 +67,8 @@ rules:
 type Cluster struct {
 	Dir string
 	// AuditLog is the apiserver's audit log (JSON lines) of AuditedUser's
-	// requests; empty for a cluster this process did not start.
+	// requests, under Options.Audit; empty otherwise, and for a cluster
+	// this process did not start.
 	AuditLog   string
 	Root       string
 	Kubeconfig string
@@ -140,18 +143,20 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, err
 	}
 
-	// The audit log records only the chart's service account, so that a
-	// test can show which of the chart's RBAC rules the controller used
-	// (test/aws); nothing else is logged, so it costs the other tests
-	// nothing.
-	auditPolicy := filepath.Join(c.Dir, "audit-policy.yaml")
-	c.AuditLog = filepath.Join(c.Dir, "logs", "audit.log")
-	if err := os.WriteFile(auditPolicy, []byte(auditPolicyYAML), 0o644); err != nil {
-		return nil, err
+	var audit []string
+	if opts.Audit {
+		// The audit log records only the chart's service account, so that
+		// a test can show which of the chart's RBAC rules the controller
+		// used (test/aws).
+		auditPolicy := filepath.Join(c.Dir, "audit-policy.yaml")
+		c.AuditLog = filepath.Join(c.Dir, "logs", "audit.log")
+		if err := os.WriteFile(auditPolicy, []byte(auditPolicyYAML), 0o644); err != nil {
+			return nil, err
+		}
+		audit = []string{"--audit-policy-file=" + auditPolicy, "--audit-log-path=" + c.AuditLog, "--audit-log-format=json"}
 	}
 	progress("starting kube-apiserver")
-	if err := c.start("kube-apiserver", bins.APIServer, opts.Persistent,
-		"--audit-policy-file="+auditPolicy, "--audit-log-path="+c.AuditLog, "--audit-log-format=json",
+	if err := c.start("kube-apiserver", bins.APIServer, opts.Persistent, append(audit,
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
 		"--tls-cert-file="+p.serverCert, "--tls-private-key-file="+p.serverKey,
@@ -165,7 +170,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		"--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000",
 		"--enable-priority-and-fairness=false",
 		"--v=1",
-	); err != nil {
+	)...); err != nil {
 		return nil, err
 	}
 	if err := writeKubeconfig(c.Kubeconfig, "https://127.0.0.1:"+strconv.Itoa(apiPort), p); err != nil {

@@ -20,9 +20,20 @@ import (
 // setup, when given, runs once after the control plane is up, for
 // package-wide fixtures such as building a binary.
 func Main(m *testing.M, out **Cluster, setup ...func(*Cluster) error) int {
+	return run(m, out, false, setup)
+}
+
+// MainAudited is Main with the apiserver's audit log of AuditedUser
+// (Cluster.AuditLog), for a package that checks which RBAC rules a
+// controller used.
+func MainAudited(m *testing.M, out **Cluster, setup ...func(*Cluster) error) int {
+	return run(m, out, true, setup)
+}
+
+func run(m *testing.M, out **Cluster, audit bool, setup []func(*Cluster) error) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	c, err := forTests(ctx)
+	c, err := forTests(ctx, audit)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "local control plane:", err)
 		return 1
@@ -45,7 +56,7 @@ func Main(m *testing.M, out **Cluster, setup ...func(*Cluster) error) int {
 	return code
 }
 
-func forTests(ctx context.Context) (*Cluster, error) {
+func forTests(ctx context.Context, audit bool) (*Cluster, error) {
 	root, err := FindRoot()
 	if err != nil {
 		return nil, err
@@ -69,5 +80,5 @@ func forTests(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Start(ctx, Options{Dir: dir, Root: root})
+	return Start(ctx, Options{Dir: dir, Root: root, Audit: audit})
 }

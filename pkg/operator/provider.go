@@ -154,7 +154,7 @@ func discoverCluster(ctx context.Context, kube client.Reader, cfg *rest.Config, 
 				c.ServiceCIDR = aws.ToString(n.ServiceIpv4Cidr)
 			}
 		case c.Endpoint == "":
-			return c, fmt.Errorf("missing setting CLUSTER_ENDPOINT (--cluster-endpoint): it is empty and eks:DescribeCluster for %q failed (%v); set it to the API server URL nodes join", opts.ClusterName, err)
+			return c, fmt.Errorf("missing setting CLUSTER_ENDPOINT (--cluster-endpoint): it is empty and eks:DescribeCluster for %q failed (%v); set it to the API server URL nodes join", opts.ClusterName, awsclient.ExplainPermission(err))
 		}
 	}
 	if c.CABundle == "" && len(cfg.CAData) > 0 {

@@ -39,6 +39,9 @@ const (
 
 var sixPolicies = []string{"NodeLifecyclePolicy", "IAMIntegrationPolicy", "EKSIntegrationPolicy", "InterruptionPolicy", "ResourceDiscoveryPolicy", "ZonalShiftPolicy"}
 
+// joinerStack is Joiner's own stack.
+const joinerStack = "deploy/cloudformation/joiner.yaml"
+
 // TestGuideUnderPublishedPolicies walks guide 03 through, as a user who
 // installed Karpenter by the guide and switched to Joiner would, under each
 // stack: Karpenter's v1.1.3 and v1.14, deployed with the guide's command,
@@ -61,7 +64,7 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 	}{
 		{"karpenter v1.1.3", "test/testdata/karpenter-stacks/cloudformation-v1.1.3.yaml", []string{"KarpenterControllerPolicy"}, false},
 		{"karpenter v1.14", "test/testdata/karpenter-stacks/cloudformation-v1.14.yaml", sixPolicies, false},
-		{"joiner", "deploy/cloudformation/joiner.yaml", sixPolicies, true},
+		{"joiner", joinerStack, sixPolicies, true},
 	}
 	asServiceAccount := chartRBAC(t)
 	defer func() {
@@ -72,54 +75,13 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 	for _, stack := range stacks {
 		t.Run(stack.name, func(t *testing.T) {
 			framework.ResetCluster(t)
-			f := enforcingFake(t)
-			admin := f.AdminCredentials()
-			deployStack(t, f, filepath.Join(framework.Cluster.Root, stack.template))
-			adminCfg := clientConfig(t, f.URL(), region)
-			adminCfg.Credentials = credentials.NewStaticCredentialsProvider(admin.AccessKeyID, admin.SecretAccessKey, "")
-			adminIAM := iam.NewFromConfig(adminCfg)
-			role, err := adminIAM.CreateRole(context.Background(), &iam.CreateRoleInput{RoleName: aws.String(controllerRole), AssumeRolePolicyDocument: aws.String(irsaTrust)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range stack.policies {
-				arn := fmt.Sprintf("arn:aws:iam::123456789012:policy/KarpenterController%s-%s", strings.TrimPrefix(p, "KarpenterController"), clusterName)
-				if p == "KarpenterControllerPolicy" {
-					arn = "arn:aws:iam::123456789012:policy/KarpenterControllerPolicy-" + clusterName
-				}
-				if _, err := adminIAM.AttachRolePolicy(context.Background(), &iam.AttachRolePolicyInput{RoleName: aws.String(controllerRole), PolicyArn: aws.String(arn)}); err != nil {
-					t.Fatalf("attaching %s: %v", arn, err)
-				}
-			}
-			// A second class, legacy, whose instance profile an older
-			// controller left without eks:eks-cluster-name: Joiner adds it
-			// (retagging, under the policy's conditions). The guide's
-			// class, default, gets a new profile.
-			profile := instanceprofile.Name(clusterName, region, "legacy")
-			if _, err := adminIAM.CreateInstanceProfile(context.Background(), &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(profile), Tags: []iamtypes.Tag{
-				{Key: aws.String("kubernetes.io/cluster/" + clusterName), Value: aws.String("owned")}, {Key: aws.String("topology.kubernetes.io/region"), Value: aws.String(region)},
-				{Key: aws.String("karpenter.k8s.aws/ec2nodeclass"), Value: aws.String("legacy")}}}); err != nil {
-				t.Fatal(err)
-			}
-			token := filepath.Join(t.TempDir(), "token")
-			if err := os.WriteFile(token, []byte("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6a3ViZS1zeXN0ZW06a2FycGVudGVyIn0.sig"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			explainBoots(t, f)
-			explainCalls(t, f)
-			j := framework.StartJoiner(t,
-				"CLOUD_PROVIDER=aws", "CLUSTER_NAME="+clusterName, "AWS_REGION="+region, "INTERRUPTION_QUEUE="+clusterName,
-				// IRSA: the SDK resolves the web identity credentials before its base
-				// endpoint, so STS takes its own standard variable.
-				"AWS_ENDPOINT_URL="+f.URL(), "AWS_ENDPOINT_URL_STS="+f.URL(), "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_EC2_METADATA_DISABLED=true",
-				"AWS_ROLE_ARN="+aws.ToString(role.Role.Arn), "AWS_WEB_IDENTITY_TOKEN_FILE="+token,
-				"KUBECONFIG="+asServiceAccount, "DISABLE_LEADER_ELECTION=false", "SYSTEM_NAMESPACE=kube-system",
-				"LEADER_ELECTION_NAME=karpenter-leader-election", "DISRUPTION_POLL=2s")
+			f, role := underStack(t, stack.template, stack.policies)
+			adminIAM := iam.NewFromConfig(adminConfig(t, f))
+			j := startController(t, f, role, asServiceAccount)
 			t.Cleanup(func() { framework.ResetCluster(t) })
 
-			manifest := strings.Replace(framework.ReadSeed(t, "03-scale-up-down.yaml"), `values: ["on-demand"]`, `values: ["spot"]`, 1)
-			manifest = strings.Replace(manifest, "consolidateAfter: 1m", "consolidateAfter: 5s", 1)
-			framework.Kubectl(t, manifest+"\n---\n"+legacyClass(t, manifest), "apply", "-f", "-")
+			manifest := walkthroughManifest(t)
+			framework.Kubectl(t, manifest, "apply", "-f", "-")
 			framework.Eventually(t, 3*time.Minute, "five inflate pods run on spot", func() (bool, string) {
 				n, _ := framework.Running(t, map[string]string{"app": "inflate"})
 				return n == 5, fmt.Sprintf("%d running", n)
@@ -160,8 +122,8 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 				return len(claims) == 1 && running == 1 && n == 1, fmt.Sprintf("%d NodeClaims, %d instances running, %d pods", len(claims), running, n)
 			})
 
-			// Deleting the class deletes its launch templates and the
-			// instance profile.
+			// Deleting the classes deletes their launch templates and
+			// instance profiles.
 			framework.ResetCluster(t)
 			framework.Eventually(t, time.Minute, "the classes' instance profiles are deleted", func() (bool, string) {
 				out, err := adminIAM.ListInstanceProfiles(context.Background(), &iam.ListInstanceProfilesInput{})
@@ -200,6 +162,83 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// underStack deploys the stack into an endpoint of its own that enforces
+// IAM, with the guide's command, and makes what a guide's cluster has
+// besides: the controller's IRSA role with the stack's policies attached,
+// and the instance profile of a second class, legacy, as an older
+// controller left it (without eks:eks-cluster-name, which Joiner adds,
+// retagging under the policy's conditions). It returns the role's ARN.
+func underStack(t *testing.T, template string, policies []string) (*fakeaws.Server, string) {
+	t.Helper()
+	f := enforcingFake(t)
+	deployStack(t, f, filepath.Join(framework.Cluster.Root, template))
+	adminIAM := iam.NewFromConfig(adminConfig(t, f))
+	ctx := context.Background()
+	role, err := adminIAM.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(controllerRole), AssumeRolePolicyDocument: aws.String(irsaTrust)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range policies {
+		if _, err := adminIAM.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: aws.String(controllerRole), PolicyArn: aws.String(policyARN(p))}); err != nil {
+			t.Fatalf("attaching %s: %v", p, err)
+		}
+	}
+	if _, err := adminIAM.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(instanceprofile.Name(clusterName, region, "legacy")), Tags: []iamtypes.Tag{
+		{Key: aws.String("kubernetes.io/cluster/" + clusterName), Value: aws.String("owned")}, {Key: aws.String("topology.kubernetes.io/region"), Value: aws.String(region)},
+		{Key: aws.String("karpenter.k8s.aws/ec2nodeclass"), Value: aws.String("legacy")}}}); err != nil {
+		t.Fatal(err)
+	}
+	explainBoots(t, f)
+	explainCalls(t, f)
+	return f, aws.ToString(role.Role.Arn)
+}
+
+// policyARN is the ARN of a stack's policy, by its logical ID's name:
+// KarpenterController<name>-<cluster>, or KarpenterControllerPolicy-<cluster>
+// (v1.1.3's one policy).
+func policyARN(name string) string {
+	if name == "KarpenterControllerPolicy" {
+		return "arn:aws:iam::123456789012:policy/KarpenterControllerPolicy-" + clusterName
+	}
+	return fmt.Sprintf("arn:aws:iam::123456789012:policy/KarpenterController%s-%s", name, clusterName)
+}
+
+// adminConfig is the SDK configuration of f's administrator.
+func adminConfig(t *testing.T, f *fakeaws.Server) aws.Config {
+	t.Helper()
+	admin := f.AdminCredentials()
+	cfg := clientConfig(t, f.URL(), region)
+	cfg.Credentials = credentials.NewStaticCredentialsProvider(admin.AccessKeyID, admin.SecretAccessKey, "")
+	return cfg
+}
+
+// startController runs Joiner as the chart does on EKS: IRSA credentials
+// for role (a web identity token; the SDK resolves them before its base
+// endpoint, so STS takes its own standard variable), the chart's service
+// account (kubeconfig), leader election on.
+func startController(t *testing.T, f *fakeaws.Server, role, kubeconfig string) *framework.Joiner {
+	t.Helper()
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6a3ViZS1zeXN0ZW06a2FycGVudGVyIn0.sig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return framework.StartJoiner(t,
+		"CLOUD_PROVIDER=aws", "CLUSTER_NAME="+clusterName, "AWS_REGION="+region, "INTERRUPTION_QUEUE="+clusterName,
+		"AWS_ENDPOINT_URL="+f.URL(), "AWS_ENDPOINT_URL_STS="+f.URL(), "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_ROLE_ARN="+role, "AWS_WEB_IDENTITY_TOKEN_FILE="+token,
+		"KUBECONFIG="+kubeconfig, "DISABLE_LEADER_ELECTION=false", "SYSTEM_NAMESPACE=kube-system",
+		"LEADER_ELECTION_NAME=karpenter-leader-election", "DISRUPTION_POLL=2s")
+}
+
+// walkthroughManifest is guide 03 on spot with a 5s consolidateAfter, and
+// the second class, legacy.
+func walkthroughManifest(t *testing.T) string {
+	t.Helper()
+	manifest := strings.Replace(framework.ReadSeed(t, "03-scale-up-down.yaml"), `values: ["on-demand"]`, `values: ["spot"]`, 1)
+	manifest = strings.Replace(manifest, "consolidateAfter: 1m", "consolidateAfter: 5s", 1)
+	return manifest + "\n---\n" + legacyClass(t, manifest)
 }
 
 // legacyClass is the manifest's EC2NodeClass, named legacy.
@@ -308,10 +347,7 @@ func putEvent(t *testing.T, f *fakeaws.Server, detailType, detail, resource stri
 // fakeInstances lists f's instances by state, as the administrator.
 func fakeInstances(t *testing.T, f *fakeaws.Server) map[string]string {
 	t.Helper()
-	admin := f.AdminCredentials()
-	cfg := clientConfig(t, f.URL(), region)
-	cfg.Credentials = credentials.NewStaticCredentialsProvider(admin.AccessKeyID, admin.SecretAccessKey, "")
-	return instanceStates(t, ec2.NewFromConfig(cfg))
+	return instanceStates(t, ec2.NewFromConfig(adminConfig(t, f)))
 }
 
 // explainCalls prints, when the test fails, f's calls that failed, with

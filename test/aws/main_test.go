@@ -31,7 +31,9 @@ const (
 var fake *fakeaws.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.Main(m, func(c *localcluster.Cluster) error {
+	// Audited: TestGuideUnderPublishedPolicies reads which RBAC rules the
+	// chart's service account used.
+	os.Exit(framework.MainAudited(m, func(c *localcluster.Cluster) error {
 		logFile, err := os.Create(filepath.Join(c.Dir, "aws-calls.jsonl"))
 		if err != nil {
 			return err

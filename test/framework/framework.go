@@ -35,22 +35,31 @@ var (
 // Main starts the control plane and builds joiner; call it from TestMain.
 // setup runs after that, for package fixtures such as a local AWS endpoint.
 func Main(m *testing.M, setup ...func(*localcluster.Cluster) error) int {
-	return localcluster.Main(m, &Cluster, append([]func(*localcluster.Cluster) error{func(c *localcluster.Cluster) error {
-		dir, err := os.MkdirTemp("", "joiner-bin-")
-		if err != nil {
-			return err
-		}
-		Binary = filepath.Join(dir, "joiner")
-		// The joinertest tag adds the internal settings tests may shorten
-		// (pkg/operator/testhooks_joinertest.go); users have no such tag.
-		build := exec.Command("go", "build", "-tags", "joinertest", "-o", Binary, "./cmd/joiner")
-		build.Dir = c.Root
-		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("building joiner: %v\n%s", err, out)
-		}
-		Kube, err = client.New(c.Config, client.Options{Scheme: operator.Scheme()})
+	return localcluster.Main(m, &Cluster, append([]func(*localcluster.Cluster) error{build}, setup...)...)
+}
+
+// MainAudited is Main with the apiserver's audit log of the chart's
+// service account (localcluster.MainAudited).
+func MainAudited(m *testing.M, setup ...func(*localcluster.Cluster) error) int {
+	return localcluster.MainAudited(m, &Cluster, append([]func(*localcluster.Cluster) error{build}, setup...)...)
+}
+
+// build builds joiner for the package and makes its client.
+func build(c *localcluster.Cluster) error {
+	dir, err := os.MkdirTemp("", "joiner-bin-")
+	if err != nil {
 		return err
-	}}, setup...)...)
+	}
+	Binary = filepath.Join(dir, "joiner")
+	// The joinertest tag adds the internal settings tests may shorten
+	// (pkg/operator/testhooks_joinertest.go); users have no such tag.
+	cmd := exec.Command("go", "build", "-tags", "joinertest", "-o", Binary, "./cmd/joiner")
+	cmd.Dir = c.Root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building joiner: %v\n%s", err, out)
+	}
+	Kube, err = client.New(c.Config, client.Options{Scheme: operator.Scheme()})
+	return err
 }
 
 // Joiner is a running controller process.

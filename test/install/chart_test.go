@@ -135,8 +135,8 @@ func TestGuideValues(t *testing.T) {
 			}
 		},
 	}, {
-		name: "Karpenter's AWS gate at its default",
-		args: []string{"--set", "settings.awsFeatureGates.nodeClassCEL=false"},
+		name:  "Karpenter's AWS gate at its default",
+		args:  []string{"--set", "settings.awsFeatureGates.nodeClassCEL=false"},
 		check: func(t *testing.T, r rendered) {},
 	}, {
 		name: "feature gates carry over as FEATURE_GATES",

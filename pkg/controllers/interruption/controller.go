@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/interruption"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
@@ -86,14 +87,14 @@ func (c *Controller) Start(ctx context.Context) error {
 	for ctx.Err() == nil {
 		if c.queueURL == "" {
 			if _, err := c.QueueURL(ctx); err != nil {
-				logger.Error(err, "interruption queue")
+				logger.Error(awsclient.ExplainPermission(err), "interruption queue")
 				c.sleep(ctx, backoff)
 				backoff = min(2*backoff, time.Minute)
 				continue
 			}
 		}
 		if err := c.Poll(ctx); err != nil && ctx.Err() == nil {
-			logger.Error(err, "reading the interruption queue")
+			logger.Error(awsclient.ExplainPermission(err), "reading the interruption queue")
 			c.sleep(ctx, backoff)
 			backoff = min(2*backoff, time.Minute)
 			continue
