@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,11 +34,12 @@ func TestEachStatementNamedWhenMissing(t *testing.T) {
 	// The first run: every statement, and what the run needed of each.
 	framework.ResetCluster(t)
 	f, role := underStack(t, joinerStack, sixPolicies)
-	startController(t, f, role, kubeconfig)
+	first := startController(t, f, role, kubeconfig)
 	framework.Kubectl(t, walkthroughManifest(t), "apply", "-f", "-")
 	steps(t, f, func() bool { return false })
 	framework.ResetCluster(t)
 	needs := statementNeeds(t, f)
+	first.Stop(syscall.SIGTERM)
 	f.Stop()
 
 	for _, st := range needs {
@@ -158,8 +160,8 @@ func steps(t *testing.T, f *fakeaws.Server, done func() bool) string {
 	if wait(90*time.Second, func() bool { return len(framework.NodeClaims(t)) == 1 }) {
 		return "down"
 	}
-	framework.Kubectl(t, "", "delete", "deployment/inflate", "nodepools", "--all", "--wait=false")
-	framework.Kubectl(t, "", "delete", "nodeclaims,ec2nodeclasses", "--all", "--wait=false")
+	framework.Kubectl(t, "", "delete", "deployment", "inflate", "--wait=false")
+	framework.Kubectl(t, "", "delete", "nodepools,nodeclaims,ec2nodeclasses", "--all", "--wait=false")
 	if wait(90*time.Second, func() bool {
 		out, err := iam.NewFromConfig(adminConfig(t, f)).ListInstanceProfiles(context.Background(), &iam.ListInstanceProfilesInput{})
 		return err == nil && len(out.InstanceProfiles) == 0
@@ -169,7 +171,9 @@ func steps(t *testing.T, f *fakeaws.Server, done func() bool) string {
 	return "none"
 }
 
-// without makes the policy's default version one without the statement.
+// without makes the policy's default version one without the statement;
+// a policy left with none is detached from the role instead (IAM refuses a
+// policy without statements).
 func without(t *testing.T, f *fakeaws.Server, policy, sid string) {
 	t.Helper()
 	api := iam.NewFromConfig(adminConfig(t, f))
@@ -188,18 +192,29 @@ func without(t *testing.T, f *fakeaws.Server, policy, sid string) {
 		t.Fatal(err)
 	}
 	statements, _ := doc["Statement"].([]any)
-	doc["Statement"] = slices.DeleteFunc(slices.Clone(statements), func(s any) bool { return s.(map[string]any)["Sid"] == sid })
+	rest := slices.DeleteFunc(slices.Clone(statements), func(s any) bool { return s.(map[string]any)["Sid"] == sid })
+	if len(rest) == 0 {
+		if _, err := api.DetachRolePolicy(ctx, &iam.DetachRolePolicyInput{RoleName: aws.String(controllerRole), PolicyArn: aws.String(arn)}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	doc["Statement"] = rest
 	b, _ := json.Marshal(doc)
 	if _, err := api.CreatePolicyVersion(ctx, &iam.CreatePolicyVersionInput{PolicyArn: aws.String(arn), PolicyDocument: aws.String(string(b)), SetAsDefault: true}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// restore makes the stack's own version the default again.
+// restore makes the stack's own version the default again, attached.
 func restore(t *testing.T, f *fakeaws.Server, policy string) {
 	t.Helper()
-	if _, err := iam.NewFromConfig(adminConfig(t, f)).SetDefaultPolicyVersion(context.Background(), &iam.SetDefaultPolicyVersionInput{
-		PolicyArn: aws.String("arn:aws:iam::123456789012:policy/" + policy), VersionId: aws.String("v1")}); err != nil {
+	api := iam.NewFromConfig(adminConfig(t, f))
+	arn := aws.String("arn:aws:iam::123456789012:policy/" + policy)
+	if _, err := api.SetDefaultPolicyVersion(context.Background(), &iam.SetDefaultPolicyVersionInput{PolicyArn: arn, VersionId: aws.String("v1")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.AttachRolePolicy(context.Background(), &iam.AttachRolePolicyInput{RoleName: aws.String(controllerRole), PolicyArn: arn}); err != nil {
 		t.Fatal(err)
 	}
 }
