@@ -63,7 +63,7 @@ func (c *Controller) QueueURL(ctx context.Context) (string, error) {
 		if errors.As(err, &missing) || strings.Contains(err.Error(), "NonExistentQueue") {
 			return "", fmt.Errorf("invalid setting INTERRUPTION_QUEUE (--interruption-queue) %q: no such SQS queue in this account and region; create it (the CloudFormation template does) or leave the setting empty to run without interruption handling", c.Queue)
 		}
-		return "", fmt.Errorf("finding the interruption queue %q: %w", c.Queue, err)
+		return "", fmt.Errorf("finding the interruption queue %q: %w", c.Queue, awsclient.ExplainPermission(err))
 	}
 	c.queueURL = aws.ToString(out.QueueUrl)
 	return c.queueURL, nil
@@ -87,7 +87,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	for ctx.Err() == nil {
 		if c.queueURL == "" {
 			if _, err := c.QueueURL(ctx); err != nil {
-				logger.Error(awsclient.ExplainPermission(err), "interruption queue")
+				logger.Error(err, "interruption queue")
 				c.sleep(ctx, backoff)
 				backoff = min(2*backoff, time.Minute)
 				continue

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,11 +29,18 @@ type queue struct {
 	messages []sqstypes.Message
 	deleted  []string
 	missing  bool
+	// denied answers GetQueueUrl as SQS does to a role without the
+	// permission.
+	denied bool
 }
 
 func (q *queue) GetQueueUrl(_ context.Context, in *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
 	if q.missing {
 		return nil, &sqstypes.QueueDoesNotExist{Message: aws.String("The specified queue does not exist.")}
+	}
+	if q.denied {
+		return nil, &smithy.OperationError{ServiceID: "SQS", OperationName: "GetQueueUrl", Err: &smithy.GenericAPIError{Code: "AccessDenied",
+			Message: "User: arn:aws:sts::123456789012:assumed-role/demo-karpenter/s is not authorized to perform: sqs:GetQueueUrl on resource: arn:aws:sqs:us-east-1:123456789012:demo"}}
 	}
 	return &sqs.GetQueueUrlOutput{QueueUrl: aws.String("https://sqs/" + aws.ToString(in.QueueName))}, nil
 }
@@ -149,6 +157,16 @@ func TestMessages(t *testing.T) {
 				t.Errorf("events %v, want none", events)
 			}
 		})
+	}
+}
+
+// A queue the role may not read stops Joiner at start naming the
+// permission, as every refused AWS call does.
+func TestDeniedQueueNamesThePermission(t *testing.T) {
+	c := &Controller{SQS: &queue{denied: true}, Queue: "demo"}
+	_, err := c.QueueURL(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "allow sqs:GetQueueUrl in the IAM policy") {
+		t.Fatalf("error %v", err)
 	}
 }
 
