@@ -41,7 +41,7 @@ bench-aws: setup
 ## least-privilege: take each Allow statement out of Joiner's stack in turn,
 ## run guide 03 under the rest (fake-aws --iam-enforce) and expect the
 ## controller to name a permission it granted (-tags leastprivilege), outside
-## make test; about 15 minutes. docs/install.md has its figures.
+## make test; about 8 minutes. docs/install.md has its figures.
 least-privilege: setup
 	go vet -tags leastprivilege ./test/aws/
 	go test -tags leastprivilege -count=1 -timeout 60m -v -run '^TestEachStatementNamedWhenMissing$$' ./test/aws/

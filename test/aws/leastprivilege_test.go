@@ -27,7 +27,7 @@ import (
 // (the evaluator, again without it), which says which permissions may be
 // named. The walkthrough goes on step by step (up, a spot interruption,
 // down, the classes deleted) until one is named, since some statements are
-// needed only late. make least-privilege; about 15 minutes.
+// needed only late. make least-privilege; about 8 minutes.
 func TestEachStatementNamedWhenMissing(t *testing.T) {
 	kubeconfig := chartRBAC(t)
 
