@@ -256,8 +256,25 @@ func legacyClass(t *testing.T, manifest string) string {
 // everyStatementNeeded takes each Allow statement out of the controller
 // role's policies in turn and asks the evaluator again about every
 // authorization the run needed: some must now be refused, or the statement
-// grants what Joiner never uses.
+// grants what Joiner never uses (statementNeeds).
 func everyStatementNeeded(t *testing.T, f *fakeaws.Server) {
+	t.Helper()
+	for _, n := range statementNeeds(t, f) {
+		t.Logf("%s statement %s: without it %s would be refused", n.policy, n.sid, strings.Join(n.actions, ", "))
+	}
+}
+
+// need is what one statement was needed for in a run: the actions that
+// would be refused without it.
+type need struct {
+	policy, sid string
+	actions     []string
+}
+
+// statementNeeds asks the evaluator, for each Allow statement of the
+// controller role's policies, which authorizations of the run it alone
+// granted; a statement no authorization needed is an error.
+func statementNeeds(t *testing.T, f *fakeaws.Server) []need {
 	t.Helper()
 	ctx := context.Background()
 	policies, err := f.RolePolicies(ctx, controllerRole)
@@ -265,6 +282,7 @@ func everyStatementNeeded(t *testing.T, f *fakeaws.Server) {
 		t.Fatal(err)
 	}
 	authorizations := f.Authorizations()
+	var out []need
 	for i, p := range policies {
 		doc, _ := p.Policy.(map[string]any)
 		statements, _ := doc["Statement"].([]any)
@@ -273,26 +291,26 @@ func everyStatementNeeded(t *testing.T, f *fakeaws.Server) {
 			if m["Effect"] != "Allow" {
 				continue
 			}
-			without := slices.Clone(policies)
-			rest := slices.Delete(slices.Clone(statements), j, j+1)
-			without[i] = fakeaws.PolicyDocument{Name: p.Name, Policy: map[string]any{"Version": doc["Version"], "Statement": rest}}
-			var broken []string
+			others := slices.Clone(policies)
+			others[i] = fakeaws.PolicyDocument{Name: p.Name, Policy: map[string]any{"Version": doc["Version"], "Statement": slices.Delete(slices.Clone(statements), j, j+1)}}
+			n := need{policy: p.Name, sid: fmt.Sprint(m["Sid"])}
 			for _, a := range authorizations {
-				result, err := f.Evaluate(ctx, without, a)
+				result, err := f.Evaluate(ctx, others, a)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if result != "Allowed" && result != "NotApplicable" && !slices.Contains(broken, a.Call+" ("+a.Action+")") {
-					broken = append(broken, a.Call+" ("+a.Action+")")
+				if result != "Allowed" && result != "NotApplicable" && !slices.Contains(n.actions, a.Action) {
+					n.actions = append(n.actions, a.Action)
 				}
 			}
-			if len(broken) == 0 {
-				t.Errorf("%s statement %v: no call of the run needs it; remove it or say why it stays", p.Name, m["Sid"])
+			if len(n.actions) == 0 {
+				t.Errorf("%s statement %s: no call of the run needs it; remove it or say why it stays", n.policy, n.sid)
 				continue
 			}
-			t.Logf("%s statement %v: without it %s would be refused", p.Name, m["Sid"], strings.Join(broken, ", "))
+			out = append(out, n)
 		}
 	}
+	return out
 }
 
 // enforcingFake is a local AWS endpoint of its own that enforces IAM, for

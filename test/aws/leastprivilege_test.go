@@ -76,53 +76,6 @@ func TestEachStatementNamedWhenMissing(t *testing.T) {
 	}
 }
 
-// need is what one statement was needed for in the first run.
-type need struct {
-	policy, sid string
-	actions     []string
-}
-
-// statementNeeds asks the evaluator, for each Allow statement of the
-// controller role's policies, which authorizations of the run it alone
-// granted.
-func statementNeeds(t *testing.T, f *fakeaws.Server) []need {
-	t.Helper()
-	ctx := context.Background()
-	policies, err := f.RolePolicies(ctx, controllerRole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []need
-	for i, p := range policies {
-		doc, _ := p.Policy.(map[string]any)
-		statements, _ := doc["Statement"].([]any)
-		for j, st := range statements {
-			m, _ := st.(map[string]any)
-			if m["Effect"] != "Allow" {
-				continue
-			}
-			others := slices.Clone(policies)
-			others[i] = fakeaws.PolicyDocument{Name: p.Name, Policy: map[string]any{"Version": doc["Version"], "Statement": slices.Delete(slices.Clone(statements), j, j+1)}}
-			n := need{policy: p.Name, sid: fmt.Sprint(m["Sid"])}
-			for _, a := range f.Authorizations() {
-				result, err := f.Evaluate(ctx, others, a)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if result != "Allowed" && result != "NotApplicable" && !slices.Contains(n.actions, a.Action) {
-					n.actions = append(n.actions, a.Action)
-				}
-			}
-			if len(n.actions) == 0 {
-				t.Errorf("%s: no call of the run needs it", n.sid)
-				continue
-			}
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // steps walks guide 03 through until done says so, and returns the step
 // it stopped at: up on spot, a spot interruption, down to one pod, the
 // classes deleted. A step that does not finish in its time is left for the
