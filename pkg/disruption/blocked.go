@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
@@ -17,7 +18,7 @@ import (
 // node, the pods bound to it and the cluster's PDBs; empty when it may.
 // It is asked when candidates are chosen and again just before the drain,
 // when pods that arrived meanwhile may have changed the answer.
-func Blocked(node *corev1.Node, onNode []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget) string {
+func Blocked(node *corev1.Node, onNode []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget, now time.Time) string {
 	if node.Annotations[v1.AnnotationDoNotDisrupt] == "true" {
 		return fmt.Sprintf("node has %q", v1.AnnotationDoNotDisrupt+": true")
 	}
@@ -25,8 +26,8 @@ func Blocked(node *corev1.Node, onNode []*corev1.Pod, pdbs []policyv1.PodDisrupt
 		if pods.IsOwnedByNode(p) || pods.IsTerminal(p) {
 			continue
 		}
-		if pods.DoNotDisrupt(p) {
-			return fmt.Sprintf("pod %s/%s has %q", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt+": true")
+		if pods.DoNotDisrupt(p, now) {
+			return fmt.Sprintf("pod %s/%s has %q", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt+": "+p.Annotations[v1.AnnotationDoNotDisrupt])
 		}
 		var matching []string
 		for i := range pdbs {
@@ -52,20 +53,27 @@ func Blocked(node *corev1.Node, onNode []*corev1.Pod, pdbs []policyv1.PodDisrupt
 
 // Protected says why a candidate may not be disrupted voluntarily now:
 // the provisioner launched or chose it for pending pods (nominatedFor, those
-// still within their window), a protection of its node or pods (Blocked),
-// or no known price to weigh it by. Empty when it may.
-func Protected(c Candidate, node *corev1.Node, onNode []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget, nominatedFor []string) string {
+// still within their window), or a protection of its node or pods
+// (Blocked). Empty when it may.
+func Protected(c Candidate, node *corev1.Node, onNode []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget, nominatedFor []string, now time.Time) string {
 	if why := Nominated(nominatedFor); why != "" {
 		return why
 	}
-	if why := Blocked(node, onNode, pdbs); why != "" {
+	if why := Blocked(node, onNode, pdbs, now); why != "" {
 		return why
 	}
-	if math.IsInf(c.Price, 1) {
-		zone := node.Labels[corev1.LabelTopologyZone]
-		return fmt.Sprintf("no price known for %s %s in %s", c.CapacityType, c.InstanceType, zone)
-	}
 	return ""
+}
+
+// unpriced says why consolidation leaves a node alone whose offering has no
+// known price (its type, zone or capacity type left the pool's offerings):
+// savings cannot be weighed against an unknown. Drift does not ask; a node
+// that left its class is exactly what drift replaces.
+func unpriced(c Candidate) string {
+	if !math.IsInf(c.Price, 1) {
+		return ""
+	}
+	return fmt.Sprintf("no price known for %s %s in %s", c.CapacityType, c.InstanceType, c.Zone)
 }
 
 // Nominated is the reason a node the provisioner launched, or chose, for

@@ -18,6 +18,7 @@ type Candidate struct {
 	NodePool     string
 	InstanceType string
 	CapacityType string
+	Zone         string
 	// Price the node costs now, $/h.
 	Price float64
 	// Blocked says why the node may not be disrupted voluntarily (a pod with
@@ -117,6 +118,10 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 	for _, c := range cands {
 		if c.Blocked != "" {
 			d.Skipped[c.Node] = c.Blocked
+			continue
+		}
+		if why := unpriced(c); why != "" {
+			d.Skipped[c.Node] = why
 			continue
 		}
 		r, err := cluster.TryRemove(c.Node)

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,12 @@ func drifted(since time.Time) func(*scheduling.Node, Candidate) (*scheduling.Nod
 		c.DriftedSince = since
 		return n, c
 	}
+}
+
+// withoutPrice is a candidate whose offering left its pool, so has no price.
+func withoutPrice(n *scheduling.Node, c Candidate) (*scheduling.Node, Candidate) {
+	c.Price, c.Zone = math.Inf(1), "us-east-1a"
+	return n, c
 }
 
 func TestDecide(t *testing.T) {
@@ -118,6 +125,20 @@ func TestDecide(t *testing.T) {
 			},
 			want: "Drifted", wantNodes: []string{"newer"},
 			wantSkipped: map[string]string{"older": "drifted, but pod default/o-0 has do-not-disrupt"},
+		},
+		{
+			name: "drift: a node with no known price (its zone left the class) is still replaced",
+			setup: func() *setup {
+				return (&setup{}).add(withoutPrice(drifted(t0)(node("left", "c6a.large", "on-demand", pod("l-0", "1", "1Gi")))))
+			},
+			want: "Drifted", wantNodes: []string{"left"},
+		},
+		{
+			name: "consolidation: a node with no known price is left alone and says so",
+			setup: func() *setup {
+				return (&setup{}).add(quiet(withoutPrice(node("left", "c6a.2xlarge", "on-demand", pod("l-0", "1", "1Gi")))))
+			},
+			wantSkipped: map[string]string{"left": "no price known for on-demand c6a.2xlarge in us-east-1a"},
 		},
 		{
 			name: "drift: the drift budget, not consolidation's, and its reason wins",

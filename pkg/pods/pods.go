@@ -6,6 +6,8 @@
 package pods
 
 import (
+	"time"
+
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -74,9 +76,28 @@ func IsCritical(pod *corev1.Pod) bool {
 	return false
 }
 
-// DoNotDisrupt reports the karpenter.sh/do-not-disrupt annotation.
-func DoNotDisrupt(pod *corev1.Pod) bool {
-	return pod.Annotations[v1.AnnotationDoNotDisrupt] == "true"
+// DoNotDisrupt reports whether the pod's karpenter.sh/do-not-disrupt
+// annotation protects it at now. "true" protects it for good; a duration
+// ("30m", Karpenter v1.12 and later) protects it for that long after the
+// pod started, and from the moment it is bound until it starts, since its
+// clock has not begun. Any other value protects nothing, as in Karpenter,
+// which reads the annotation the same way.
+func DoNotDisrupt(pod *corev1.Pod, now time.Time) bool {
+	value, ok := pod.Annotations[v1.AnnotationDoNotDisrupt]
+	if !ok {
+		return false
+	}
+	if value == "true" {
+		return true
+	}
+	d, err := time.ParseDuration(value)
+	if err != nil || d <= 0 {
+		return false
+	}
+	if pod.Status.StartTime == nil {
+		return true
+	}
+	return now.Before(pod.Status.StartTime.Add(d))
 }
 
 // Requests is what a pod asks of a node: containers, init and sidecar

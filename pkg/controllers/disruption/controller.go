@@ -253,7 +253,7 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 			}
 		}
 		info := &candidateInfo{nc: nc, node: node, cand: disruption.Candidate{Node: node.Name, NodeClaim: nc.Name, NodePool: nc.Labels[v1.LabelNodePool],
-			InstanceType: typ, CapacityType: ct, Price: price,
+			InstanceType: typ, CapacityType: ct, Zone: zone, Price: price,
 			Consolidatable: meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeConsolidatable)}}
 		if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeDrifted) {
 			info.cand.DriftedSince = meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDrifted).LastTransitionTime.Time
@@ -274,7 +274,7 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 				nominated = append(nominated, p)
 			}
 		}
-		info.cand.Blocked = disruption.Protected(info.cand, node, onNode, pdbs.Items, nominated)
+		info.cand.Blocked = disruption.Protected(info.cand, node, onNode, pdbs.Items, nominated, c.Clock.Now())
 		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].cand.Node < out[j].cand.Node })

@@ -252,7 +252,7 @@ func (c *Controller) recheck(ctx context.Context, r *run) (string, error) {
 		if sn == nil {
 			continue
 		}
-		if why := disruption.Blocked(&node, sn.Pods, pdbs.Items); why != "" {
+		if why := disruption.Blocked(&node, sn.Pods, pdbs.Items, c.Clock.Now()); why != "" {
 			return fmt.Sprintf("node %s: %s", node.Name, why), nil
 		}
 		present.Candidates = append(present.Candidates, info.cand)

@@ -71,7 +71,7 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *v1.NodeCl
 			continue
 		}
 		// do-not-disrupt pods wait for the deadline; without one the drain waits for them.
-		if pods.DoNotDisrupt(pod) {
+		if pods.DoNotDisrupt(pod, c.Clock.Now()) {
 			continue
 		}
 		err := c.Client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}})
