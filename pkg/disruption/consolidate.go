@@ -156,6 +156,10 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			if bothSpot && opts.SpotToSpot {
 				spotWhy = spotToSpotWhy(c.Price, repl, types[c.NodePool])
 			}
+			priceWhy := ""
+			if repl.Price() < c.Price-1e-9 {
+				_, priceWhy = cheaperOnly(pinSpot([]*scheduling.NewNodeClaim{repl}), c.Price)
+			}
 			switch {
 			case repl.Price() >= c.Price-1e-9:
 				d.Skipped[c.Node] = fmt.Sprintf("no cheaper replacement: its pods need a %s at $%.4f/h, the node costs $%.4f/h", repl.InstanceType.Name, repl.Price(), c.Price)
@@ -164,6 +168,8 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 				d.Skipped[c.Node] = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
 			case spotWhy != "":
 				d.Skipped[c.Node] = spotWhy
+			case priceWhy != "":
+				d.Skipped[c.Node] = priceWhy
 			default:
 				replaceable = append(replaceable, eval{c, r})
 			}
@@ -281,8 +287,15 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 					repl = narrowed
 				}
 			}
-			cmd.Replacements = pinSpot([]*scheduling.NewNodeClaim{repl})
-			cmd.Savings -= repl.Price()
+			narrowed, why := cheaperOnly(pinSpot([]*scheduling.NewNodeClaim{repl}), e.c.Price)
+			if why != "" {
+				// The removal is already in the model; a plan that no
+				// longer saves money is not carried out.
+				d.Skipped[e.c.Node] = why
+				continue
+			}
+			cmd.Replacements = narrowed
+			cmd.Savings -= narrowed[0].Price()
 		}
 		d.Commands = append(d.Commands, cmd)
 	}

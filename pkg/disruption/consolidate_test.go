@@ -113,6 +113,29 @@ func TestConsolidate(t *testing.T) {
 					t.Fatalf("replacement %s at $%.4f", r.InstanceType.Name, r.Price())
 				}
 			}},
+		{name: "a replacement launches only as types cheaper than the node, at their worst price", pool: guide03(),
+			setup: func() *setup {
+				return (&setup{}).add(node("m", "m6a.large", "on-demand", pod("p", "1", "1Gi")))
+			},
+			check: func(t *testing.T, d Decision) {
+				if len(d.Commands) != 1 || len(d.Commands[0].Replacements) != 1 {
+					t.Fatalf("want one replace, got %v skipped %v", summary(d), d.Skipped)
+				}
+				r := d.Commands[0].Replacements[0]
+				const nodePrice = 0.0864 // m6a.large on-demand
+				allowed := offeringFilter(r.Requirements)
+				for _, it := range r.InstanceTypes {
+					if worst, _ := worstPrice(it, allowed); worst >= nodePrice {
+						t.Errorf("option %s can cost $%.4f/h, not less than the node's $%.4f/h", it.Name, worst, nodePrice)
+					}
+					if !r.Requirements[corev1.LabelInstanceTypeStable].Has(it.Name) {
+						t.Errorf("option %s is not in the instance-type requirement %s", it.Name, r.Requirements[corev1.LabelInstanceTypeStable])
+					}
+				}
+				if r.Requirements[corev1.LabelInstanceTypeStable].Has("m6a.large") {
+					t.Errorf("the node's own type is a launch option: %s", r.Requirements[corev1.LabelInstanceTypeStable])
+				}
+			}},
 		{name: "an empty node is deleted", pool: guide03(),
 			setup: func() *setup { return (&setup{}).add(node("idle", "c6a.large", "on-demand")) },
 			check: func(t *testing.T, d Decision) {
@@ -344,4 +367,70 @@ func summary(d Decision) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+func TestCheaperOnly(t *testing.T) {
+	offer := func(name string, prices ...float64) *cloudprovider.InstanceType {
+		it := &cloudprovider.InstanceType{Name: name, Labels: map[string]string{corev1.LabelInstanceTypeStable: name}}
+		for i, p := range prices {
+			it.Offerings = append(it.Offerings, cloudprovider.Offering{Zone: fmt.Sprintf("us-east-1%c", 'a'+i), CapacityType: "on-demand", Price: p, Available: true})
+		}
+		return it
+	}
+	nc := func(types ...*cloudprovider.InstanceType) *scheduling.NewNodeClaim {
+		var names []string
+		for _, it := range types {
+			names = append(names, it.Name)
+		}
+		o, _ := types[0].CheapestOffering(nil)
+		return &scheduling.NewNodeClaim{NodePool: "default", InstanceTypes: types, InstanceType: types[0], Offering: o,
+			Requirements: scheduling.Requirements{corev1.LabelInstanceTypeStable: scheduling.MustRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...)}}
+	}
+	for _, tc := range []struct {
+		name    string
+		repls   []*scheduling.NewNodeClaim
+		price   float64
+		want    [][]string // kept options per replacement
+		wantWhy string
+	}{
+		{name: "one replacement: options whose dearest zone is not cheaper go",
+			repls: []*scheduling.NewNodeClaim{nc(offer("a", 0.05), offer("b", 0.06, 0.11), offer("c", 0.09), offer("own", 0.1))},
+			price: 0.1, want: [][]string{{"a", "c"}}},
+		{name: "two replacements share the savings: each must stay under its share",
+			repls: []*scheduling.NewNodeClaim{nc(offer("a", 0.3), offer("a2", 0.45), offer("a3", 0.55)), nc(offer("b", 0.3), offer("b2", 0.49))},
+			price: 1.0, want: [][]string{{"a", "a2"}, {"b", "b2"}}},
+		{name: "no option left: the capacity shortage case",
+			repls: []*scheduling.NewNodeClaim{nc(offer("own", 0.1), offer("dearer", 0.12))},
+			price: 0.1, wantWhy: "no cheaper replacement"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, why := cheaperOnly(tc.repls, tc.price)
+			if tc.wantWhy != "" {
+				if !strings.Contains(why, tc.wantWhy) {
+					t.Fatalf("why %q, want %q", why, tc.wantWhy)
+				}
+				return
+			}
+			if why != "" {
+				t.Fatalf("refused: %s", why)
+			}
+			total := 0.0
+			for i, r := range got {
+				var names []string
+				worst := 0.0
+				for _, it := range r.InstanceTypes {
+					names = append(names, it.Name)
+					w, _ := worstPrice(it, offeringFilter(r.Requirements))
+					worst = max(worst, w)
+				}
+				total += worst
+				if strings.Join(names, ",") != strings.Join(tc.want[i], ",") {
+					t.Errorf("replacement %d keeps %v, want %v", i, names, tc.want[i])
+				}
+			}
+			if total >= tc.price {
+				t.Errorf("the replacements at their worst cost $%.2f/h, not less than $%.2f/h", total, tc.price)
+			}
+		})
+	}
 }

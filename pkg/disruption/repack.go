@@ -132,7 +132,7 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 	found := false
 	in := map[string]bool{}
 	price := 0.0
-	trial := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, Volumes: snap.Volumes}
+	trial := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, Volumes: snap.Volumes, Namespaces: snap.Namespaces}
 	spot := false
 	var setCands []Candidate
 	for _, s := range set {
@@ -195,14 +195,18 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 			if !opts.SpotToSpot {
 				continue
 			}
-			// Spot nodes become spot nodes only with enough cheaper types.
+			// Spot nodes become spot nodes only with enough cheaper types,
+			// each cheaper than its share of the set's price: the whole
+			// price for each would let the replacements together cost more
+			// than the set.
+			share := savings / float64(len(repl))
 			narrowed := make([]*scheduling.NewNodeClaim, len(repl))
 			for i, nc := range repl {
 				narrowed[i] = nc
 				if nc.Offering.CapacityType != v1.CapacityTypeSpot {
 					continue
 				}
-				if narrowed[i], _ = spotToSpot(price, nc, poolTypes(snap, nc.NodePool)); narrowed[i] == nil {
+				if narrowed[i], _ = spotToSpot(nc.Price()+share, nc, poolTypes(snap, nc.NodePool)); narrowed[i] == nil {
 					break
 				}
 			}
@@ -211,6 +215,11 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 			}
 			repl = narrowed
 		}
+		repl, why := cheaperOnly(pinSpot(repl), price)
+		if why != "" {
+			continue
+		}
+		savings = price - scheduling.TotalPrice(repl)
 		risk := 0.0
 		if !o.safe {
 			var ok bool
@@ -218,7 +227,7 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 				continue
 			}
 		}
-		cmd := Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: setCands, Replacements: pinSpot(repl), Savings: savings, Risk: risk}
+		cmd := Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: setCands, Replacements: repl, Savings: savings, Risk: risk}
 		if balanced(snap, totals, opts.Policy, cmd) != "" {
 			continue
 		}
