@@ -12,6 +12,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -45,6 +46,8 @@ type Controller struct {
 	CloudProvider cloudprovider.CloudProvider
 	Recorder      record.EventRecorder
 	Clock         clock.Clock
+
+	refusals refusals
 }
 
 // Register adds the controller to the manager, with the VolumeAttachment
@@ -84,6 +87,20 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := c.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, err
 		}
+	}
+	// A node whose kubelet stopped reporting and whose instance is gone
+	// has nothing left to drain: its pods' deletions would never be
+	// confirmed. Karpenter lets such a node go at once.
+	if gone, err := c.instanceGone(ctx, node); err != nil {
+		return reconcile.Result{}, err
+	} else if gone {
+		stored := node.DeepCopy()
+		controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer)
+		if err := lifecycle.Patch(ctx, c.Client, node, stored); err != nil {
+			return lifecycle.Retry(err)
+		}
+		logger.Info("deleted node", "reason", "the node is not ready and its instance is gone")
+		return reconcile.Result{}, nil
 	}
 	if !taints.Has(node.Spec.Taints, v1.DisruptedNoScheduleTaint) {
 		stored := node.DeepCopy()
@@ -148,6 +165,24 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	logger.Info("deleted node")
 	return reconcile.Result{}, nil
+}
+
+// instanceGone reports a node that is not Ready whose instance the cloud
+// no longer has. A Ready node is not asked about: right after a launch a
+// cloud's listing may not show the instance yet, and a Ready kubelet is
+// proof enough that it runs.
+func (c *Controller) instanceGone(ctx context.Context, node *corev1.Node) (bool, error) {
+	if node.Spec.ProviderID == "" || state.NodeReady(node) {
+		return false, nil
+	}
+	_, err := c.CloudProvider.Get(ctx, node.Spec.ProviderID)
+	if cloudprovider.IsNodeClaimNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("could not tell whether the instance of a node that is not ready still exists", "error", err.Error())
+	}
+	return false, nil
 }
 
 func (c *Controller) nodeClaim(ctx context.Context, node *corev1.Node) (*v1.NodeClaim, error) {

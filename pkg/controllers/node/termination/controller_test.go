@@ -45,6 +45,8 @@ type fakeCloud struct {
 	journal     *[]string
 	deleteErr   error
 	terminating map[string]bool
+	// gone: Get finds no instance.
+	gone bool
 }
 
 func (f *fakeCloud) Delete(_ context.Context, nc *v1.NodeClaim) error {
@@ -61,8 +63,12 @@ func (f *fakeCloud) Delete(_ context.Context, nc *v1.NodeClaim) error {
 func (f *fakeCloud) Create(context.Context, *v1.NodeClaim) (*v1.NodeClaim, error) {
 	return nil, errors.New("not in this test")
 }
-func (f *fakeCloud) Get(context.Context, string) (*v1.NodeClaim, error) {
-	return nil, errors.New("not in this test")
+func (f *fakeCloud) Get(_ context.Context, id string) (*v1.NodeClaim, error) {
+	*f.journal = append(*f.journal, "cloud get "+id)
+	if f.gone {
+		return nil, &cloudprovider.NodeClaimNotFoundError{ProviderID: id}
+	}
+	return &v1.NodeClaim{Status: v1.NodeClaimStatus{ProviderID: id}}, nil
 }
 func (f *fakeCloud) List(context.Context) ([]*v1.NodeClaim, error) { return nil, nil }
 func (f *fakeCloud) InstanceTypes(context.Context, *v1.NodePool) ([]*cloudprovider.InstanceType, error) {
@@ -248,6 +254,21 @@ func tolerating(p *corev1.Pod) {
 func doNotDisrupt(p *corev1.Pod) {
 	p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"}
 }
+
+// terminatingFor is a pod being deleted whose grace period ends in d (ended
+// -d ago when negative).
+func terminatingFor(d time.Duration) podOption {
+	return func(p *corev1.Pod) {
+		p.Finalizers = []string{"test/keep"} // the fake API server keeps it
+		p.DeletionTimestamp = &metav1.Time{Time: now.Add(d)}
+	}
+}
+func doNotDisruptFor(value string, startedAgo time.Duration) podOption {
+	return func(p *corev1.Pod) {
+		p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: value}
+		p.Status.StartTime = &metav1.Time{Time: now.Add(-startedAgo)}
+	}
+}
 func claiming(claim string) podOption {
 	return func(p *corev1.Pod) {
 		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data",
@@ -275,9 +296,10 @@ func attachment(name, node, pv string) *storagev1.VolumeAttachment {
 }
 
 // TestNodeFinalizerOrder follows a node's termination step by step: the
-// NodeClaim is deleted, ordinary pods are evicted before critical ones,
-// node-owned pods never; the instance is not deleted while a drained pod's
-// volume is attached, and the finalizer goes only once the instance has.
+// NodeClaim is deleted, ordinary pods are evicted before DaemonSet pods and
+// those before critical ones; the instance is not deleted while a drained
+// pod's volume is attached, and the finalizer goes only once the instance
+// has.
 func TestNodeFinalizerOrder(t *testing.T) {
 	e := newEnv(t, interceptor.Funcs{}, newNode(), newClaim(nil),
 		newPod("web", "1", claiming("web-data")), newPod("dns", "100m", critical), newPod("agent", "100m", daemon, claiming("agent-data")),
@@ -300,8 +322,14 @@ func TestNodeFinalizerOrder(t *testing.T) {
 
 	e.journal = nil
 	e.mustTerminate(t)
+	if got, want := compact(e.journal), []string{"evict agent"}; !slices.Equal(got, want) {
+		t.Fatalf("second pass %v, want %v: DaemonSet pods after the others, before critical ones", got, want)
+	}
+
+	e.journal = nil
+	e.mustTerminate(t)
 	if got, want := compact(e.journal), []string{"evict dns"}; !slices.Equal(got, want) {
-		t.Fatalf("second pass %v, want %v", got, want)
+		t.Fatalf("third pass %v, want %v", got, want)
 	}
 
 	e.journal = nil
@@ -325,6 +353,12 @@ func TestNodeFinalizerOrder(t *testing.T) {
 	e.deleteObj(t, attachment("va-web", nodeName, "pv-web"))
 	e.journal = nil
 	e.mustTerminate(t)
+	if len(e.journal) != 0 {
+		t.Fatalf("did %v while the drained DaemonSet pod's volume is attached", e.journal)
+	}
+	e.deleteObj(t, attachment("va-agent", nodeName, "pv-agent"))
+	e.journal = nil
+	e.mustTerminate(t)
 	if got, want := compact(e.journal), []string{"cloud delete " + providerID}; !slices.Equal(got, want) {
 		t.Fatalf("after the detach %v, want %v", got, want)
 	}
@@ -338,9 +372,6 @@ func TestNodeFinalizerOrder(t *testing.T) {
 	e.mustTerminate(t)
 	if got, want := compact(e.journal), []string{"cloud delete " + providerID, "release Node " + nodeName}; !slices.Equal(got, want) {
 		t.Fatalf("once the instance is gone %v, want %v", got, want)
-	}
-	if !e.exists(newPod("agent", "100m")) {
-		t.Errorf("the DaemonSet pod was evicted")
 	}
 }
 
@@ -408,8 +439,9 @@ func TestNodeClaimFinalizerWaitsForInstance(t *testing.T) {
 }
 
 // TestDrainOrder checks who is evicted in each pass: ordinary pods largest
-// first, then critical pods largest first once the others are gone;
-// DaemonSet and mirror pods and pods tolerating the disrupted taint never.
+// first, then DaemonSet pods, then critical pods, then critical DaemonSet
+// pods, each group once the ones before are gone; mirror pods and pods
+// tolerating the disrupted taint never.
 func TestDrainOrder(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -419,13 +451,22 @@ func TestDrainOrder(t *testing.T) {
 		{name: "ordinary pods first, then critical ones, never node-owned ones",
 			pods: []*corev1.Pod{newPod("small", "100m"), newPod("big", "2"), newPod("dns", "4", critical), newPod("proxy", "100m", critical),
 				newPod("agent", "8", daemon), newPod("static", "8", mirror), newPod("stays", "8", tolerating)},
-			passes: [][]string{{"evict big", "evict small"}, {"evict dns", "evict proxy"}, nil}},
+			passes: [][]string{{"evict big", "evict small"}, {"evict agent"}, {"evict dns", "evict proxy"}, nil}},
+		{name: "Karpenter's four groups: others, DaemonSet pods, critical pods, critical DaemonSet pods",
+			pods:   []*corev1.Pod{newPod("cni", "1", critical, daemon), newPod("dns", "1", critical), newPod("agent", "1", daemon), newPod("web", "1")},
+			passes: [][]string{{"evict web"}, {"evict agent"}, {"evict dns"}, {"evict cni"}, nil}},
 		{name: "critical pods alone go at once", pods: []*corev1.Pod{newPod("proxy", "100m", critical), newPod("dns", "1", critical)},
 			passes: [][]string{{"evict dns", "evict proxy"}, nil}},
 		{name: "a do-not-disrupt pod holds the critical pods", pods: []*corev1.Pod{newPod("pinned", "1", doNotDisrupt), newPod("dns", "1", critical)},
 			passes: [][]string{nil, nil}},
-		{name: "a node-owned critical pod is never evicted", pods: []*corev1.Pod{newPod("cni", "1", critical, daemon), newPod("web", "1")},
-			passes: [][]string{{"evict web"}, nil}},
+		{name: "a pod still terminating holds the next group", pods: []*corev1.Pod{newPod("web", "1", terminatingFor(30*time.Second)), newPod("agent", "1", daemon)},
+			passes: [][]string{nil, nil}},
+		{name: "a pod stuck terminating (a dead kubelet) is not waited for", pods: []*corev1.Pod{newPod("web", "1", terminatingFor(-2*time.Minute)), newPod("agent", "1", daemon)},
+			passes: [][]string{{"evict agent"}, nil}},
+		{name: "a 30m do-not-disrupt pod that started 31 minutes ago is evicted", pods: []*corev1.Pod{newPod("batch", "1", doNotDisruptFor("30m", 31*time.Minute))},
+			passes: [][]string{{"evict batch"}, nil}},
+		{name: "a 30m do-not-disrupt pod that started 29 minutes ago is not", pods: []*corev1.Pod{newPod("batch", "1", doNotDisruptFor("30m", 29*time.Minute))},
+			passes: [][]string{nil, nil}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -463,10 +504,11 @@ func TestVolumeAttachments(t *testing.T) {
 	}{
 		{name: "a drained pod's volume", objs: []client.Object{newPod("web", "1", claiming("data")), pvc("data", "pv-1"), attachment("va", nodeName, "pv-1")}, waits: true},
 		{name: "a volume no pod uses", objs: []client.Object{attachment("va", nodeName, "pv-1")}, waits: true},
-		{name: "a DaemonSet pod's volume", objs: []client.Object{newPod("agent", "1", daemon, claiming("data")), pvc("data", "pv-1"), attachment("va", nodeName, "pv-1")}},
+		{name: "a DaemonSet pod's volume: it is drained too", objs: []client.Object{newPod("agent", "1", daemon, claiming("data")), pvc("data", "pv-1"), attachment("va", nodeName, "pv-1")}, waits: true},
+		{name: "a pod's volume when the pod is stuck terminating", objs: []client.Object{newPod("web", "1", terminatingFor(-2*time.Minute), claiming("data")), pvc("data", "pv-1"), attachment("va", nodeName, "pv-1")}},
 		{name: "a mirror pod's volume", objs: []client.Object{newPod("static", "1", mirror, claiming("data")), pvc("data", "pv-1"), attachment("va", nodeName, "pv-1")}},
 		{name: "the volume of a pod tolerating the disrupted taint", objs: []client.Object{newPod("stays", "1", tolerating, claiming("data")), pvc("data", "pv-1"), attachment("va", nodeName, "pv-1")}},
-		{name: "a DaemonSet pod's ephemeral volume", objs: []client.Object{newPod("agent", "1", daemon, ephemeralVolume), pvc("agent-scratch", "pv-1"), attachment("va", nodeName, "pv-1")}},
+		{name: "a DaemonSet pod's ephemeral volume", objs: []client.Object{newPod("agent", "1", daemon, ephemeralVolume), pvc("agent-scratch", "pv-1"), attachment("va", nodeName, "pv-1")}, waits: true},
 		{name: "an inline volume", objs: []client.Object{attachment("va", nodeName, "")}},
 		{name: "another node's volume", objs: []client.Object{attachment("va", "node-2", "pv-1")}},
 	}
@@ -657,4 +699,127 @@ func TestNodeClaimFinalizerErrors(t *testing.T) {
 			t.Fatalf("%v %v %v", res, err, e.journal)
 		}
 	})
+}
+
+func notReady(n *corev1.Node) *corev1.Node {
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown"}}
+	return n
+}
+
+// TestDeadNode: a node whose kubelet stopped reporting and whose instance
+// is gone is let go at once, even with a pod whose deletion its kubelet
+// will never confirm; a Ready node, or one whose instance runs, is drained.
+func TestDeadNode(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		node     *corev1.Node
+		gone     bool
+		released bool
+	}{
+		{name: "not ready, instance gone: released at once", node: notReady(newNode()), gone: true, released: true},
+		{name: "not ready, instance running (a dead kubelet): drained", node: notReady(newNode())},
+		{name: "ready, the cloud's listing does not show the instance yet: drained", node: newNode(), gone: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, interceptor.Funcs{}, tc.node, newClaim(nil), newPod("db-0", "1", terminatingFor(10*time.Minute)))
+			e.cloud.gone = tc.gone
+			e.deleteObj(t, newNode())
+			e.journal = nil
+			e.mustTerminate(t)
+			if got := !e.exists(newNode()); got != tc.released {
+				t.Fatalf("node released %t, want %t; journal %v", got, tc.released, e.journal)
+			}
+			if slices.ContainsFunc(e.journal, func(s string) bool { return strings.HasPrefix(s, "cloud delete") }) {
+				t.Errorf("the instance was deleted while a pod is terminating: %v", e.journal)
+			}
+		})
+	}
+}
+
+// TestTerminationGracePeriodIsADeadline: a pod whose deletion outlasts the
+// NodeClaim's terminationGracePeriod (a long preStop hook, a long grace) is
+// deleted again so that it ends by the deadline, and when the period is up
+// the node goes whether the pod did or not.
+func TestTerminationGracePeriodIsADeadline(t *testing.T) {
+	// The fake API server stamps a deletion with the wall clock, so this
+	// test's clock is the wall clock.
+	base := time.Now().Truncate(time.Second)
+	deadline := base.Add(2 * time.Minute)
+	grace := int64(3600)
+	long := func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &grace }
+	var deletes []string
+	funcs := interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			o := &client.DeleteOptions{}
+			o.ApplyOptions(opts)
+			g := int64(-1)
+			if o.GracePeriodSeconds != nil {
+				g = *o.GracePeriodSeconds
+			}
+			deletes = append(deletes, fmt.Sprintf("%s grace %d", pod.Name, g))
+			// The fake API server does not delay deletions; keep the pod
+			// terminating as a kubelet running its preStop hook would.
+			cur := &corev1.Pod{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(pod), cur); err != nil {
+				return err
+			}
+			cur.Finalizers = append(cur.Finalizers, "test/prestop")
+			if err := c.Update(ctx, cur); err != nil {
+				return err
+			}
+		}
+		return c.Delete(ctx, obj, opts...)
+	}}
+	e := newEnv(t, funcs, newNode(), newClaim(map[string]string{v1.AnnotationNodeClaimTerminationTimestamp: deadline.Format(time.RFC3339)}),
+		newPod("slow", "1", long), newPod("started", "1", long, terminatingFor(base.Sub(now)+time.Hour)))
+	e.clock.SetTime(base)
+	e.deleteObj(t, newNode())
+	e.mustTerminate(t)
+	if want := []string{"slow grace 120", "started grace 120"}; !slices.Equal(deletes, want) {
+		t.Fatalf("deletions %v, want %v: each pod's grace cut to the deadline", deletes, want)
+	}
+	if !e.exists(newNode()) {
+		t.Fatal("node gone before its pods' grace periods ended")
+	}
+	e.clock.Step(time.Minute)
+	deletes = nil
+	e.mustTerminate(t)
+	if len(deletes) != 0 {
+		t.Errorf("deleted again %v although the deletions already end by the deadline", deletes)
+	}
+	e.clock.Step(time.Minute)
+	for range 3 {
+		e.mustTerminate(t)
+	}
+	if e.exists(newNode()) {
+		t.Fatalf("node held past its terminationGracePeriod: %v", e.journal)
+	}
+	if !e.exists(newPod("slow", "1")) {
+		t.Fatal("the test's pod went; it should still be terminating")
+	}
+}
+
+// TestEvictionRefusalsBackOff: a pod a PDB protects is asked for again
+// after a growing pause, not on every pass.
+func TestEvictionRefusalsBackOff(t *testing.T) {
+	asks := 0
+	funcs := interceptor.Funcs{SubResourceCreate: func(context.Context, client.Client, string, client.Object, client.Object, ...client.SubResourceCreateOption) error {
+		asks++
+		return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10)
+	}}
+	e := newEnv(t, funcs, newNode(), newClaim(nil), newPod("web", "1"))
+	e.deleteObj(t, newNode())
+	var at []int
+	for i := range 8 {
+		before := asks
+		e.mustTerminate(t)
+		if asks > before {
+			at = append(at, i)
+		}
+		e.clock.Step(time.Second)
+	}
+	// Asked at 0 s, then after 1, 2 and 4 s more.
+	if want := []int{0, 1, 3, 7}; !slices.Equal(at, want) {
+		t.Fatalf("asked at seconds %v, want %v", at, want)
+	}
 }

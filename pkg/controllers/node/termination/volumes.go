@@ -65,8 +65,8 @@ func (c *Controller) awaitVolumes(ctx context.Context, node *corev1.Node, nc *v1
 
 // blockingVolumeAttachments are the node's VolumeAttachments that will be
 // deleted once the drained pods' volumes detach. An attachment whose volume
-// a pod that stays (a DaemonSet or mirror pod, a pod tolerating the
-// disrupted taint) still uses would never be, nor would an inline volume's,
+// a pod that stays (a mirror pod, a pod tolerating the disrupted taint, a
+// pod stuck terminating) still uses would never be, nor would an inline volume's,
 // which names no PersistentVolume to tell whose it is; neither is waited for.
 func (c *Controller) blockingVolumeAttachments(ctx context.Context, node *corev1.Node) ([]*storagev1.VolumeAttachment, error) {
 	var attachments storagev1.VolumeAttachmentList
@@ -83,7 +83,7 @@ func (c *Controller) blockingVolumeAttachments(ctx context.Context, node *corev1
 	staying := sets.New[string]()
 	for i := range onNode.Items {
 		pod := &onNode.Items[i]
-		if mustLeave(pod) {
+		if !staysWithNode(pod, c.Clock.Now()) {
 			continue
 		}
 		for _, claim := range pods.ClaimNames(pod) {

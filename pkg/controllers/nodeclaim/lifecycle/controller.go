@@ -276,7 +276,9 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	}
 	node.Spec.Taints = kept
 	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
-	if err := controllerutil.SetOwnerReference(nc, node, c.Client.Scheme()); err != nil {
+	// Blocking owner deletion, as Karpenter does: a foreground deletion of
+	// the NodeClaim waits for its Node.
+	if err := controllerutil.SetOwnerReference(nc, node, c.Client.Scheme(), controllerutil.WithBlockOwnerDeletion(true)); err != nil {
 		return reconcile.Result{}, err
 	}
 	// The lock keeps the taints and finalizers others write to the Node.

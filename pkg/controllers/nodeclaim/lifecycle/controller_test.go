@@ -88,3 +88,32 @@ func counter(t *testing.T, name, nodePool string) float64 {
 	}
 	return 0
 }
+
+// TestRegistrationOwnsTheNode: the registered Node is owned by its
+// NodeClaim with blockOwnerDeletion, so that a foreground deletion of the
+// NodeClaim waits for the Node, as with Karpenter.
+func TestRegistrationOwnsTheNode(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	const providerID = "fake:///zone-a/i-1"
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "owner", UID: "nc-uid", Labels: map[string]string{v1.LabelNodePool: "p"}, Finalizers: []string{v1.TerminationFinalizer}}}
+	nc.Status.ProviderID = providerID
+	nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched", LastTransitionTime: metav1.NewTime(now)}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+	kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithStatusSubresource(&v1.NodeClaim{}).WithObjects(nc, node).
+		WithIndex(&corev1.Node{}, lifecycle.ProviderIDIndex, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).Build()
+	c := &lifecycle.Controller{Client: kube, Reader: kube, Recorder: record.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(now), RegistrationTTL: time.Hour}
+	if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Node{}
+	if err := kube.Get(context.Background(), client.ObjectKeyFromObject(node), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.OwnerReferences) != 1 {
+		t.Fatalf("owner references %v, want the NodeClaim", got.OwnerReferences)
+	}
+	ref := got.OwnerReferences[0]
+	if ref.Kind != "NodeClaim" || ref.Name != "owner" || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
+		t.Fatalf("owner reference %+v, want NodeClaim owner with blockOwnerDeletion: true", ref)
+	}
+}
