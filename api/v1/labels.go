@@ -26,6 +26,13 @@ const (
 	AnnotationNodeClaimMinValuesRelaxed     = Group + "/nodeclaim-min-values-relaxed"
 
 	TerminationFinalizer = Group + "/termination"
+
+	// AnnotationLaunchAttempted is Joiner's own: when the NodeClaim's
+	// launch was first attempted (RFC 3339), written before the cloud is
+	// asked. A NodeClaim that has it but no provider ID may have a machine
+	// whose launch was never recorded; the cloud provider looks for it
+	// before launching again.
+	AnnotationLaunchAttempted = "joiner.sh/launch-attempted"
 )
 
 // Taints Joiner manages on nodes.

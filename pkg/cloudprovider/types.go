@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,12 @@ type CloudProvider interface {
 	// Name of the provider, for logs and metrics.
 	Name() string
 }
+
+// LaunchSlack widens the window in which an instance counts as started by
+// a NodeClaim's unrecorded launch attempt (v1.AnnotationLaunchAttempted):
+// the cloud stamps the instance's launch time, the controller the attempt,
+// and their clocks differ.
+const LaunchSlack = time.Minute
 
 // InstanceType is a machine shape and where it can be bought.
 type InstanceType struct {

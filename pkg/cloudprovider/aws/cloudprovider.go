@@ -58,6 +58,9 @@ type Instances interface {
 	List(ctx context.Context) ([]*instance.Instance, error)
 	Delete(ctx context.Context, id string) error
 	Tag(ctx context.Context, inst *instance.Instance, tags map[string]string) error
+	// Launched finds what an unrecorded earlier attempt of the NodeClaim's
+	// launch started (instance.Provider.Launched).
+	Launched(ctx context.Context, claim, nodePool string, since time.Time, fits func(*instance.Instance) bool) (*instance.Instance, error)
 }
 
 // Subnets chooses the subnet of each zone for a launch.
@@ -215,7 +218,13 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 		return nil, &cloudprovider.InsufficientCapacityError{Err: fmt.Errorf("nodeclaim %s: no available %s offering is both of a type an AMI of EC2NodeClass %s fits (%d of the %d types) and in a zone with a subnet (zones of the offerings: %s)",
 			nodeClaim.Name, strings.Join(capacityTypes, " or "), nc.Name, len(templates), len(its), strings.Join(zones, ", "))}
 	}
-	inst, err := c.opts.Instances.Create(ctx, req)
+	inst, err := c.resumed(ctx, nodeClaim, reqs)
+	if err != nil {
+		return nil, err
+	}
+	if inst == nil {
+		inst, err = c.opts.Instances.Create(ctx, req)
+	}
 	if err != nil {
 		var ice *instance.InsufficientCapacityError
 		if errors.As(err, &ice) {
@@ -270,6 +279,29 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 		out.Annotations[awsv1.AnnotationInstanceTagged] = "true"
 	}
 	return out, nil
+}
+
+// resumed is the instance an earlier, unrecorded attempt of this launch
+// started, or nil (see v1.AnnotationLaunchAttempted). Only NodeClaims that
+// attempted before ask, so a first launch costs no extra call.
+func (c *CloudProvider) resumed(ctx context.Context, nodeClaim *v1.NodeClaim, reqs requirements.Requirements) (*instance.Instance, error) {
+	at, ok := nodeClaim.Annotations[v1.AnnotationLaunchAttempted]
+	if !ok {
+		return nil, nil
+	}
+	since, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return nil, fmt.Errorf("nodeclaim %s: annotation %s=%q is not an RFC 3339 time", nodeClaim.Name, v1.AnnotationLaunchAttempted, at)
+	}
+	inst, err := c.opts.Instances.Launched(ctx, nodeClaim.Name, nodeClaim.Labels[v1.LabelNodePool], since, func(i *instance.Instance) bool {
+		return reqs.Allow(corev1.LabelInstanceTypeStable, i.Type) && reqs.Allow(corev1.LabelTopologyZone, i.Zone) && reqs.Allow(v1.LabelCapacityType, i.CapacityType)
+	})
+	if err != nil || inst == nil {
+		return nil, err
+	}
+	log.FromContext(ctx).Info("resuming an unrecorded launch with the instance it started", "instance", inst.ID,
+		"NodeClaim", map[string]string{"name": nodeClaim.Name}, "attempted", at)
+	return inst, nil
 }
 
 // capacityTypesOf are the capacity types the NodeClaim allows and some

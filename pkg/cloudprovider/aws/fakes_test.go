@@ -154,6 +154,8 @@ type fakeInstances struct {
 	getErr        error
 	listed        []*instance.Instance
 	deleteErr     error
+	// earlier is what an unrecorded earlier attempt launched, for Launched.
+	earlier *instance.Instance
 
 	mu       sync.Mutex
 	requests []instance.Request
@@ -163,6 +165,8 @@ type fakeInstances struct {
 	tags       []map[string]string
 	tagged     []*instance.Instance
 	deleted    []string
+	// resumes are the NodeClaims Launched was asked about, with since.
+	resumes []string
 }
 
 func (f *fakeInstances) Create(_ context.Context, req instance.Request) (*instance.Instance, error) {
@@ -178,6 +182,16 @@ func (f *fakeInstances) Create(_ context.Context, req instance.Request) (*instan
 	}
 	return &instance.Instance{ID: "i-0123456789abcdef0", Type: o.InstanceType, Zone: o.Zone, SubnetID: o.SubnetID,
 		CapacityType: req.CapacityType, State: "pending", Tags: req.Tags, OutOfCapacity: f.outOfCapacity}, nil
+}
+
+func (f *fakeInstances) Launched(_ context.Context, claim, _ string, since time.Time, fits func(*instance.Instance) bool) (*instance.Instance, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resumes = append(f.resumes, claim+" since "+since.UTC().Format(time.RFC3339))
+	if f.earlier != nil && fits(f.earlier) {
+		return f.earlier, nil
+	}
+	return nil, nil
 }
 
 func (f *fakeInstances) Get(_ context.Context, id string) (*instance.Instance, error) {

@@ -159,6 +159,9 @@ type Provider struct {
 	seen map[string]seenInstance
 	// unsettled are the fleet calls of unknown outcome, by request token.
 	unsettled map[string]*unsettled
+	// handed are the instances this process gave to NodeClaims, by ID,
+	// with when (see Launched).
+	handed map[string]time.Time
 }
 
 // seenInstance is an instance's last description and when it was made.
@@ -172,7 +175,7 @@ func New(opts Options) *Provider {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	p := &Provider{ec2: opts.EC2, clusterName: opts.ClusterName, clock: opts.Clock, seen: map[string]seenInstance{}, unsettled: map[string]*unsettled{}}
+	p := &Provider{ec2: opts.EC2, clusterName: opts.ClusterName, clock: opts.Clock, seen: map[string]seenInstance{}, unsettled: map[string]*unsettled{}, handed: map[string]time.Time{}}
 	// The windows: a provisioning batch creates its NodeClaims within
 	// milliseconds of each other, so 35ms of quiet closes a launch batch
 	// without delaying a lone launch noticeably.
@@ -317,6 +320,7 @@ func (p *Provider) fleetResults(reqs []Request, resp *ec2.CreateFleetOutput) []b
 				CapacityType: first.CapacityType, State: string(ec2types.InstanceStateNamePending), Tags: first.Tags, LaunchTime: p.clock.Now()})
 		}
 	}
+	p.hand(launched)
 	var ice []Offering
 	var msgs []string
 	for _, e := range resp.Errors {

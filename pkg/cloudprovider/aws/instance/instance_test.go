@@ -391,3 +391,62 @@ func TestTagNamesTheInstanceAlone(t *testing.T) {
 		t.Errorf("CreateTags on %v, want [[%s]]", rec.resources, inst.ID)
 	}
 }
+
+// TestLaunchedFindsAnUnrecordedLaunch: after a restart, a NodeClaim whose
+// launch was attempted finds the instance it started, tagged with its name
+// or not yet tagged, and never one another NodeClaim has or this process
+// handed out.
+func TestLaunchedFindsAnUnrecordedLaunch(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	since := time.Now().Add(-time.Minute)
+	any := func(*Instance) bool { return true }
+	before := New(Options{EC2: f.ec2, ClusterName: "demo"})
+	first, err := before.Create(ctx, f.request("claim-a-uid", "m5.large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := before.Launched(ctx, "claim-b", "default", since, any); err != nil || got != nil {
+		t.Fatalf("the process that handed %s out offers it to another NodeClaim: %v %v", first.ID, got, err)
+	}
+	after := New(Options{EC2: f.ec2, ClusterName: "demo"}) // the restart
+	for _, tc := range []struct {
+		name   string
+		claim  string
+		since  time.Time
+		fits   func(*Instance) bool
+		wantID string
+	}{
+		{name: "an instance the NodeClaim could not run as", claim: "other", since: since, fits: func(*Instance) bool { return false }},
+		{name: "an attempt after the instance's launch (and the slack)", claim: "late", since: time.Now().Add(time.Hour), fits: any},
+		{name: "the untagged instance of an attempt that stopped before tagging", claim: "claim-a", since: since, fits: any, wantID: first.ID},
+		{name: "once adopted, not offered again", claim: "claim-c", since: since, fits: any},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := after.Launched(ctx, tc.claim, "default", tc.since, tc.fits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id := idOf(got); id != tc.wantID {
+				t.Fatalf("found %q, want %q", id, tc.wantID)
+			}
+		})
+	}
+	if err := after.Tag(ctx, first, map[string]string{"karpenter.sh/nodeclaim": "claim-a"}); err != nil {
+		t.Fatal(err)
+	}
+	again := New(Options{EC2: f.ec2, ClusterName: "demo"}) // another restart
+	if got, _ := again.Launched(ctx, "claim-d", "default", since, any); got != nil {
+		t.Errorf("an instance tagged with claim-a offered to claim-d: %s", got.ID)
+	}
+	if got, _ := again.Launched(ctx, "claim-a", "default", time.Now().Add(time.Hour), any); idOf(got) != first.ID {
+		t.Errorf("claim-a does not find the instance tagged with its name: %v", got)
+	}
+}
+
+func idOf(i *Instance) string {
+	if i == nil {
+		return ""
+	}
+	return i.ID
+}

@@ -114,12 +114,17 @@ func (p *Provider) settle(ctx context.Context, u *unsettled, token string) (*Ins
 // whose outcome is still unknown: one of that call's NodeClaims will claim
 // it, so it is not the cluster's to collect yet.
 func (p *Provider) settling(inst *Instance) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.settlingLocked(inst)
+}
+
+// settlingLocked is settling with p.mu held.
+func (p *Provider) settlingLocked(inst *Instance) bool {
 	token := inst.Tags[tags.LaunchToken]
 	if token == "" {
 		return false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, u := range p.unsettled {
 		if aws.ToString(u.in.ClientToken) == token && !p.expired(u) {
 			return true

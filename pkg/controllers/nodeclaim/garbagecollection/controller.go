@@ -53,17 +53,38 @@ func (c *Controller) collect(ctx context.Context) error {
 		return err
 	}
 	owned := map[string]bool{}
-	names := map[string]bool{}
+	// launching are the NodeClaims whose launch is not recorded yet;
+	// attempted, per NodePool, the earliest time one of them attempted it.
+	launching := map[string]bool{}
+	attempted := map[string]time.Time{}
 	for _, nc := range claims.Items {
 		owned[nc.Status.ProviderID] = true
-		names[nc.Name] = true
+		if nc.Status.ProviderID != "" {
+			continue
+		}
+		launching[nc.Name] = true
+		if at, err := time.Parse(time.RFC3339, nc.Annotations[v1.AnnotationLaunchAttempted]); err == nil {
+			pool := nc.Labels[v1.LabelNodePool]
+			if first, ok := attempted[pool]; !ok || at.Before(first) {
+				attempted[pool] = at
+			}
+		}
 	}
 	for _, inst := range instances {
 		if owned[inst.Status.ProviderID] || c.Clock.Since(inst.CreationTimestamp.Time) < c.MinAge {
 			continue
 		}
-		// A NodeClaim whose launch is still being recorded keeps its instance.
-		if names[inst.Name] {
+		// An instance tagged with the name of a NodeClaim still recording
+		// its launch is that launch's: the NodeClaim will adopt it. One
+		// tagged with a NodeClaim that recorded another instance is a
+		// second launch for it, and goes.
+		if launching[inst.Name] {
+			continue
+		}
+		// Nor does an untagged one that a launch still being recorded in
+		// its pool may have started (its tag is slow, or its controller
+		// stopped before tagging it): that NodeClaim adopts it.
+		if at, ok := attempted[inst.Labels[v1.LabelNodePool]]; ok && inst.Name == "" && !inst.CreationTimestamp.Time.Before(at.Add(-cloudprovider.LaunchSlack)) {
 			continue
 		}
 		if err := c.CloudProvider.Delete(ctx, inst); err != nil && !cloudprovider.IsNodeClaimNotFound(err) {

@@ -159,6 +159,18 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 		logger.Info("deleting nodeclaim, launch timed out", "ttl", c.LaunchTTL.String())
 		return reconcile.Result{}, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
 	}
+	// Recorded before the cloud is asked: a launch whose result is not
+	// written back (a failed write, a crash) is then resumed, not repeated.
+	if _, ok := nc.Annotations[v1.AnnotationLaunchAttempted]; !ok {
+		stored := nc.DeepCopy()
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[v1.AnnotationLaunchAttempted] = c.Clock.Now().UTC().Format(time.RFC3339)
+		if err := Patch(ctx, c.Client, nc, stored); err != nil {
+			return Retry(err)
+		}
+	}
 	created, err := c.CloudProvider.Create(ctx, nc)
 	switch {
 	case cloudprovider.IsInsufficientCapacity(err):

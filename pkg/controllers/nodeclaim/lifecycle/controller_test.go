@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
 	_ "github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
@@ -115,5 +116,61 @@ func TestRegistrationOwnsTheNode(t *testing.T) {
 	ref := got.OwnerReferences[0]
 	if ref.Kind != "NodeClaim" || ref.Name != "owner" || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 		t.Fatalf("owner reference %+v, want NodeClaim owner with blockOwnerDeletion: true", ref)
+	}
+}
+
+// launchCloud records the NodeClaims Create was given.
+type launchCloud struct {
+	cloudprovider.CloudProvider
+	kube  client.Client
+	given []*v1.NodeClaim
+	// stored is the NodeClaim as the API server had it during each Create.
+	stored []*v1.NodeClaim
+}
+
+func (c *launchCloud) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
+	c.given = append(c.given, nc.DeepCopy())
+	s := &v1.NodeClaim{}
+	if err := c.kube.Get(ctx, client.ObjectKeyFromObject(nc), s); err != nil {
+		return nil, err
+	}
+	c.stored = append(c.stored, s)
+	out := nc.DeepCopy()
+	out.Status.ProviderID = "fake:///zone-a/i-1"
+	return out, nil
+}
+
+// TestLaunchIsRecordedBeforeTheCloudIsAsked: the launch attempt is on the
+// NodeClaim before Create runs, so that when the result's write fails the
+// retry's Create knows to resume it (the cloud provider's part).
+func TestLaunchIsRecordedBeforeTheCloudIsAsked(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "launching", Labels: map[string]string{v1.LabelNodePool: "p"}, Finalizers: []string{v1.TerminationFinalizer},
+		CreationTimestamp: metav1.NewTime(now)}}
+	failures := 1
+	kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithStatusSubresource(&v1.NodeClaim{}).WithObjects(nc).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if failures > 0 {
+				failures--
+				return apierrors.NewServiceUnavailable("etcd leader changed")
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}}).Build()
+	cloud := &launchCloud{kube: kube}
+	c := &lifecycle.Controller{Client: kube, Reader: kube, CloudProvider: cloud, Recorder: record.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(now), LaunchTTL: time.Hour}
+	for range 2 {
+		_, _ = c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
+	}
+	if len(cloud.given) != 2 {
+		t.Fatalf("Create called %d times, want 2 (the first result's write failed)", len(cloud.given))
+	}
+	want := now.Format(time.RFC3339)
+	for i := range cloud.given {
+		if got := cloud.stored[i].Annotations[v1.AnnotationLaunchAttempted]; got != want {
+			t.Errorf("call %d: stored NodeClaim's %s = %q, want %q before Create", i+1, v1.AnnotationLaunchAttempted, got, want)
+		}
+		if got := cloud.given[i].Annotations[v1.AnnotationLaunchAttempted]; got != want {
+			t.Errorf("call %d: Create given %s = %q, want %q", i+1, v1.AnnotationLaunchAttempted, got, want)
+		}
 	}
 }
