@@ -68,6 +68,24 @@ build_kwok() {
   CGO_ENABLED=0 GOBIN="$KWOK_BIN_DIR" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 }
 
+# kwok's own node stages, initialize and heartbeat-with-lease, from its
+# module. kwok v0.7.0 picks its default heartbeat stage with the lease test
+# inverted: with node leases on it heartbeats the Node's status on its own
+# schedule, even for a Node whose lease someone else holds, so a kubelet
+# could never be made to die (internal/fakeaws/kubeletdeath.go). Given
+# these stages, kwok leaves the heartbeat to the lease, as a kubelet does.
+write_kwok_stages() {
+  local out="$KWOK_BIN_DIR/node-stages.yaml"
+  [ -s "$out" ] && return 0
+  local dir
+  dir=$(cd "$(mktemp -d)" && go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+  [ -n "$dir" ] || { echo "cannot find the sigs.k8s.io/kwok@$KWOK_VERSION module" >&2; return 1; }
+  { cat "$dir/kustomize/stage/node/fast/node-initialize.yaml"; echo "---"
+    cat "$dir/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml"; } >"$out.tmp"
+  mv "$out.tmp" "$out"
+}
+
 build_kwok
+write_kwok_stages
 build_kube
 echo "control plane binaries ready in $KUBE_BIN_DIR and $KWOK_BIN_DIR" >&2

@@ -80,6 +80,20 @@ func (s *Server) admin(w http.ResponseWriter, r *http.Request) {
 			boots = []Boot{}
 		}
 		writeJSON(w, http.StatusOK, boots)
+	case "POST /_fake/kubelet/kill":
+		var in struct {
+			InstanceID string `json:"instanceId"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			bad(err)
+			return
+		}
+		boot, err := s.KillKubelet(r.Context(), in.InstanceID)
+		if err != nil {
+			bad(err)
+			return
+		}
+		writeJSON(w, http.StatusOK, boot)
 	case "GET /_fake/seed":
 		writeJSON(w, http.StatusOK, s.Seed())
 	default:

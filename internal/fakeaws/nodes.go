@@ -38,6 +38,9 @@ type Boot struct {
 	Reason string `json:"reason,omitempty"`
 	// Deleted is set once the Node was removed after the instance ended.
 	Deleted bool `json:"deleted,omitempty"`
+	// KubeletDead is set once the Node's kubelet stopped: its instance
+	// stopped or ended, or KillKubelet killed it.
+	KubeletDead bool `json:"kubeletDead,omitempty"`
 }
 
 // nodeBooter watches moto's instances and plays each one's boot: read the
@@ -126,6 +129,12 @@ func (b *nodeBooter) poll(ctx context.Context) error {
 			b.mu.Unlock()
 		case boot != nil && (inst.State.Name == ec2types.InstanceStateNameShuttingDown || inst.State.Name == ec2types.InstanceStateNameTerminated):
 			b.remove(ctx, boot)
+		case boot != nil && (inst.State.Name == ec2types.InstanceStateNameStopping || inst.State.Name == ec2types.InstanceStateNameStopped):
+			// A stopped instance keeps its Node (the cloud controller
+			// manager only taints it) but runs no kubelet.
+			if err := b.killKubelet(ctx, boot); err != nil {
+				b.s.log.Error(err, "stopping the kubelet of a stopped instance", "instance", boot.InstanceID)
+			}
 		}
 		if boot != nil {
 			b.mu.Lock()
@@ -155,6 +164,12 @@ func (b *nodeBooter) remove(ctx context.Context, boot *Boot) {
 	joined := boot.Joined && !boot.Deleted
 	b.mu.Unlock()
 	if !joined {
+		return
+	}
+	// The machine is gone, and its kubelet with it: nothing confirms the
+	// deletion of the pods still bound to the Node.
+	if err := b.killKubelet(ctx, boot); err != nil {
+		b.s.log.Error(err, "stopping the kubelet of an ended instance", "instance", boot.InstanceID, "node", boot.Node)
 		return
 	}
 	err := b.s.cluster.kube.CoreV1().Nodes().Delete(ctx, boot.Node, metav1.DeleteOptions{})

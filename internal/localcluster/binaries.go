@@ -16,6 +16,8 @@ import (
 // --iam-enforce.
 type Binaries struct {
 	Etcd, APIServer, ControllerManager, Scheduler, Kubectl, Kwok, Helm, IAMSim string
+	// KwokStages are the node stages kwok plays (hack/build-controlplane.sh).
+	KwokStages string
 }
 
 // EnsureBinaries runs hack/setup.sh, which installs etcd and builds the
@@ -42,8 +44,9 @@ func EnsureBinaries(ctx context.Context, root string) (Binaries, error) {
 	b := Binaries{
 		Etcd: paths["etcd"], APIServer: paths["kube-apiserver"], ControllerManager: paths["kube-controller-manager"],
 		Scheduler: paths["kube-scheduler"], Kubectl: paths["kubectl"], Kwok: paths["kwok"], Helm: paths["helm"], IAMSim: paths["iamsim"],
+		KwokStages: paths["kwok-stages"],
 	}
-	for name, p := range map[string]string{"etcd": b.Etcd, "kube-apiserver": b.APIServer, "kube-controller-manager": b.ControllerManager, "kube-scheduler": b.Scheduler, "kubectl": b.Kubectl, "kwok": b.Kwok, "helm": b.Helm, "iamsim": b.IAMSim} {
+	for name, p := range map[string]string{"etcd": b.Etcd, "kube-apiserver": b.APIServer, "kube-controller-manager": b.ControllerManager, "kube-scheduler": b.Scheduler, "kubectl": b.Kubectl, "kwok": b.Kwok, "kwok-stages": b.KwokStages, "helm": b.Helm, "iamsim": b.IAMSim} {
 		if _, err := os.Stat(p); err != nil {
 			return Binaries{}, fmt.Errorf("hack/setup.sh did not provide %s (%q)", name, p)
 		}

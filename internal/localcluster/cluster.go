@@ -219,6 +219,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		"--cidr="+podCIDR, "--node-ip=127.0.0.1",
 		"--server-address=127.0.0.1:"+strconv.Itoa(kwokPort),
 		"--node-lease-duration-seconds=40",
+		"--config="+bins.KwokStages,
 	); err != nil {
 		return nil, err
 	}
