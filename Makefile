@@ -1,7 +1,7 @@
 # The two commands the README gives are `make demo` and `make test`.
 SHELL := /bin/bash
 
-.PHONY: demo test soak chaos bench-aws least-privilege image generate verify-generated setup down fmt
+.PHONY: demo test soak chaos fuzz bench-aws least-privilege image generate verify-generated setup down fmt
 
 ## demo: set everything up and run the demo on a local control plane, with
 ## Joiner's aws provider against the local AWS endpoint (cmd/fake-aws)
@@ -29,6 +29,22 @@ soak: setup
 chaos: setup
 	go vet -tags chaos ./test/aws/
 	go test -tags chaos -count=1 -timeout 60m -v -run '^TestChaos$$' ./test/aws/
+
+## fuzz: run each Go fuzz target for FUZZTIME (default 1m) in turn; make
+## test runs only their seeds. docs/reliability.md has the findings.
+FUZZ_TARGETS := \
+	./api/v1/:FuzzNillableDuration \
+	./pkg/disruption/:FuzzBudgetNodes \
+	./pkg/disruption/:FuzzBudgetSchedule \
+	./pkg/cloudprovider/requirements/:FuzzAgreesWithScheduling \
+	./pkg/cloudprovider/aws/interruption/:FuzzParse \
+	./pkg/cloudprovider/aws/amifamily/:FuzzUserDataMerge \
+	./pkg/cloudprovider/aws/amifamily/:FuzzParseAlias
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "fuzzing $${t#*:} in $${t%%:*} for $(or $(FUZZTIME),1m)"; \
+	  go test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(or $(FUZZTIME),1m) "$${t%%:*}"; \
+	done
 
 ## bench-aws: 1,000 pending pods become 200 EC2 instances through the aws
 ## provider and the local AWS endpoint with 50 ms per AWS call (-tags bench),
