@@ -24,6 +24,11 @@ type Candidate struct {
 	// Blocked says why the node may not be disrupted voluntarily (a pod with
 	// do-not-disrupt, a PDB, nominated for pending pods); empty when it may.
 	Blocked string
+	// Forceable: only the node's pods block it (do-not-disrupt, PDBs) and
+	// its NodeClaim has a terminationGracePeriod. Drift replaces such a
+	// node anyway, as Karpenter does: the drain honours the pods' wishes
+	// until the period is up, which bounds how long they can hold it.
+	Forceable bool
 	// DriftedSince is when the NodeClaim became Drifted; zero when it is not.
 	DriftedSince time.Time
 	// Consolidatable: the node has been quiet for its pool's

@@ -84,7 +84,7 @@ func Drift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, 
 	})
 	cluster := scheduling.NewCluster(snap, sched)
 	for _, c := range drifted {
-		if c.Blocked != "" {
+		if c.Blocked != "" && !c.Forceable {
 			skipped[c.Node] = "drifted, but " + c.Blocked
 			continue
 		}

@@ -141,6 +141,15 @@ func TestDecide(t *testing.T) {
 			wantSkipped: map[string]string{"left": "no price known for on-demand c6a.2xlarge in us-east-1a"},
 		},
 		{
+			name: "drift: a node only its pods block, with a terminationGracePeriod, is replaced anyway",
+			setup: func() *setup {
+				n, c := drifted(t0)(node("pinned", "c6a.large", "on-demand", pod("p-0", "1", "1Gi")))
+				c.Blocked, c.Forceable = "pod default/p-0 has do-not-disrupt", true
+				return (&setup{}).add(n, c)
+			},
+			want: "Drifted", wantNodes: []string{"pinned"},
+		},
+		{
 			name: "drift: the drift budget, not consolidation's, and its reason wins",
 			setup: func() *setup {
 				return (&setup{}).add(quiet(drifted(t0)(node("d", "c6a.2xlarge", "on-demand", pod("d-0", "1", "1Gi")))))

@@ -275,6 +275,8 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 			}
 		}
 		info.cand.Blocked = disruption.Protected(info.cand, node, onNode, pdbs.Items, nominated, c.Clock.Now())
+		info.cand.Forceable = info.cand.Blocked != "" && nc.Spec.TerminationGracePeriod != nil &&
+			disruption.Protected(info.cand, node, nil, nil, nominated, c.Clock.Now()) == ""
 		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].cand.Node < out[j].cand.Node })

@@ -723,3 +723,36 @@ func TestStrikesWithoutAPause(t *testing.T) {
 		t.Fatal("three stranded pods did not make consolidation cautious")
 	}
 }
+
+// TestDriftWithTerminationGracePeriod: a drifted node that only its pods
+// protect (do-not-disrupt) is replaced when its NodeClaim has a
+// terminationGracePeriod, which bounds how long the drain waits for them,
+// and left alone without one, as in Karpenter.
+func TestDriftWithTerminationGracePeriod(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		tgp      *metav1.Duration
+		replaced bool
+	}{
+		{name: "with a terminationGracePeriod: replaced", tgp: &metav1.Duration{Duration: time.Hour}, replaced: true},
+		{name: "without one: left alone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node, nc := nodeAndClaim("old", "c6a.2xlarge", true)
+			nc.Spec.TerminationGracePeriod = tc.tgp
+			nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "AMIDrift",
+				LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC))})
+			pinned := boundPod("pinned", "old", "1")
+			pinned.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"}
+			w := newWorld(t, "100%", node, nc, pinned)
+			w.launch = func(*world, *v1.NodeClaim) {} // replacements come up
+			if err := w.reconcile(); err != nil {
+				t.Fatal(err)
+			}
+			got := w.claim("old")
+			if replaced := got == nil || got.DeletionTimestamp != nil; replaced != tc.replaced {
+				t.Fatalf("replaced %t, want %t; events:\n%s", replaced, tc.replaced, w.events())
+			}
+		})
+	}
+}

@@ -252,7 +252,11 @@ func (c *Controller) recheck(ctx context.Context, r *run) (string, error) {
 		if sn == nil {
 			continue
 		}
-		if why := disruption.Blocked(&node, sn.Pods, pdbs.Items, c.Clock.Now()); why != "" {
+		onNode := sn.Pods
+		if info.cand.Forceable && r.cmd.Reason == v1.DisruptionReasonDrifted {
+			onNode = nil // its pods may block the drain, not the drift
+		}
+		if why := disruption.Blocked(&node, onNode, pdbs.Items, c.Clock.Now()); why != "" {
 			return fmt.Sprintf("node %s: %s", node.Name, why), nil
 		}
 		present.Candidates = append(present.Candidates, info.cand)
