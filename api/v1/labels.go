@@ -33,6 +33,11 @@ const (
 	// whose launch was never recorded; the cloud provider looks for it
 	// before launching again.
 	AnnotationLaunchAttempted = "joiner.sh/launch-attempted"
+	// AnnotationReplacing is Joiner's own: the NodeClaims (comma-separated)
+	// a disruption command launched this one to replace, while the command
+	// runs. A controller that restarts mid-command releases those
+	// NodeClaims and deletes the replacements nothing runs on yet.
+	AnnotationReplacing = "joiner.sh/replacing"
 )
 
 // Taints Joiner manages on nodes.

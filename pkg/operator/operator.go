@@ -130,7 +130,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	if err := mgr.Add(&disruptionctrl.Controller{Client: mgr.GetClient(), Cluster: &state.Cluster{Client: mgr.GetClient(), CloudProvider: provider},
 		CloudProvider: provider, Recorder: recorder, Clock: clk, Poll: opts.DisruptionPoll, SpotToSpot: opts.FeatureGates.SpotToSpotConsolidation,
-		ReadyTimeout: 10 * time.Minute, Nominations: nominations, Scheduling: sched}); err != nil {
+		ReadyTimeout: 10 * time.Minute, ValidationDelay: 15 * time.Second, Nominations: nominations, Scheduling: sched}); err != nil {
 		return err
 	}
 	if opts.FeatureGates.NodeRepair {

@@ -8,7 +8,9 @@ package disruption
 import (
 	"context"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -40,6 +42,12 @@ type Controller struct {
 	// ReadyTimeout bounds the wait for replacements; then the command is
 	// abandoned, its replacements deleted and its candidates released.
 	ReadyTimeout time.Duration
+	// ValidationDelay is how long a command without replacements waits,
+	// its candidates tainted, before it is checked again and carried out
+	// (Karpenter's 15 s): pods kube-scheduler was binding when it was
+	// decided show up meanwhile, and other nodes' room may have gone.
+	// Commands with replacements wait for those instead.
+	ValidationDelay time.Duration
 	// Nominations are the nodes and NodeClaims the provisioner launched or
 	// chose for pending pods; they are left alone for a while.
 	Nominations *state.Nominations
@@ -81,6 +89,7 @@ func (c *Controller) releaseStale(ctx context.Context) error {
 	if err := c.Client.List(ctx, &claims); err != nil {
 		return err
 	}
+	released := map[string]bool{}
 	for i := range claims.Items {
 		nc := &claims.Items[i]
 		if nc.DeletionTimestamp != nil || meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) == nil {
@@ -94,7 +103,26 @@ func (c *Controller) releaseStale(ctx context.Context) error {
 		if err := c.clearReason(ctx, nc.Name); err != nil {
 			return err
 		}
+		released[nc.Name] = true
 	}
+	// The replacements launched by the run that crashed: those whose
+	// candidates were just released are dropped as an abandoned command's
+	// are; those whose candidates went are ordinary NodeClaims now.
+	var abandoned, settled []*v1.NodeClaim
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		replacing, ok := nc.Annotations[v1.AnnotationReplacing]
+		if !ok || nc.DeletionTimestamp != nil {
+			continue
+		}
+		if slices.ContainsFunc(strings.Split(replacing, ","), func(name string) bool { return released[name] }) {
+			abandoned = append(abandoned, nc)
+		} else {
+			settled = append(settled, nc)
+		}
+	}
+	c.dropReplacements(ctx, abandoned)
+	c.settleReplacements(ctx, settled)
 	return nil
 }
 

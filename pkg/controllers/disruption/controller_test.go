@@ -756,3 +756,104 @@ func TestDriftWithTerminationGracePeriod(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletionsWaitAndSimulateAgain: a deletion waits ValidationDelay with
+// its candidate tainted, then is simulated again; when the room it counted
+// on was taken meanwhile it is abandoned, as Karpenter's validation does.
+func TestDeletionsWaitAndSimulateAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fillOther bool
+		deleted   bool
+	}{
+		{name: "the room is still there: deleted", deleted: true},
+		{name: "a pod took the other node's room meanwhile: abandoned", fillOther: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, aClaim := nodeAndClaim("a", "c6a.xlarge", true)
+			b, bClaim := nodeAndClaim("b", "c6a.2xlarge", true)
+			w := newWorld(t, "100%", a, aClaim, b, bClaim, boundPod("a-0", "a", "2"), boundPod("b-0", "b", "5"))
+			w.c.ValidationDelay = 15 * time.Second
+			done := make(chan error, 1)
+			go func() { done <- w.c.Reconcile(context.Background()) }()
+			deadline := time.Now().Add(30 * time.Second)
+			for !w.fc.HasWaiters() {
+				if time.Now().After(deadline) {
+					t.Fatal("the command never waited")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if !w.tainted("a") {
+				t.Fatal("the candidate was not tainted while the command waited")
+			}
+			if tc.fillOther {
+				if err := w.kube.Create(context.Background(), boundPod("late", "b", "2")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.drive(func() {
+				if err := <-done; err != nil {
+					t.Error(err)
+				}
+			})
+			got := w.claim("a")
+			if deleted := got == nil || got.DeletionTimestamp != nil; deleted != tc.deleted {
+				t.Fatalf("deleted %t, want %t; events:\n%s", deleted, tc.deleted, w.events())
+			}
+			if !tc.deleted && w.tainted("a") {
+				t.Error("the abandoned candidate keeps its taint")
+			}
+		})
+	}
+}
+
+// TestRestartMidReplacement: a controller that stopped while a command
+// waited for its replacement finds, at start, the candidate it tainted and
+// the replacement it launched. The candidate is released; the replacement
+// is deleted unless pods run on it, and one whose candidate went is kept.
+func TestRestartMidReplacement(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		candidateGone bool
+		busy          bool
+		wantKept      bool
+	}{
+		{name: "the candidate stayed, nothing runs on the replacement: deleted"},
+		{name: "the candidate stayed, a pod landed on the replacement: kept", busy: true, wantKept: true},
+		{name: "the candidate went: the replacement is an ordinary NodeClaim", candidateGone: true, wantKept: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var objs []client.Object
+			if !tc.candidateGone {
+				node, nc := nodeAndClaim("old", "c6a.2xlarge", true)
+				node.Spec.Taints = []corev1.Taint{v1.DisruptedNoScheduleTaint}
+				nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue,
+					Reason: string(v1.DisruptionReasonUnderutilized), LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC))})
+				objs = append(objs, node, nc, boundPod("inflate-0", "old", "1"))
+			}
+			rnode, repl := nodeAndClaim("repl", "c6a.large", true)
+			repl.Annotations = map[string]string{v1.AnnotationReplacing: "old"}
+			objs = append(objs, rnode, repl)
+			if tc.busy {
+				objs = append(objs, boundPod("landed", "repl", "100m"))
+			}
+			w := newWorld(t, "100%", objs...)
+			if err := w.c.releaseStale(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.candidateGone && w.tainted("old") {
+				t.Error("the candidate is still tainted")
+			}
+			got := w.claim("repl")
+			kept := got != nil && got.DeletionTimestamp == nil
+			if kept != tc.wantKept {
+				t.Fatalf("replacement kept %t, want %t", kept, tc.wantKept)
+			}
+			if kept {
+				if _, ok := got.Annotations[v1.AnnotationReplacing]; ok {
+					t.Errorf("the kept replacement still says it is replacing: %v", got.Annotations)
+				}
+			}
+		})
+	}
+}

@@ -73,8 +73,12 @@ func (c *Controller) execute(ctx context.Context, cmd disruption.Command, byNode
 			return fmt.Errorf("tainting node %s: %w", info.node.Name, err)
 		}
 	}
+	var replacing []string
+	for _, info := range r.infos {
+		replacing = append(replacing, info.nc.Name)
+	}
 	for _, repl := range cmd.Replacements {
-		nc, err := c.createReplacement(ctx, repl, cmd.Reason)
+		nc, err := c.createReplacement(ctx, repl, cmd.Reason, strings.Join(replacing, ","))
 		if err != nil {
 			return fmt.Errorf("launching a replacement: %w", err)
 		}
@@ -93,6 +97,13 @@ func (c *Controller) execute(ctx context.Context, cmd disruption.Command, byNode
 			}
 			logger.Error(err, "replacement did not initialize; abandoning the disruption")
 			return nil
+		}
+	}
+	if len(r.created) == 0 && c.ValidationDelay > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.Clock.After(c.ValidationDelay):
 		}
 	}
 	why, err := c.recheck(ctx, r)
@@ -142,17 +153,27 @@ func (c *Controller) finish(ctx context.Context, r *run) {
 		}
 	}
 	if len(r.deleting) > 0 || len(r.created) == 0 {
+		c.settleReplacements(ctx, r.created)
 		return
 	}
+	c.dropReplacements(ctx, r.created)
+}
+
+// dropReplacements deletes the replacements of a command that deleted none
+// of its candidates, except one that pods have landed on meanwhile.
+func (c *Controller) dropReplacements(ctx context.Context, created []*v1.NodeClaim) {
+	logger := log.FromContext(ctx)
 	busy, err := c.busyNodes(ctx)
 	if err != nil {
 		logger.Error(err, "listing pods; keeping the replacements of an abandoned disruption")
 		return
 	}
-	for _, nc := range r.created {
+	var kept []*v1.NodeClaim
+	for _, nc := range created {
 		var fresh v1.NodeClaim
 		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(nc), &fresh); err == nil && busy[fresh.Status.NodeName] {
 			logger.Info("keeping the replacement of an abandoned disruption: pods run on it", "NodeClaim", map[string]string{"name": nc.Name})
+			kept = append(kept, nc)
 			continue
 		}
 		if err := c.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
@@ -160,6 +181,26 @@ func (c *Controller) finish(ctx context.Context, r *run) {
 			continue
 		}
 		logger.Info("deleted the replacement of an abandoned disruption", "NodeClaim", map[string]string{"name": nc.Name})
+	}
+	c.settleReplacements(ctx, kept)
+}
+
+// settleReplacements makes the replacements a command keeps ordinary
+// NodeClaims: their command is over.
+func (c *Controller) settleReplacements(ctx context.Context, kept []*v1.NodeClaim) {
+	for _, nc := range kept {
+		var fresh v1.NodeClaim
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(nc), &fresh); err != nil {
+			continue
+		}
+		if _, ok := fresh.Annotations[v1.AnnotationReplacing]; !ok {
+			continue
+		}
+		stored := fresh.DeepCopy()
+		delete(fresh.Annotations, v1.AnnotationReplacing)
+		if err := c.Client.Patch(ctx, &fresh, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+			log.FromContext(ctx).Error(err, "marking a replacement as settled", "NodeClaim", map[string]string{"name": nc.Name})
+		}
 	}
 }
 
@@ -274,17 +315,19 @@ func (c *Controller) recheck(ctx context.Context, r *run) (string, error) {
 		}
 	}
 	// The command was planned for the pods then on its candidates; while
-	// no other pod has come to them or to the replacements, the plan holds
-	// as made. Simulating it again would only measure how a second packing
-	// of the same pods differs from the first, and abandon good commands
-	// over it, launching their replacements again and again.
-	if len(present.Candidates) == 0 || arrived == 0 {
+	// no other pod has come to them or to the replacements, a replacement
+	// plan holds as made. Simulating it again would only measure how a
+	// second packing of the same pods differs from the first, and abandon
+	// good commands over it, launching their replacements again and again.
+	// A deletion is simulated again whatever arrived: the room it counted
+	// on in other nodes may have been taken, and nothing was launched.
+	if len(present.Candidates) == 0 || (arrived == 0 && len(r.created) > 0) {
 		return "", nil
 	}
 	return disruption.Recheck(snap, present, c.Scheduling), nil
 }
 
-func (c *Controller) createReplacement(ctx context.Context, r *scheduling.NewNodeClaim, reason v1.DisruptionReason) (*v1.NodeClaim, error) {
+func (c *Controller) createReplacement(ctx context.Context, r *scheduling.NewNodeClaim, reason v1.DisruptionReason, replacing string) (*v1.NodeClaim, error) {
 	var np v1.NodePool
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: r.NodePool}, &np); err != nil {
 		return nil, err
@@ -293,6 +336,10 @@ func (c *Controller) createReplacement(ctx context.Context, r *scheduling.NewNod
 	if err != nil {
 		return nil, err
 	}
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[v1.AnnotationReplacing] = replacing
 	if err := c.Client.Create(ctx, nc); err != nil {
 		return nil, err
 	}
