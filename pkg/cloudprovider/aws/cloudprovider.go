@@ -26,6 +26,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +58,8 @@ type Instances interface {
 	Recent(ctx context.Context, id string, maxAge time.Duration) (*instance.Instance, error)
 	List(ctx context.Context) ([]*instance.Instance, error)
 	Delete(ctx context.Context, id string) error
+	// Terminate terminates without describing first.
+	Terminate(ctx context.Context, id string) error
 	Tag(ctx context.Context, inst *instance.Instance, tags map[string]string) error
 	// Launched finds what an unrecorded earlier attempt of the NodeClaim's
 	// launch started (instance.Provider.Launched).
@@ -556,14 +559,27 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *v1.NodeClaim) (er
 	if err != nil {
 		return err
 	}
-	if err := c.opts.Instances.Delete(ctx, id); err != nil {
-		if instance.IsNotFound(err) {
-			return &cloudprovider.NodeClaimNotFoundError{ProviderID: nodeClaim.Status.ProviderID}
-		}
+	err = c.opts.Instances.Delete(ctx, id)
+	if !instance.IsNotFound(err) {
 		return err
 	}
-	return nil
+	// EC2's reads are eventually consistent: right after a launch,
+	// DescribeInstances may not show the instance yet. Not found then is
+	// not gone; it is terminated by ID, and asked about again later.
+	if launched := meta.FindStatusCondition(nodeClaim.Status.Conditions, v1.ConditionTypeLaunched); launched != nil &&
+		launched.Status == metav1.ConditionTrue && c.opts.Clock.Since(launched.LastTransitionTime.Time) < DescribeLag {
+		if err := c.opts.Instances.Terminate(ctx, id); err != nil && !instance.IsNotFound(err) {
+			return err
+		}
+		return nil
+	}
+	return &cloudprovider.NodeClaimNotFoundError{ProviderID: nodeClaim.Status.ProviderID}
 }
+
+// DescribeLag is how long after a launch Delete does not take "not found"
+// for an answer. EC2 documents its reads as eventually consistent; a new
+// instance shows within seconds, rarely a minute.
+const DescribeLag = 2 * time.Minute
 
 // IsDrifted compares the instance with its class: the class's spec (by
 // hash), its AMIs, subnets and security groups as last resolved.

@@ -432,9 +432,15 @@ func TestGetListDelete(t *testing.T) {
 			wantDeleted  []string
 			wantNotFound bool
 			wantErr      error
+			// launchedAgo sets the Launched condition that long before now.
+			launchedAgo    time.Duration
+			wantTerminated []string
 		}{
 			{name: "terminates", providerID: "aws:///us-east-1a/i-1", wantDeleted: []string{"i-1"}},
 			{name: "gone", providerID: "aws:///us-east-1a/i-2", deleteErr: notFound, wantDeleted: []string{"i-2"}, wantNotFound: true},
+			{name: "gone long after its launch", providerID: "aws:///us-east-1a/i-2", deleteErr: notFound, launchedAgo: time.Hour, wantDeleted: []string{"i-2"}, wantNotFound: true},
+			{name: "not found right after its launch: terminated by ID, not taken as gone", providerID: "aws:///us-east-1a/i-3", deleteErr: notFound,
+				launchedAgo: 10 * time.Second, wantDeleted: []string{"i-3"}, wantTerminated: []string{"i-3"}},
 			{name: "another error passes", providerID: "aws:///us-east-1a/i-2", deleteErr: other, wantDeleted: []string{"i-2"}, wantErr: other},
 			{name: "never launched", providerID: "", wantNotFound: true},
 		}
@@ -444,6 +450,10 @@ func TestGetListDelete(t *testing.T) {
 				p := newProvider(t, kubeWith(t), f)
 				claim := nodeClaim()
 				claim.Status.ProviderID = tc.providerID
+				if tc.launchedAgo > 0 {
+					claim.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched",
+						LastTransitionTime: metav1.NewTime(f.clock.Now().Add(-tc.launchedAgo))}}
+				}
 				err := p.Delete(context.Background(), claim)
 				if cloudprovider.IsNodeClaimNotFound(err) != tc.wantNotFound || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) ||
 					(!tc.wantNotFound && tc.wantErr == nil && err != nil) {
@@ -451,6 +461,9 @@ func TestGetListDelete(t *testing.T) {
 				}
 				if !reflect.DeepEqual(f.instances.deleted, tc.wantDeleted) {
 					t.Errorf("deleted %v, want %v", f.instances.deleted, tc.wantDeleted)
+				}
+				if !reflect.DeepEqual(f.instances.terminated, tc.wantTerminated) {
+					t.Errorf("terminated by ID %v, want %v", f.instances.terminated, tc.wantTerminated)
 				}
 			})
 		}

@@ -167,6 +167,8 @@ type fakeInstances struct {
 	deleted    []string
 	// resumes are the NodeClaims Launched was asked about, with since.
 	resumes []string
+	// terminated are the IDs Terminate was asked to end.
+	terminated []string
 }
 
 func (f *fakeInstances) Create(_ context.Context, req instance.Request) (*instance.Instance, error) {
@@ -221,6 +223,13 @@ func (f *fakeInstances) Delete(_ context.Context, id string) error {
 	defer f.mu.Unlock()
 	f.deleted = append(f.deleted, id)
 	return f.deleteErr
+}
+
+func (f *fakeInstances) Terminate(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.terminated = append(f.terminated, id)
+	return nil
 }
 
 func (f *fakeInstances) Tag(_ context.Context, inst *instance.Instance, tags map[string]string) error {

@@ -570,6 +570,14 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	return err
 }
 
+// Terminate asks EC2 to terminate the instance, batched, without
+// describing it first: for an instance so new that DescribeInstances may
+// not show it yet (see the aws CloudProvider's Delete).
+func (p *Provider) Terminate(ctx context.Context, id string) error {
+	_, err := p.terminate.Do(ctx, struct{}{}, id)
+	return err
+}
+
 func (p *Provider) terminateBatch(ctx context.Context, _ struct{}, ids []string) []batcher.Result[struct{}] {
 	out := make([]batcher.Result[struct{}], len(ids))
 	_, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: uniq(ids)})
