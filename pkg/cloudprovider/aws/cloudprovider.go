@@ -299,6 +299,13 @@ func (c *CloudProvider) resumed(ctx context.Context, nodeClaim *v1.NodeClaim, re
 	inst, err := c.opts.Instances.Launched(ctx, nodeClaim.Name, nodeClaim.Labels[v1.LabelNodePool], since, func(i *instance.Instance) bool {
 		return reqs.Allow(corev1.LabelInstanceTypeStable, i.Type) && reqs.Allow(corev1.LabelTopologyZone, i.Zone) && reqs.Allow(v1.LabelCapacityType, i.CapacityType)
 	})
+	if awsclient.IsAccessDenied(err) {
+		// Without ec2:DescribeInstances nothing can be looked for; the
+		// pods need their node, and garbage collection (which needs the
+		// same permission to work at all) ends a second instance.
+		log.FromContext(ctx).Error(awsclient.ExplainPermission(err), "cannot look for an unrecorded earlier launch; launching", "NodeClaim", map[string]string{"name": nodeClaim.Name})
+		return nil, nil
+	}
 	if err != nil || inst == nil {
 		return nil, err
 	}

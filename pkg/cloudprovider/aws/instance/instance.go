@@ -162,6 +162,8 @@ type Provider struct {
 	// handed are the instances this process gave to NodeClaims, by ID,
 	// with when (see Launched).
 	handed map[string]time.Time
+	// calling are the client tokens of the fleet calls under way.
+	calling map[string]bool
 }
 
 // seenInstance is an instance's last description and when it was made.
@@ -175,7 +177,7 @@ func New(opts Options) *Provider {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	p := &Provider{ec2: opts.EC2, clusterName: opts.ClusterName, clock: opts.Clock, seen: map[string]seenInstance{}, unsettled: map[string]*unsettled{}, handed: map[string]time.Time{}}
+	p := &Provider{ec2: opts.EC2, clusterName: opts.ClusterName, clock: opts.Clock, seen: map[string]seenInstance{}, unsettled: map[string]*unsettled{}, handed: map[string]time.Time{}, calling: map[string]bool{}}
 	// The windows: a provisioning batch creates its NodeClaims within
 	// milliseconds of each other, so 35ms of quiet closes a launch batch
 	// without delaying a lone launch noticeably.
@@ -246,6 +248,18 @@ func batchKey(r Request) string {
 
 func (p *Provider) createFleet(ctx context.Context, _ string, reqs []Request) []batcher.Result[[]*Instance] {
 	in := fleetInput(reqs)
+	// While the call runs (the SDK's retries included) its instances may
+	// already exist, tagged with no NodeClaim: no resumed launch may take
+	// them (see Launched).
+	token := aws.ToString(in.ClientToken)
+	p.mu.Lock()
+	p.calling[token] = true
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.calling, token)
+		p.mu.Unlock()
+	}()
 	resp, err := p.ec2.CreateFleet(ctx, in)
 	if err != nil {
 		if outcomeUnknown(err) {

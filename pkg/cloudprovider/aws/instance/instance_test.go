@@ -450,3 +450,32 @@ func idOf(i *Instance) string {
 	}
 	return i.ID
 }
+
+// TestLaunchedLeavesACallUnderWayAlone: while a fleet call runs (its
+// answer late, or being retried) the instances it launched are in EC2
+// untagged; a resumed launch asking meanwhile must not take them, or two
+// NodeClaims would share one instance.
+func TestLaunchedLeavesACallUnderWayAlone(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	ctr := &counting{EC2API: f.ec2, calls: map[string]int{}}
+	p := New(Options{EC2: ctr, ClusterName: "demo"})
+	var during *Instance
+	var duringErr error
+	ctr.fleet = func(in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
+		out, err := f.ec2.CreateFleet(ctx, in)
+		// The instances exist; the caller has not heard back yet.
+		during, duringErr = p.Launched(ctx, "resumed", "default", time.Now().Add(-time.Minute), func(*Instance) bool { return true })
+		return out, err
+	}
+	got, err := p.Create(ctx, f.request("first-uid", "m5.large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if duringErr != nil {
+		t.Fatal(duringErr)
+	}
+	if during != nil {
+		t.Fatalf("a resumed launch took %s while the call that launched it (for %s) was under way", during.ID, got.ID)
+	}
+}

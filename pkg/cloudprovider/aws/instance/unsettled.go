@@ -111,8 +111,9 @@ func (p *Provider) settle(ctx context.Context, u *unsettled, token string) (*Ins
 }
 
 // settling reports whether the instance was launched by a fleet call
-// whose outcome is still unknown: one of that call's NodeClaims will claim
-// it, so it is not the cluster's to collect yet.
+// that is still under way or whose outcome is still unknown: one of that
+// call's NodeClaims will claim it, so it is not the cluster's to collect
+// yet, nor any other NodeClaim's to adopt.
 func (p *Provider) settling(inst *Instance) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -124,6 +125,9 @@ func (p *Provider) settlingLocked(inst *Instance) bool {
 	token := inst.Tags[tags.LaunchToken]
 	if token == "" {
 		return false
+	}
+	if p.calling[token] {
+		return true
 	}
 	for _, u := range p.unsettled {
 		if aws.ToString(u.in.ClientToken) == token && !p.expired(u) {

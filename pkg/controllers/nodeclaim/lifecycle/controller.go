@@ -161,7 +161,10 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	}
 	// Recorded before the cloud is asked: a launch whose result is not
 	// written back (a failed write, a crash) is then resumed, not repeated.
+	// The first attempt itself has nothing to resume, and is asked as one.
+	attempt := nc
 	if _, ok := nc.Annotations[v1.AnnotationLaunchAttempted]; !ok {
+		attempt = nc.DeepCopy()
 		stored := nc.DeepCopy()
 		if nc.Annotations == nil {
 			nc.Annotations = map[string]string{}
@@ -171,7 +174,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 			return Retry(err)
 		}
 	}
-	created, err := c.CloudProvider.Create(ctx, nc)
+	created, err := c.CloudProvider.Create(ctx, attempt)
 	switch {
 	case cloudprovider.IsInsufficientCapacity(err):
 		c.Recorder.Event(nc, corev1.EventTypeWarning, "InsufficientCapacityError", truncate(err.Error(), 300))
