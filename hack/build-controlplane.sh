@@ -68,20 +68,33 @@ build_kwok() {
   CGO_ENABLED=0 GOBIN="$KWOK_BIN_DIR" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 }
 
-# kwok's own node stages, initialize and heartbeat-with-lease, from its
-# module. kwok v0.7.0 picks its default heartbeat stage with the lease test
-# inverted: with node leases on it heartbeats the Node's status on its own
-# schedule, even for a Node whose lease someone else holds, so a kubelet
-# could never be made to die (internal/fakeaws/kubeletdeath.go). Given
-# these stages, kwok leaves the heartbeat to the lease, as a kubelet does.
+# The stages kwok plays, written next to its binary (the file's name
+# carries a digest of hack/kwok, so a change there writes it again):
+# - kwok's own node stages, initialize and heartbeat-with-lease, from its
+#   module. kwok v0.7.0 picks its default heartbeat stage with the lease
+#   test inverted: with node leases on it heartbeats the Node's status on
+#   its own schedule, even for a Node whose lease someone else holds, so a
+#   kubelet could never be made to die (internal/fakeaws/kubeletdeath.go).
+#   Given these stages, kwok leaves the heartbeat to the lease, as a
+#   kubelet does.
+# - kwok's fast pod-ready and pod-complete stages, and our pod-delete
+#   (hack/kwok/pod-delete.yaml), which plays a pod's slow shutdown.
 write_kwok_stages() {
-  local out="$KWOK_BIN_DIR/node-stages.yaml"
+  local root digest out
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  digest=$(cat "$root/kwok/"*.yaml | sha256sum | cut -c1-12)
+  out="$KWOK_BIN_DIR/stages-$digest.yaml"
+  ln -sf "$(basename "$out")" "$KWOK_BIN_DIR/stages.yaml"
   [ -s "$out" ] && return 0
   local dir
   dir=$(cd "$(mktemp -d)" && go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
   [ -n "$dir" ] || { echo "cannot find the sigs.k8s.io/kwok@$KWOK_VERSION module" >&2; return 1; }
-  { cat "$dir/kustomize/stage/node/fast/node-initialize.yaml"; echo "---"
-    cat "$dir/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml"; } >"$out.tmp"
+  local stage="$dir/kustomize/stage"
+  { cat "$stage/node/fast/node-initialize.yaml"; echo "---"
+    cat "$stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml"; echo "---"
+    cat "$stage/pod/fast/pod-ready.yaml"; echo "---"
+    cat "$stage/pod/fast/pod-complete.yaml"; echo "---"
+    cat "$root/kwok/pod-delete.yaml"; } >"$out.tmp"
   mv "$out.tmp" "$out"
 }
 

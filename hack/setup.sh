@@ -61,6 +61,6 @@ for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   echo "$b=$KUBE_BIN_DIR/$b"
 done
 echo "kwok=$KWOK_BIN_DIR/kwok"
-echo "kwok-stages=$KWOK_BIN_DIR/node-stages.yaml"
+echo "kwok-stages=$KWOK_BIN_DIR/stages.yaml"
 echo "helm=$HELM_BIN_DIR/helm"
 echo "iamsim=$IAMSIM_DIR/node_modules"

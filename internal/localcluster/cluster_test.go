@@ -101,3 +101,82 @@ func nodeReady(n *corev1.Node) bool {
 	}
 	return false
 }
+
+// TestSlowShutdown: kwok plays a pod's shutdown as a kubelet does (see
+// hack/kwok/pod-delete.yaml): a pod that says its shutdown takes a while
+// (the pod-delete.stage.kwok.x-k8s.io/delay annotation) is gone only after
+// it, and never after its grace period ends; others go at once.
+func TestSlowShutdown(t *testing.T) {
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "slow-shutdown", Labels: map[string]string{"kubernetes.io/hostname": "slow-shutdown"},
+		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}}}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}) })
+	pods := []struct {
+		name     string
+		delay    string
+		grace    int64
+		atLeast  time.Duration
+		deleteAt time.Time
+	}{
+		{name: "quick", grace: 30},
+		{name: "slow", delay: "4s", grace: 8, atLeast: 4 * time.Second},
+		{name: "capped", delay: "10m", grace: 3},
+	}
+	for i := range pods {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pods[i].name, Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: node.Name, TerminationGracePeriodSeconds: &pods[i].grace,
+				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.9"}}}}
+		if pods[i].delay != "" {
+			p.Annotations = map[string]string{"pod-delete.stage.kwok.x-k8s.io/delay": pods[i].delay}
+		}
+		if _, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			zero := int64(0)
+			_ = cs.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		})
+	}
+	for _, p := range pods {
+		waitPod(t, cs, p.name, func(p *corev1.Pod) bool { return p != nil && p.Status.Phase == corev1.PodRunning })
+	}
+	for i := range pods {
+		pods[i].deleteAt = time.Now()
+		if err := cs.CoreV1().Pods("default").Delete(ctx, pods[i].name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range pods {
+		waitPod(t, cs, p.name, func(p *corev1.Pod) bool { return p == nil })
+		if lived := time.Since(p.deleteAt); lived < p.atLeast {
+			t.Errorf("pod %s went %v after its deletion, before its %s shutdown ended", p.name, lived.Round(time.Millisecond), p.delay)
+		}
+	}
+}
+
+// waitPod waits until ok holds for the pod (nil once it is gone).
+func waitPod(t *testing.T, cs kubernetes.Interface, name string, ok func(*corev1.Pod) bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p, err := cs.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			p = nil
+		}
+		if ok(p) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s never became what the test waits for: %v", name, p)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
