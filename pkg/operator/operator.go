@@ -134,7 +134,15 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if opts.FeatureGates.NodeRepair {
-		if err := (&repair.Controller{Client: mgr.GetClient(), Recorder: recorder, Clock: clk, Policies: repair.EKSPolicies}).Register(mgr); err != nil {
+		policies := repair.EKSPolicies
+		if opts.RepairToleration > 0 {
+			policies = nil
+			for _, p := range repair.EKSPolicies {
+				p.Toleration = opts.RepairToleration
+				policies = append(policies, p)
+			}
+		}
+		if err := (&repair.Controller{Client: mgr.GetClient(), Recorder: recorder, Clock: clk, Policies: policies}).Register(mgr); err != nil {
 			return err
 		}
 	}

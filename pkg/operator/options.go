@@ -59,6 +59,10 @@ type Options struct {
 	// (testhooks_joinertest.go), so an end-to-end test can watch an entry
 	// expire without waiting 3 minutes.
 	UnavailableTTL time.Duration
+	// RepairToleration, when set, replaces every node repair policy's
+	// toleration (30 minutes for a NotReady node). Internal like
+	// UnavailableTTL: the tests cannot wait half an hour.
+	RepairToleration time.Duration
 	// PriceRetryInterval is how soon a failed price refresh is retried;
 	// zero is pricing.SpotInterval. Internal like UnavailableTTL, so an
 	// end-to-end test can watch a refused Price List permission granted.

@@ -26,6 +26,13 @@ func init() {
 			}
 			o.PriceRetryInterval = d
 		}
+		if v := getenv("JOINER_TEST_REPAIR_TOLERATION"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("invalid test setting JOINER_TEST_REPAIR_TOLERATION %q: want a positive duration such as 30s", v)
+			}
+			o.RepairToleration = d
+		}
 		return nil
 	}
 }

@@ -13,6 +13,7 @@ import (
 func TestTestOnlySettings(t *testing.T) {
 	unavailableTTL := func(o *Options) time.Duration { return o.UnavailableTTL }
 	priceRetry := func(o *Options) time.Duration { return o.PriceRetryInterval }
+	repairToleration := func(o *Options) time.Duration { return o.RepairToleration }
 	for _, tc := range []struct {
 		name, variable, value string
 		field                 func(*Options) time.Duration
@@ -26,6 +27,8 @@ func TestTestOnlySettings(t *testing.T) {
 		{"price retry set", "JOINER_TEST_PRICE_RETRY", "2s", priceRetry, 2 * time.Second, ""},
 		{"price retry bad", "JOINER_TEST_PRICE_RETRY", "soon", priceRetry, 0, "JOINER_TEST_PRICE_RETRY"},
 		{"price retry not positive", "JOINER_TEST_PRICE_RETRY", "0s", priceRetry, 0, "JOINER_TEST_PRICE_RETRY"},
+		{"repair toleration set", "JOINER_TEST_REPAIR_TOLERATION", "30s", repairToleration, 30 * time.Second, ""},
+		{"repair toleration bad", "JOINER_TEST_REPAIR_TOLERATION", "-1s", repairToleration, 0, "JOINER_TEST_REPAIR_TOLERATION"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{tc.variable: tc.value}
