@@ -573,7 +573,8 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *v1.NodeClaim) (er
 	// EC2's reads are eventually consistent: right after a launch,
 	// DescribeInstances may not show the instance yet. Not found then is
 	// not gone; it is terminated by ID, and asked about again later.
-	if launched := meta.FindStatusCondition(nodeClaim.Status.Conditions, v1.ConditionTypeLaunched); launched != nil &&
+	// Described as terminated, it is gone.
+	if launched := meta.FindStatusCondition(nodeClaim.Status.Conditions, v1.ConditionTypeLaunched); !instance.IsTerminated(err) && launched != nil &&
 		launched.Status == metav1.ConditionTrue && c.opts.Clock.Since(launched.LastTransitionTime.Time) < DescribeLag {
 		if err := c.opts.Instances.Terminate(ctx, id); err != nil && !instance.IsNotFound(err) {
 			return err

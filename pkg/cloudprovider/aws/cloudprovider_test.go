@@ -441,6 +441,8 @@ func TestGetListDelete(t *testing.T) {
 			{name: "gone long after its launch", providerID: "aws:///us-east-1a/i-2", deleteErr: notFound, launchedAgo: time.Hour, wantDeleted: []string{"i-2"}, wantNotFound: true},
 			{name: "not found right after its launch: terminated by ID, not taken as gone", providerID: "aws:///us-east-1a/i-3", deleteErr: notFound,
 				launchedAgo: 10 * time.Second, wantDeleted: []string{"i-3"}, wantTerminated: []string{"i-3"}},
+			{name: "described as terminated right after its launch: gone", providerID: "aws:///us-east-1a/i-4", deleteErr: &instance.NotFoundError{ID: "i-4", Terminated: true},
+				launchedAgo: 10 * time.Second, wantDeleted: []string{"i-4"}, wantNotFound: true},
 			{name: "another error passes", providerID: "aws:///us-east-1a/i-2", deleteErr: other, wantDeleted: []string{"i-2"}, wantErr: other},
 			{name: "never launched", providerID: "", wantNotFound: true},
 		}

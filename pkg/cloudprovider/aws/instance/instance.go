@@ -129,7 +129,20 @@ func (e *InsufficientCapacityError) Error() string {
 }
 
 // NotFoundError is an instance that does not exist, or no longer runs.
-type NotFoundError struct{ ID string }
+type NotFoundError struct {
+	ID string
+	// Terminated: EC2 described the instance as terminated. Otherwise it
+	// did not describe it at all, which right after a launch may only be
+	// its reads lagging.
+	Terminated bool
+}
+
+// IsTerminated reports a NotFoundError for an instance EC2 described as
+// terminated.
+func IsTerminated(err error) bool {
+	var e *NotFoundError
+	return errors.As(err, &e) && e.Terminated
+}
 
 func (e *NotFoundError) Error() string { return fmt.Sprintf("instance %s not found", e.ID) }
 
@@ -443,7 +456,7 @@ func (p *Provider) Recent(ctx context.Context, id string, maxAge time.Duration) 
 	p.mu.Unlock()
 	if ok && p.clock.Since(s.at) <= maxAge {
 		if s.inst.State == string(ec2types.InstanceStateNameTerminated) {
-			return nil, &NotFoundError{ID: id}
+			return nil, &NotFoundError{ID: id, Terminated: true}
 		}
 		return s.inst, nil
 	}
@@ -497,8 +510,10 @@ func (p *Provider) describeBatch(ctx context.Context, _ struct{}, ids []string) 
 		switch inst := found[id]; {
 		case err != nil && !isNotFoundCode(err):
 			out[i].Err = fmt.Errorf("describing instance %s: %w", id, err)
-		case inst == nil || inst.State == string(ec2types.InstanceStateNameTerminated):
+		case inst == nil:
 			out[i].Err = &NotFoundError{ID: id}
+		case inst.State == string(ec2types.InstanceStateNameTerminated):
+			out[i].Err = &NotFoundError{ID: id, Terminated: true}
 		default:
 			out[i].Value = inst
 		}
