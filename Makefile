@@ -1,7 +1,7 @@
 # The two commands the README gives are `make demo` and `make test`.
 SHELL := /bin/bash
 
-.PHONY: demo test soak chaos fuzz bench-aws least-privilege image generate verify-generated setup down fmt
+.PHONY: demo test soak chaos reliability fuzz bench-aws least-privilege image generate verify-generated setup down fmt
 
 ## demo: set everything up and run the demo on a local control plane, with
 ## Joiner's aws provider against the local AWS endpoint (cmd/fake-aws)
@@ -29,6 +29,16 @@ soak: setup
 chaos: setup
 	go vet -tags chaos ./test/aws/
 	go test -tags chaos -count=1 -timeout 60m -v -run '^TestChaos$$' ./test/aws/
+
+## reliability: issue 18's acceptance tried as a user would (-tags
+## reliability): a capacity shortage without churn, a failed write after a
+## launch, an instance terminated out of band, a dead kubelet repaired, the
+## drain's groups and deadline, do-not-disrupt durations (RELIABILITY_DND,
+## default 1m; 30m for the acceptance). About 15 minutes with the default.
+## docs/reliability.md has its figures.
+reliability: setup
+	go vet -tags reliability ./test/aws/
+	go test -tags reliability -count=1 -timeout 90m -v -run '^(TestCapacityShortageNoChurn|TestDoubleLaunchWhenTheWriteFails|TestInstanceTerminatedOutOfBand|TestKubeletDeathRepaired|TestDrainGroupsAndDeadline|TestDoNotDisruptDuration)$$' ./test/aws/
 
 ## fuzz: run each Go fuzz target for FUZZTIME (default 1m) in turn; make
 ## test runs only their seeds. docs/reliability.md has the findings.
