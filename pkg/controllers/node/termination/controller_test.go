@@ -823,3 +823,27 @@ func TestEvictionRefusalsBackOff(t *testing.T) {
 		t.Fatalf("asked at seconds %v, want %v", at, want)
 	}
 }
+
+// TestDeadlineDeletesWhatIsLeft: a pod with no grace period of its own is
+// deleted when the terminationGracePeriod is up (not left on the node that
+// goes), told by a TerminationGracePeriodExpiring event, as in Karpenter.
+func TestDeadlineDeletesWhatIsLeft(t *testing.T) {
+	zero := int64(0)
+	deadline := now.Add(10 * time.Second)
+	e := newEnv(t, interceptor.Funcs{}, newNode(), newClaim(map[string]string{v1.AnnotationNodeClaimTerminationTimestamp: deadline.Format(time.RFC3339)}),
+		newPod("pinned", "1", doNotDisrupt, func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &zero }))
+	e.deleteObj(t, newNode())
+	e.journal = nil
+	e.mustTerminate(t)
+	if slices.Contains(e.journal, "delete Pod pinned") {
+		t.Fatalf("deleted before the deadline: %v", e.journal)
+	}
+	e.clock.Step(10 * time.Second)
+	e.mustTerminate(t)
+	if !slices.Contains(e.journal, "delete Pod pinned") {
+		t.Fatalf("not deleted at the deadline: %v", e.journal)
+	}
+	if evs := e.drainEvents(); !slices.ContainsFunc(evs, func(s string) bool { return strings.Contains(s, "TerminationGracePeriodExpiring") }) {
+		t.Errorf("no TerminationGracePeriodExpiring event: %v", evs)
+	}
+}

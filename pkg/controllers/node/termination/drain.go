@@ -40,9 +40,6 @@ const StuckAfter = time.Minute
 // Once the deadline has passed nothing is waited for.
 func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *v1.NodeClaim, deadline *time.Time) (int, error) {
 	now := c.Clock.Now()
-	if deadline != nil && !now.Before(*deadline) {
-		return 0, nil
-	}
 	var onNode corev1.PodList
 	if err := c.Client.List(ctx, &onNode, client.MatchingFields{NodeNameIndex: node.Name}); err != nil {
 		return 0, err
@@ -73,6 +70,9 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *v1.NodeCl
 					return left, err
 				}
 			}
+		}
+		if !now.Before(*deadline) {
+			return 0, nil // the period is up: the node goes, whoever is left
 		}
 	}
 	for _, group := range groups {
