@@ -133,7 +133,9 @@ func cheapestFitting(t testing.TB, n int) ([]string, string) {
 			}
 		}
 	}
-	sort.Slice(fit, func(i, j int) bool { return fit[i].price < fit[j].price || fit[i].price == fit[j].price && fit[i].name < fit[j].name })
+	sort.Slice(fit, func(i, j int) bool {
+		return fit[i].price < fit[j].price || fit[i].price == fit[j].price && fit[i].name < fit[j].name
+	})
 	var out []string
 	for _, p := range fit {
 		if p.price < fit[n-1].price {
