@@ -41,6 +41,21 @@ func Recheck(snap scheduling.Snapshot, cmd Command, sched scheduling.Options) st
 	for _, c := range cmd.Candidates {
 		names = append(names, c.Node)
 	}
+	if len(cmd.Replacements) == 0 && len(names) > 1 {
+		// A deletion of several nodes was decided one node at a time,
+		// each against the room the ones before it left; it is checked
+		// the same way, or a second packing of the same pods, done
+		// jointly, could refuse a plan that still holds.
+		for _, name := range names[:len(names)-1] {
+			if why := removable(cluster, name); why != "" {
+				return why
+			}
+			if _, err := cluster.Remove(name); err != nil {
+				return err.Error()
+			}
+		}
+		names = names[len(names)-1:]
+	}
 	r, err := cluster.TryRemove(names...)
 	switch {
 	case err != nil:
@@ -54,6 +69,22 @@ func Recheck(snap scheduling.Snapshot, cmd Command, sched scheduling.Options) st
 			why += fmt.Sprintf(", for pod %s/%s first", ps[0].Namespace, ps[0].Name)
 		}
 		return why
+	}
+	return ""
+}
+
+// removable says why the node's pods would not all fit on the other nodes
+// of cluster; empty when they would.
+func removable(cluster *scheduling.Cluster, name string) string {
+	r, err := cluster.TryRemove(name)
+	switch {
+	case err != nil:
+		return err.Error()
+	case len(r.Unschedulable) > 0:
+		u := r.Unschedulable[0]
+		return fmt.Sprintf("pod %s/%s would no longer fit elsewhere: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
+	case len(r.Replacements) > 0:
+		return fmt.Sprintf("its pods no longer fit on the other nodes; %d more node(s) would be needed", len(r.Replacements))
 	}
 	return ""
 }
