@@ -1,6 +1,6 @@
 // Package interruption drains nodes whose instances AWS is about to take:
-// spot interruption warnings, scheduled maintenance and instances stopping
-// or terminating, read from the SQS queue EventBridge feeds
+// spot and capacity-reservation interruption warnings, scheduled
+// maintenance and instances stopping or terminating, read from the SQS queue EventBridge feeds
 // (INTERRUPTION_QUEUE). Draining within the two-minute spot warning moves
 // pods off before the instance goes, instead of after.
 package interruption
@@ -218,6 +218,8 @@ func eventFor(m interruption.Message) (reason, message string) {
 		return "SpotRebalanceRecommendation", "Spot rebalance recommendation was triggered"
 	case interruption.KindScheduledChange:
 		return "InstanceUnhealthy", "An unhealthy warning was triggered for the instance"
+	case interruption.KindCapacityReservation:
+		return "CapacityReservationInterrupted", "Capacity reservation interruption warning was triggered"
 	case interruption.KindStateChange:
 		if m.State == "stopping" || m.State == "stopped" {
 			return "InstanceStopping", "Instance is stopping"

@@ -112,6 +112,8 @@ func TestMessages(t *testing.T) {
 		{name: "scheduled maintenance drains",
 			body:        `{"source":"aws.health","detail-type":"AWS Health Event","detail":{"service":"EC2","eventTypeCategory":"scheduledChange","affectedEntities":[{"entityValue":"i-od"}]}}`,
 			wantDeleted: []string{"od"}, wantEvent: "InstanceUnhealthy"},
+		{name: "a capacity reservation interruption drains",
+			body: event("EC2 Capacity Reservation Instance Interruption Warning", "i-od", `,"instance-action":"terminate"`), wantDeleted: []string{"od"}, wantEvent: "CapacityReservationInterrupted"},
 		{name: "an instance of no NodeClaim is ignored", body: event("EC2 Spot Instance Interruption Warning", "i-other", "")},
 		{name: "an unreadable message is dropped", body: "not json"},
 	}

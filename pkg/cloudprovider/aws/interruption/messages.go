@@ -17,7 +17,10 @@ const (
 	KindRebalance        Kind = "rebalance_recommendation"
 	KindScheduledChange  Kind = "scheduled_change"
 	KindStateChange      Kind = "state_change"
-	KindNoOp             Kind = "no_op"
+	// KindCapacityReservation is an interruptible Capacity Reservation
+	// taking its instances back, two minutes ahead, as spot does.
+	KindCapacityReservation Kind = "capacity_reservation_interrupted"
+	KindNoOp                Kind = "no_op"
 )
 
 // Action is what a message asks for.
@@ -45,7 +48,7 @@ type Message struct {
 // warn: acting on them would churn spot nodes that may never be reclaimed.
 func (m Message) Action() Action {
 	switch m.Kind {
-	case KindSpotInterruption, KindScheduledChange:
+	case KindSpotInterruption, KindScheduledChange, KindCapacityReservation:
 		return ActionDrain
 	case KindStateChange:
 		switch m.State {
@@ -95,6 +98,8 @@ func Parse(body string) (Message, error) {
 		m.Kind = KindRebalance
 	case e.Source == "aws.ec2" && e.DetailType == "EC2 Instance State-change Notification":
 		m.Kind = KindStateChange
+	case e.Source == "aws.ec2" && e.DetailType == "EC2 Capacity Reservation Instance Interruption Warning":
+		m.Kind = KindCapacityReservation
 	case e.Source == "aws.health" && e.DetailType == "AWS Health Event":
 		var d healthDetail
 		if err := json.Unmarshal(e.Detail, &d); err != nil {

@@ -16,6 +16,8 @@ func TestParse(t *testing.T) {
 	}{
 		{name: "spot interruption", body: `{"version":"0","id":"1","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","time":"2026-11-23T10:00:00Z","region":"us-east-1","resources":["arn:aws:ec2:us-east-1:1:instance/i-0abc"],"detail":{"instance-id":"i-0abc","instance-action":"terminate"}}`,
 			wantKind: KindSpotInterruption, wantIDs: "i-0abc", wantAction: ActionDrain},
+		{name: "capacity reservation interruption drains", body: `{"version":"0","detail-type":"EC2 Capacity Reservation Instance Interruption Warning","source":"aws.ec2","detail":{"instance-id":"i-0abc","instance-action":"terminate","instance-termination-time":"2026-11-26T12:02:00Z","azId":"use1-az1"}}`,
+			wantKind: KindCapacityReservation, wantIDs: "i-0abc", wantAction: ActionDrain},
 		{name: "rebalance only warns", body: `{"detail-type":"EC2 Instance Rebalance Recommendation","source":"aws.ec2","detail":{"instance-id":"i-0abc"}}`,
 			wantKind: KindRebalance, wantIDs: "i-0abc", wantAction: ActionNone},
 		{name: "stopping drains", body: `{"detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","detail":{"instance-id":"i-0abc","state":"stopping"}}`,
