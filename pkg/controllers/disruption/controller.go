@@ -42,11 +42,11 @@ type Controller struct {
 	// ReadyTimeout bounds the wait for replacements; then the command is
 	// abandoned, its replacements deleted and its candidates released.
 	ReadyTimeout time.Duration
-	// ValidationDelay is how long a command without replacements waits,
-	// its candidates tainted, before it is checked again and carried out
-	// (Karpenter's 15 s): pods kube-scheduler was binding when it was
-	// decided show up meanwhile, and other nodes' room may have gone.
-	// Commands with replacements wait for those instead.
+	// ValidationDelay is how long a command without replacements waits
+	// before it starts and is checked again (Karpenter's 15 s): pods
+	// kube-scheduler was binding when it was decided show up meanwhile, and
+	// other nodes' room may have gone. Commands with replacements wait for
+	// those instead.
 	ValidationDelay time.Duration
 	// Nominations are the nodes and NodeClaims the provisioner launched or
 	// chose for pending pods; they are left alone for a while.

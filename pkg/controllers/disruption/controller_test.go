@@ -757,9 +757,10 @@ func TestDriftWithTerminationGracePeriod(t *testing.T) {
 	}
 }
 
-// TestDeletionsWaitAndSimulateAgain: a deletion waits ValidationDelay with
-// its candidate tainted, then is simulated again; when the room it counted
-// on was taken meanwhile it is abandoned, as Karpenter's validation does.
+// TestDeletionsWaitAndSimulateAgain: a deletion waits ValidationDelay, its
+// candidate still open to pods, then is tainted and simulated again; when
+// the room it counted on was taken meanwhile it is abandoned, as
+// Karpenter's validation does.
 func TestDeletionsWaitAndSimulateAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -783,8 +784,8 @@ func TestDeletionsWaitAndSimulateAgain(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 			}
-			if !w.tainted("a") {
-				t.Fatal("the candidate was not tainted while the command waited")
+			if w.tainted("a") {
+				t.Fatal("the candidate was tainted while the command waited: its room is held from pending pods")
 			}
 			if tc.fillOther {
 				if err := w.kube.Create(context.Background(), boundPod("late", "b", "2")); err != nil {

@@ -61,6 +61,18 @@ func (c *Controller) execute(ctx context.Context, cmd disruption.Command, byNode
 			r.infos = append(r.infos, info)
 		}
 	}
+	// A deletion waits before it starts, as Karpenter's validation does,
+	// with its candidates still open to pods: pods kube-scheduler was
+	// binding when it was decided show up, and the recheck below, after
+	// the taint, weighs them. Tainting first would hold the candidates'
+	// room away from pending pods for the whole wait.
+	if len(cmd.Replacements) == 0 && c.ValidationDelay > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.Clock.After(c.ValidationDelay):
+		}
+	}
 	logger.Info(decisionMessage(cmd, how, r.infos), "reason", strings.ToLower(string(cmd.Reason)), "savings", fmt.Sprintf("$%.4f/h", cmd.Savings))
 	defer func() { c.finish(ctx, r) }()
 
@@ -97,13 +109,6 @@ func (c *Controller) execute(ctx context.Context, cmd disruption.Command, byNode
 			}
 			logger.Error(err, "replacement did not initialize; abandoning the disruption")
 			return nil
-		}
-	}
-	if len(r.created) == 0 && c.ValidationDelay > 0 {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-c.Clock.After(c.ValidationDelay):
 		}
 	}
 	why, err := c.recheck(ctx, r)
