@@ -68,6 +68,29 @@ func TestMultiNodeScaleDown(t *testing.T) {
 	}
 	start := time.Now()
 	lastLog := start
+	// A failure says why each node stayed: the last reason consolidation
+	// gave for it.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		var events corev1.EventList
+		if err := framework.Kube.List(context.Background(), &events); err != nil {
+			return
+		}
+		last := map[string]corev1.Event{}
+		for _, e := range events.Items {
+			if e.Reason != "DisruptionBlocked" && e.Reason != "Unconsolidatable" || e.InvolvedObject.Kind != "Node" {
+				continue
+			}
+			if cur, ok := last[e.InvolvedObject.Name]; !ok || e.LastTimestamp.After(cur.LastTimestamp.Time) {
+				last[e.InvolvedObject.Name] = e
+			}
+		}
+		for name, e := range last {
+			t.Logf("node %s stays: %s %s", name, e.Reason, e.Message)
+		}
+	})
 	var ratio, price, bound float64
 	var reached time.Duration
 	settled, lastPrice := time.Now(), 0.0
