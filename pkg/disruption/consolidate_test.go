@@ -434,3 +434,32 @@ func TestCheaperOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestRepackSeesNamespaces: repacking plans the set's pods on a trial
+// snapshot; it must keep the cluster's namespaces, which a pod affinity's
+// namespaceSelector matches, or pods that need a pod of a labelled
+// namespace near them could go nowhere and the repack would be missed.
+func TestRepackSeesNamespaces(t *testing.T) {
+	affine := func(name string) *corev1.Pod {
+		p := pod(name, "2500m", "1Gi")
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}},
+			TopologyKey:       corev1.LabelTopologyZone,
+		}}}}
+		return p
+	}
+	s := &setup{}
+	for _, n := range []string{"a", "b", "c"} {
+		s.add(node(n, "c6a.xlarge", "on-demand", affine(n+"-0")))
+	}
+	db := pod("db-0", "100m", "128Mi")
+	db.Namespace, db.Labels = "data", map[string]string{"app": "db"}
+	dbNode, _ := node("db", "c6a.large", "on-demand", db)
+	snap := scheduling.Snapshot{Nodes: append(s.nodes, dbNode), NodePools: []scheduling.NodePool{{NodePool: guide03(), InstanceTypes: catalogTypes()}},
+		Namespaces: map[string]map[string]string{"data": {"team": "data", corev1.LabelMetadataName: "data"}, "default": {corev1.LabelMetadataName: "default"}}}
+	d := Consolidate(snap, s.cands, Options{Allowed: map[string]int{"default": 10}})
+	if len(d.Commands) != 1 || len(d.Commands[0].Candidates) != 3 || len(d.Commands[0].Replacements) != 1 {
+		t.Fatalf("want the three nodes repacked onto one, got %v; skipped %v", summary(d), d.Skipped)
+	}
+}
