@@ -336,15 +336,21 @@ spec:
 	framework.Kubectl(t, "", "patch", "deployment", "inflate", "--type", "merge", "-p",
 		`{"spec":{"template":{"metadata":{"annotations":{"pod-delete.stage.kwok.x-k8s.io/delay":"10m"}},"spec":{"terminationGracePeriodSeconds":3600}}}}`)
 	var second v1.NodeClaim
-	framework.Eventually(t, 3*time.Minute, "the slow pod runs", func() (bool, string) {
-		n, byNode := framework.Running(t, map[string]string{"app": "inflate"})
+	framework.Eventually(t, 3*time.Minute, "the slow pod runs, alone", func() (bool, string) {
+		var pods corev1.PodList
+		if err := framework.Kube.List(context.Background(), &pods, client.MatchingLabels{"app": "inflate"}); err != nil {
+			return false, err.Error()
+		}
+		if len(pods.Items) != 1 || pods.Items[0].Annotations["pod-delete.stage.kwok.x-k8s.io/delay"] != "10m" || pods.Items[0].Status.Phase != corev1.PodRunning {
+			return false, fmt.Sprintf("%d inflate pods", len(pods.Items))
+		}
 		claims := framework.NodeClaims(t)
 		for _, nc := range claims {
-			if byNode[nc.Status.NodeName] == 1 && nc.DeletionTimestamp == nil {
+			if nc.Status.NodeName == pods.Items[0].Spec.NodeName && nc.DeletionTimestamp == nil {
 				second = nc
 			}
 		}
-		return n == 1 && second.Name != "" && len(claims) == 1, fmt.Sprintf("%d running on %v, %d NodeClaims", n, byNode, len(claims))
+		return second.Name != "", fmt.Sprintf("on %s, %d NodeClaims", pods.Items[0].Spec.NodeName, len(claims))
 	})
 	start := time.Now()
 	framework.Kubectl(t, "", "delete", "nodeclaim", second.Name, "--wait=false")
