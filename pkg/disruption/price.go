@@ -53,10 +53,10 @@ func cheaperOnly(repls []*scheduling.NewNodeClaim, price float64) ([]*scheduling
 			}
 		}
 		cp.Requirements = r.Requirements.Copy()
-		min := r.Requirements[corev1.LabelInstanceTypeStable]
+		was := r.Requirements[corev1.LabelInstanceTypeStable]
 		cp.Requirements[corev1.LabelInstanceTypeStable] = scheduling.MustRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...)
-		if min != nil && min.MinValues != nil {
-			cp.Requirements[corev1.LabelInstanceTypeStable].MinValues = min.MinValues
+		if was != nil && was.MinValues != nil {
+			cp.Requirements[corev1.LabelInstanceTypeStable].MinValues = was.MinValues
 		}
 		out[i] = &cp
 	}

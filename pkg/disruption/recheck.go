@@ -47,7 +47,7 @@ func Recheck(snap scheduling.Snapshot, cmd Command, sched scheduling.Options) st
 		// the same way, or a second packing of the same pods, done
 		// jointly, could refuse a plan that still holds.
 		for _, name := range names[:len(names)-1] {
-			if why := removable(cluster, name); why != "" {
+			if why := unfit(cluster, name); why != "" {
 				return why
 			}
 			if _, err := cluster.Remove(name); err != nil {
@@ -56,6 +56,12 @@ func Recheck(snap scheduling.Snapshot, cmd Command, sched scheduling.Options) st
 		}
 		names = names[len(names)-1:]
 	}
+	return unfit(cluster, names...)
+}
+
+// unfit says why the nodes' pods would not all fit on the other nodes of
+// cluster (and the replacements already in it); empty when they would.
+func unfit(cluster *scheduling.Cluster, names ...string) string {
 	r, err := cluster.TryRemove(names...)
 	switch {
 	case err != nil:
@@ -69,22 +75,6 @@ func Recheck(snap scheduling.Snapshot, cmd Command, sched scheduling.Options) st
 			why += fmt.Sprintf(", for pod %s/%s first", ps[0].Namespace, ps[0].Name)
 		}
 		return why
-	}
-	return ""
-}
-
-// removable says why the node's pods would not all fit on the other nodes
-// of cluster; empty when they would.
-func removable(cluster *scheduling.Cluster, name string) string {
-	r, err := cluster.TryRemove(name)
-	switch {
-	case err != nil:
-		return err.Error()
-	case len(r.Unschedulable) > 0:
-		u := r.Unschedulable[0]
-		return fmt.Sprintf("pod %s/%s would no longer fit elsewhere: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
-	case len(r.Replacements) > 0:
-		return fmt.Sprintf("its pods no longer fit on the other nodes; %d more node(s) would be needed", len(r.Replacements))
 	}
 	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -119,7 +120,8 @@ func cheapestFitting(t testing.TB, n int) ([]string, string) {
 	for _, it := range its {
 		l := it.Labels
 		cat := l["karpenter.k8s.aws/instance-category"]
-		if l[corev1.LabelArchStable] != "amd64" || (cat != "c" && cat != "m" && cat != "r") || l["karpenter.k8s.aws/instance-generation"] <= "2" && len(l["karpenter.k8s.aws/instance-generation"]) == 1 {
+		gen, _ := strconv.Atoi(l["karpenter.k8s.aws/instance-generation"])
+		if l[corev1.LabelArchStable] != "amd64" || (cat != "c" && cat != "m" && cat != "r") || gen <= 2 {
 			continue
 		}
 		cpu, mem := it.Allocatable[corev1.ResourceCPU], it.Allocatable[corev1.ResourceMemory]

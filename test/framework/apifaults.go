@@ -2,6 +2,7 @@ package framework
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand"
@@ -176,8 +177,7 @@ func (f *APIFaults) fail(w http.ResponseWriter, r *http.Request, status int, rea
 	st.ErrStatus.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(int(st.ErrStatus.Code))
-	_, _ = fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":%q,"reason":%q,"code":%d}`,
-		st.ErrStatus.Message, st.ErrStatus.Reason, st.ErrStatus.Code)
+	_ = json.NewEncoder(w).Encode(st.ErrStatus)
 }
 
 // resourceOf reads the resource and subresource of an API path:
