@@ -94,6 +94,19 @@ func (s *Server) admin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, boot)
+	case "PUT /_fake/instance-status":
+		var in InstanceHealth
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			bad(err)
+			return
+		}
+		if err := s.SetInstanceHealth(in); err != nil {
+			bad(err)
+			return
+		}
+		writeJSON(w, http.StatusOK, in)
 	case "GET /_fake/seed":
 		writeJSON(w, http.StatusOK, s.Seed())
 	default:

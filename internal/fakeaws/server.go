@@ -115,6 +115,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	launches map[string]launch
+	// health holds the status checks and events tests set (SetInstanceHealth).
+	health map[string]InstanceHealth
 	zones    map[string][]zoneInfo // by region
 	subnets  map[string]string     // subnet ID → zone
 
@@ -163,7 +165,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	s := &Server{
 		opts: opts, region: opts.Region, clock: opts.Clock, log: opts.Log,
 		client:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}},
-		launches: map[string]launch{}, zones: map[string][]zoneInfo{}, subnets: map[string]string{},
+		launches: map[string]launch{}, health: map[string]InstanceHealth{}, zones: map[string][]zoneInfo{}, subnets: map[string]string{},
 		images: newImageCatalog(opts.KubernetesVersions, opts.Clock.Now()),
 		done:   make(chan struct{}),
 	}
@@ -410,6 +412,8 @@ func (s *Server) dispatch(ctx context.Context, c *call, r *http.Request) *answer
 		return s.tokens.once(c, func() *answer { return s.runInstances(ctx, c, r) })
 	case "ec2:DescribeInstances":
 		return s.describeInstances(ctx, c, r)
+	case "ec2:DescribeInstanceStatus":
+		return s.describeInstanceStatus(ctx, c, r)
 	case "eks:DescribeCluster":
 		return s.describeCluster(ctx, c, r)
 	case "cloudformation:CreateChangeSet", "cloudformation:CreateStack", "cloudformation:UpdateStack":

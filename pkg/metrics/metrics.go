@@ -66,10 +66,16 @@ var (
 		Help:    "Seconds between AWS emitting an interruption event and Joiner acting on it.",
 		Buckets: prometheus.ExponentialBuckets(0.25, 2, 12),
 	})
+	// InstanceStatusUnhealthy counts instances EC2's status checks found
+	// unhealthy, once per instance and category.
+	InstanceStatusUnhealthy = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "interruption", Name: "instance_status_unhealthy_total",
+		Help: "Instances of Joiner's NodeClaims that EC2's DescribeInstanceStatus reported unhealthy, counted once per instance and category (instance_status, system_status, event_status).",
+	}, []string{"category"})
 )
 
 func init() {
 	crmetrics.Registry.MustRegister(NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
 		NodeClaimsTerminated, NodeClaimsDisrupted, SchedulingDuration, UnschedulablePods,
-		InterruptionReceived, InterruptionDeleted, InterruptionQueueDuration)
+		InterruptionReceived, InterruptionDeleted, InterruptionQueueDuration, InstanceStatusUnhealthy)
 }

@@ -129,6 +129,12 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		if err := mgr.Add(ic); err != nil {
 			return nil, err
 		}
+		// EC2's status checks are read beside the queue, as Karpenter's
+		// interruption controllers do: the queue carries no status check.
+		if err := mgr.Add(&interruption.StatusPoller{Client: mgr.GetClient(), EC2: clients.EC2,
+			Recorder: mgr.GetEventRecorderFor("karpenter"), Clock: clk}); err != nil {
+			return nil, err
+		}
 	}
 	logger.Info("aws cloud provider", "region", clients.Region, "cluster-endpoint", cluster.Endpoint, "cluster-dns", cluster.DNS, "service-cidr", cluster.ServiceCIDR)
 	return provider, nil

@@ -61,10 +61,13 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 		// leastPrivilege: every Allow statement of the stack's policies
 		// is needed by some call of the run.
 		leastPrivilege bool
+		// optional is the one call the stack may refuse: v1.1.3 does not
+		// grant the status checks, which Joiner then turns off.
+		optional string
 	}{
-		{"karpenter v1.1.3", "test/testdata/karpenter-stacks/cloudformation-v1.1.3.yaml", []string{"KarpenterControllerPolicy"}, false},
-		{"karpenter v1.14", "test/testdata/karpenter-stacks/cloudformation-v1.14.yaml", sixPolicies, false},
-		{"joiner", joinerStack, sixPolicies, true},
+		{"karpenter v1.1.3", "test/testdata/karpenter-stacks/cloudformation-v1.1.3.yaml", []string{"KarpenterControllerPolicy"}, false, "ec2:DescribeInstanceStatus"},
+		{"karpenter v1.14", "test/testdata/karpenter-stacks/cloudformation-v1.14.yaml", sixPolicies, false, ""},
+		{"joiner", joinerStack, sixPolicies, true, ""},
 	}
 	asServiceAccount := chartRBAC(t)
 	defer func() {
@@ -135,8 +138,15 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 
 			// Every call the controller made was its role's session's, and
 			// none was refused.
-			var fleets int
+			var fleets, statusCalls, optionalRefused int
 			for _, c := range f.Calls("", "") {
+				if c.Service == "ec2" && c.Action == "DescribeInstanceStatus" {
+					statusCalls++
+				}
+				if c.Fault == "iamDenied" && c.Service+":"+c.Action == stack.optional {
+					optionalRefused++
+					continue
+				}
 				if c.Fault == "iamDenied" {
 					t.Errorf("refused: %s:%s by %s (%s)", c.Service, c.Action, c.Principal, c.ErrorCode)
 				}
@@ -149,6 +159,19 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 			}
 			if fleets == 0 {
 				t.Error("no CreateFleet call in the log")
+			}
+			if statusCalls == 0 {
+				t.Error("no DescribeInstanceStatus call in the log: the status checks did not run")
+			}
+			if stack.optional != "" {
+				// Refused at start and then left alone for 15 minutes,
+				// and said so once.
+				if optionalRefused != 1 {
+					t.Errorf("%s refused %d times, want once", stack.optional, optionalRefused)
+				}
+				if n := strings.Count(j.Logs(), "instance status checks are off"); n != 1 {
+					t.Errorf("the log says %d times that status checks are off, want once", n)
+				}
 			}
 			if stack.leastPrivilege {
 				everyStatementNeeded(t, f)

@@ -1,8 +1,10 @@
 // Package interruption drains nodes whose instances AWS is about to take:
 // spot and capacity-reservation interruption warnings, scheduled
-// maintenance and instances stopping or terminating, read from the SQS queue EventBridge feeds
-// (INTERRUPTION_QUEUE). Draining within the two-minute spot warning moves
-// pods off before the instance goes, instead of after.
+// maintenance and instances stopping or terminating, read from the SQS
+// queue EventBridge feeds (INTERRUPTION_QUEUE). Draining within the
+// two-minute spot warning moves pods off before the instance goes, instead
+// of after. Beside the queue, StatusPoller reads EC2's status checks, which
+// no EventBridge rule carries, and replaces instances that failed them.
 package interruption
 
 import (
@@ -123,7 +125,7 @@ func (c *Controller) Poll(ctx context.Context) error {
 	if len(out.Messages) == 0 {
 		return nil
 	}
-	claims, err := c.claimsByInstance(ctx)
+	claims, err := claimsByInstance(ctx, c.Client)
 	if err != nil {
 		return err
 	}
@@ -142,9 +144,9 @@ func (c *Controller) Poll(ctx context.Context) error {
 
 // claimsByInstance indexes the NodeClaims by the instance ID of their
 // provider ID (aws:///<zone>/<id>); messages name instances only.
-func (c *Controller) claimsByInstance(ctx context.Context) (map[string]*v1.NodeClaim, error) {
+func claimsByInstance(ctx context.Context, kube client.Reader) (map[string]*v1.NodeClaim, error) {
 	var list v1.NodeClaimList
-	if err := c.Client.List(ctx, &list); err != nil {
+	if err := kube.List(ctx, &list); err != nil {
 		return nil, err
 	}
 	out := make(map[string]*v1.NodeClaim, len(list.Items))

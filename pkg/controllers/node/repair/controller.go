@@ -129,23 +129,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Terminating now means the drain stops waiting for PDBs and
 	// do-not-disrupt: the pods are not running anyway. A NodeClaim already
 	// being deleted, stuck draining an unhealthy node, is forced the same way.
-	now := c.Clock.Now().UTC()
-	if ts, err := time.Parse(time.RFC3339, nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp]); err != nil || ts.After(now) {
-		stored := nc.DeepCopy()
-		if nc.Annotations == nil {
-			nc.Annotations = map[string]string{}
-		}
-		nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp] = now.Format(time.RFC3339)
-		if err := c.Client.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
-		}
-		logger.Info("annotated nodeclaim", v1.AnnotationNodeClaimTerminationTimestamp, nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp])
-	}
-	if nc.DeletionTimestamp != nil {
-		return reconcile.Result{}, nil
-	}
-	if err := c.Client.Delete(ctx, nc); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	deleted, err := Terminate(ctx, c.Client, nc, c.Clock.Now())
+	if err != nil || !deleted {
+		return reconcile.Result{}, err
 	}
 	logger.Info("deleting unhealthy node", "condition", string(bad.Type), "status", string(bad.Status),
 		"since", bad.LastTransitionTime.UTC().Format(time.RFC3339), "toleration", policy.Toleration.String())
@@ -185,32 +171,66 @@ func (c *Controller) unhealthy(node *corev1.Node) (*corev1.NodeCondition, Policy
 // fewUnhealthy reports whether the pool's share of unhealthy nodes, however
 // recently they turned so, leaves room for repair; pool "" is the cluster.
 func (c *Controller) fewUnhealthy(ctx context.Context, pool string) (bool, string, error) {
+	return FewUnhealthy(ctx, c.Client, pool, func(n *corev1.Node) bool { bad, _ := c.unhealthy(n); return bad != nil })
+}
+
+// FewUnhealthy reports whether a pool whose nodes are unhealthy as the
+// caller judges them leaves room for one more repair, and says why not
+// when it does not. Node repair and EC2's status checks share the limit,
+// so that together they never replace more than MaxUnhealthy of a pool.
+func FewUnhealthy(ctx context.Context, kube client.Reader, pool string, unhealthy func(*corev1.Node) bool) (bool, string, error) {
 	var nodes corev1.NodeList
 	var opts []client.ListOption
 	if pool != "" {
 		opts = append(opts, client.MatchingLabels{v1.LabelNodePool: pool})
 	}
-	if err := c.Client.List(ctx, &nodes, opts...); err != nil {
+	if err := kube.List(ctx, &nodes, opts...); err != nil {
 		return false, "", err
 	}
-	unhealthy := 0
+	bad := 0
 	for i := range nodes.Items {
-		if bad, _ := c.unhealthy(&nodes.Items[i]); bad != nil {
-			unhealthy++
+		if unhealthy(&nodes.Items[i]) {
+			bad++
 		}
 	}
 	allowed, err := intstr.GetScaledValueFromIntOrPercent(&MaxUnhealthy, len(nodes.Items), true)
 	if err != nil {
 		return false, "", err
 	}
-	if unhealthy <= allowed {
+	if bad <= allowed {
 		return true, "", nil
 	}
 	where := fmt.Sprintf("nodepool %q", pool)
 	if pool == "" {
 		where = "the cluster"
 	}
-	return false, fmt.Sprintf("Cannot repair the node: %d of %d nodes in %s are unhealthy, more than the %s node repair allows", unhealthy, len(nodes.Items), where, MaxUnhealthy.String()), nil
+	return false, fmt.Sprintf("Cannot repair the node: %d of %d nodes in %s are unhealthy, more than the %s node repair allows", bad, len(nodes.Items), where, MaxUnhealthy.String()), nil
+}
+
+// Terminate deletes a broken node's NodeClaim forcefully: its termination
+// timestamp is set to now, so the drain does not wait for PDBs or
+// do-not-disrupt. It reports whether this call started the deletion; a
+// NodeClaim already being deleted only has its deadline brought forward.
+func Terminate(ctx context.Context, kube client.Client, nc *v1.NodeClaim, now time.Time) (bool, error) {
+	now = now.UTC()
+	if ts, err := time.Parse(time.RFC3339, nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp]); err != nil || ts.After(now) {
+		stored := nc.DeepCopy()
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp] = now.Format(time.RFC3339)
+		if err := kube.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		log.FromContext(ctx).Info("annotated nodeclaim", "NodeClaim", map[string]string{"name": nc.Name}, v1.AnnotationNodeClaimTerminationTimestamp, nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp])
+	}
+	if nc.DeletionTimestamp != nil {
+		return false, nil
+	}
+	if err := kube.Delete(ctx, nc); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return true, nil
 }
 
 func (c *Controller) blocked(ctx context.Context, node *corev1.Node, nc *v1.NodeClaim, pool, msg string) {
