@@ -1,7 +1,7 @@
 # The two commands the README gives are `make demo` and `make test`.
 SHELL := /bin/bash
 
-.PHONY: demo test soak chaos reliability fuzz bench-aws least-privilege image generate verify-generated setup down fmt
+.PHONY: demo test soak chaos scale reliability fuzz bench-aws least-privilege image generate verify-generated setup down fmt
 
 ## demo: set everything up and run the demo on a local control plane, with
 ## Joiner's aws provider against the local AWS endpoint (cmd/fake-aws)
@@ -21,24 +21,36 @@ soak: setup
 	go vet -tags long ./test/consolidation/
 	go test -tags long -count=1 -timeout 60m -v -run '^TestSteadyState$$' ./test/consolidation/
 
-## chaos: guide 03 up and down CHAOS_ROUNDS times (default 4) through the
-## aws provider while every AWS call risks throttling, 5xx before or after
-## it took effect, latency and eventual consistency, with Joiner killed
-## mid-launch once (-tags chaos), outside make test; about 10 minutes.
-## docs/long-tests.md has its figures.
+## chaos (-tags chaos), outside make test, two runs:
+##  - TestChaos: guide 03 up and down CHAOS_ROUNDS times (default 4)
+##    through the aws provider while every AWS call risks throttling, 5xx
+##    before or after it took effect, latency and eventual consistency, with
+##    Joiner killed mid-launch once; about 10 minutes (docs/long-tests.md);
+##  - TestKubernetesChaos: CHAOS_KILLS (default 50) kills of Joiner across
+##    launch, interruption, drain, replace and delete, API write failures,
+##    100 spot interruptions in 10 s, instances terminated out of band and a
+##    kubelet dead mid-drain (docs/reliability.md).
 chaos: setup
 	go vet -tags chaos ./test/aws/
-	go test -tags chaos -count=1 -timeout 60m -v -run '^TestChaos$$' ./test/aws/
+	go test -tags chaos -count=1 -timeout 90m -v -run '^(TestChaos|TestKubernetesChaos)$$' ./test/aws/
+
+## scale: 1,000 pods scaled down to 200 against the real kube-scheduler
+## (-tags scale), outside make test; about 11 minutes. The cluster must come
+## within 1.15x the LP bound in 10 minutes, with bounded pod moves.
+## docs/long-tests.md has its figures.
+scale: setup
+	go vet -tags scale ./test/consolidation/
+	go test -tags scale -count=1 -timeout 30m -v -run '^TestMultiNodeScaleDown$$' ./test/consolidation/
 
 ## reliability: issue 18's acceptance tried as a user would (-tags
 ## reliability): a capacity shortage without churn, a failed write after a
 ## launch, an instance terminated out of band, a dead kubelet repaired, the
 ## drain's groups and deadline, do-not-disrupt durations (RELIABILITY_DND,
-## default 1m; 30m for the acceptance). About 15 minutes with the default.
+## default 1m; 30m for the acceptance), an impaired instance replaced. About 15 minutes with the default.
 ## docs/reliability.md has its figures.
 reliability: setup
 	go vet -tags reliability ./test/aws/
-	go test -tags reliability -count=1 -timeout 90m -v -run '^(TestCapacityShortageNoChurn|TestDoubleLaunchWhenTheWriteFails|TestInstanceTerminatedOutOfBand|TestKubeletDeathRepaired|TestDrainGroupsAndDeadline|TestDoNotDisruptDuration)$$' ./test/aws/
+	go test -tags reliability -count=1 -timeout 90m -v -run '^(TestCapacityShortageNoChurn|TestDoubleLaunchWhenTheWriteFails|TestInstanceTerminatedOutOfBand|TestKubeletDeathRepaired|TestDrainGroupsAndDeadline|TestDoNotDisruptDuration|TestInstanceStatusImpaired)$$' ./test/aws/
 
 ## fuzz: run each Go fuzz target for FUZZTIME (default 1m) in turn; make
 ## test runs only their seeds. docs/reliability.md has the findings.

@@ -24,7 +24,7 @@ import (
 // picture of kube-scheduler shows here as stranded pods, extra moves or a
 // loop. New capacity is planned for pods that find no room, as the
 // provisioner would. It shows, in seconds, where the end-to-end multi-node
-// test (test/consolidation/multinode_test.go, the same workload against the
+// test (test/consolidation/scaledown_test.go, make scale: the same workload against the
 // real kube-scheduler on the local control plane) will land, and how many
 // times pods get moved on the way.
 type sim struct {
@@ -420,7 +420,7 @@ func deploymentPods(app string, n int, cpu, mem string) []*corev1.Pod {
 // seed must converge, within 1.15x the LP bound, moving pods at most twice
 // each on average.
 //
-// test/consolidation/multinode_test.go runs the same workload, scale-down,
+// test/consolidation/scaledown_test.go (make scale) runs the same workload, scale-down,
 // budget and bounds end to end against the real kube-scheduler on the local
 // control plane, once and in minutes; this runs the model for several
 // seeds in seconds, where a change that only sometimes loops or strands
