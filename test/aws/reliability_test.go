@@ -485,3 +485,52 @@ func TestDoNotDisruptDuration(t *testing.T) {
 	}
 	t.Logf("do-not-disrupt %q: the pod started at %s; its node was disrupted %s after", dnd, started.Format(time.RFC3339), decided.Sub(started).Round(time.Second))
 }
+
+// TestInstanceStatusImpaired: EC2's system status check fails for the
+// instance of a node whose pods a PDB allows no eviction. With the
+// interruption queue set, Joiner reads the status checks and terminates
+// the node forcefully: the PDB does not hold it, the instance ends
+// terminated and the pods run elsewhere.
+func TestInstanceStatusImpaired(t *testing.T) {
+	framework.ResetCluster(t)
+	fake.ResetCalls()
+	explainBoots(t, fake)
+	j := framework.StartJoiner(t, awsEnv("INTERRUPTION_QUEUE="+clusterName)...)
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	manifest := guide03OnSmallTypes(t, "Never", 3) + `---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: inflate}
+spec:
+  minAvailable: 3
+  selector: {matchLabels: {app: inflate}}
+`
+	framework.Kubectl(t, manifest, "apply", "-f", "-")
+	t.Cleanup(func() { framework.Kubectl(t, "", "delete", "pdb", "inflate", "--ignore-not-found") })
+	framework.Eventually(t, 3*time.Minute, "three pods run", func() (bool, string) {
+		n, _ := framework.Running(t, map[string]string{"app": "inflate"})
+		return n == 3, fmt.Sprintf("%d running", n)
+	})
+	victim := framework.NodeClaims(t)[0]
+	id := instanceID(victim.Status.ProviderID)
+	start := time.Now()
+	if err := fake.SetInstanceHealth(fakeaws.InstanceHealth{InstanceID: id, SystemStatus: "impaired"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.SetInstanceHealth(fakeaws.InstanceHealth{InstanceID: id}) })
+	framework.Eventually(t, 4*time.Minute, "the impaired node replaced and its instance terminated", func() (bool, string) {
+		for _, nc := range framework.NodeClaims(t) {
+			if nc.Name == victim.Name {
+				return false, "the NodeClaim is still there: " + framework.Condition(nc, v1.ConditionTypeDrained)
+			}
+		}
+		state := instances(t)[id]
+		n, _ := framework.Running(t, map[string]string{"app": "inflate"})
+		return state == "terminated" && n == 3, fmt.Sprintf("instance %s, %d running", state, n)
+	})
+	if j.Count("deleting unhealthy instance") != 1 {
+		t.Fatalf("%d forced terminations logged, want 1", j.Count("deleting unhealthy instance"))
+	}
+	t.Logf("system status of %s impaired: NodeClaim forced past its PDB, instance terminated and pods running elsewhere after %s",
+		id, time.Since(start).Round(time.Second))
+}

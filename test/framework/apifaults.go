@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +40,19 @@ type APIFaults struct {
 	rand  *rand.Rand
 	// Failed are the requests failed so far, as "METHOD path -> status".
 	failed []string
+	writes []APIWrite
+}
+
+// APIWrite is one write Joiner sent through the proxy, and how it ended:
+// an observer of what Joiner did that does not rely on Joiner's own logs
+// or events.
+type APIWrite struct {
+	Time                          time.Time
+	Method, Resource, Subresource string
+	Namespace, Name               string
+	// Status is the API server's answer, or the injected failure's.
+	Status   int
+	Injected bool
 }
 
 // APIFault fails requests that match all of its set fields.
@@ -83,9 +97,16 @@ func StartAPIFaults(t testing.TB, seed int64) *APIFaults {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if status, reason := f.decide(r); status != 0 {
 			f.fail(w, r, status, reason)
+			f.record(r, status, true)
 			return
 		}
-		proxy.ServeHTTP(w, r)
+		if r.Method == http.MethodGet {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		proxy.ServeHTTP(sw, r)
+		f.record(r, sw.status, false)
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -121,6 +142,41 @@ func (f *APIFaults) Failed() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.failed...)
+}
+
+// Writes lists the writes so far that keep returns true for.
+func (f *APIFaults) Writes(keep func(APIWrite) bool) []APIWrite {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []APIWrite
+	for _, w := range f.writes {
+		if keep(w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (f *APIFaults) record(r *http.Request, status int, injected bool) {
+	if r.Method == http.MethodGet {
+		return
+	}
+	resource, sub := resourceOf(r.URL.Path)
+	w := APIWrite{Time: time.Now(), Method: r.Method, Resource: resource, Subresource: sub, Namespace: namespaceOf(r.URL.Path), Name: nameOf(r.URL.Path), Status: status, Injected: injected}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes = append(f.writes, w)
+}
+
+// statusWriter keeps the status a response was written with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
 }
 
 // decide returns the status to fail r with, or 0 to pass it on.
@@ -193,7 +249,7 @@ func resourceOf(path string) (resource, sub string) {
 	default:
 		return "", ""
 	}
-	if len(parts) >= 2 && parts[0] == "namespaces" {
+	if len(parts) >= 3 && parts[0] == "namespaces" {
 		parts = parts[2:]
 	}
 	if len(parts) == 0 {
@@ -203,6 +259,16 @@ func resourceOf(path string) (resource, sub string) {
 		return parts[0], parts[2]
 	}
 	return parts[0], ""
+}
+
+func namespaceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i, p := range parts {
+		if p == "namespaces" && i+1 < len(parts) && i+2 < len(parts) {
+			return parts[i+1]
+		}
+	}
+	return ""
 }
 
 func nameOf(path string) string {
