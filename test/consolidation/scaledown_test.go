@@ -173,4 +173,3 @@ func TestMultiNodeScaleDown(t *testing.T) {
 // kube-scheduler's random choices and catch a replace loop, which moves the
 // same pods dozens of times.
 const maxReplicaMoves = 12
-

@@ -71,7 +71,7 @@ func TestStatusPoller(t *testing.T) {
 		wantEvent string
 		// wantEvents is how many events the two polls record.
 		wantEvents int
-		wantCount map[string]float64
+		wantCount  map[string]float64
 	}{
 		{name: "healthy instances are left alone", list: []ec2types.InstanceStatus{status("i-0", ok, ok), status("i-1", ok, ok)}, nodes: 10,
 			want: map[string]string{"a-0": "kept", "a-1": "kept"}},
