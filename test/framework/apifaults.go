@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"math/rand"
 	"net"
 	"net/http"
@@ -90,6 +91,9 @@ func StartAPIFaults(t testing.TB, seed int64) *APIFaults {
 	proxy := httputil.NewSingleHostReverseProxy(upstream)
 	proxy.Transport = transport
 	proxy.FlushInterval = -1 // watches stream
+	// A killed Joiner's requests end with its process: that is the test,
+	// not an error worth a line.
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
