@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // StuckAfter is how long past the end of its grace period a terminating pod
@@ -163,7 +164,11 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 		c.Recorder.Event(pod, corev1.EventTypeNormal, "Evicted", "Evicted pod: node "+node.Name+" is terminating")
 	case apierrors.IsTooManyRequests(err):
 		wait := c.refusals.refused(pod.UID, now)
-		c.Recorder.Event(node, corev1.EventTypeWarning, "FailedDraining", fmt.Sprintf("Failed to evict pod %s/%s (retrying in %s): %v", pod.Namespace, pod.Name, wait, err))
+		// The event's text stays the same from one retry to the next, so
+		// the recorder folds the retries into one event with a count; the
+		// pause goes to the log.
+		c.Recorder.Event(node, corev1.EventTypeWarning, "FailedDraining", fmt.Sprintf("Failed to evict pod %s/%s: %v", pod.Namespace, pod.Name, err))
+		log.FromContext(ctx).V(1).Info("eviction refused", "pod", pod.Namespace+"/"+pod.Name, "retry", wait.String(), "error", err.Error())
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		c.refusals.forget(pod.UID)
 	default:
