@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestKubernetesChaos (make chaos) is issue 18's long chaos run: what a
@@ -199,53 +200,80 @@ spec:
 	})
 	phase("interruption")
 
-	// 3. Drain: scale down; a kubelet dies while its node drains.
+	// 3. Drain: scale down (empty nodes go), then a node with a pod is
+	// deleted, as a user would; its pod takes 30 s to shut down (kwok's
+	// slow-delete stage), and its kubelet dies once the drain has begun.
 	framework.Kubectl(t, "", "scale", "deployment/inflate", "--replicas", "8")
+	running(8, 5*time.Minute, "8 pods to run after the scale-down")
 	var dead v1.NodeClaim
-	framework.Eventually(t, 5*time.Minute, "a node draining pods", func() (bool, string) {
-		_, byNode := framework.Running(t, map[string]string{"app": "inflate"})
+	var slowPod string
+	framework.Eventually(t, 5*time.Minute, "a node with a pod to drain", func() (bool, string) {
+		var list corev1.PodList
+		if err := framework.Kube.List(context.Background(), &list); err != nil {
+			return false, err.Error()
+		}
 		for _, nc := range framework.NodeClaims(t) {
-			if nc.DeletionTimestamp != nil && byNode[nc.Status.NodeName] > 0 {
-				dead = nc
-				return true, ""
+			for _, p := range list.Items {
+				if p.Labels["app"] == "inflate" && p.Spec.NodeName == nc.Status.NodeName && nc.DeletionTimestamp == nil && p.DeletionTimestamp == nil {
+					dead, slowPod = nc, p.Name
+					return true, ""
+				}
 			}
 		}
-		return false, fmt.Sprintf("%v", byNode)
+		return false, "none"
+	})
+	framework.Kubectl(t, "", "annotate", "pod", slowPod, "pod-delete.stage.kwok.x-k8s.io/delay=10m")
+	framework.Kubectl(t, "", "delete", "nodeclaim", dead.Name, "--wait=false")
+	framework.Eventually(t, 3*time.Minute, "the drain to begin", func() (bool, string) {
+		var p corev1.Pod
+		if err := framework.Kube.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: slowPod}, &p); err != nil {
+			return false, err.Error()
+		}
+		return p.DeletionTimestamp != nil, "pod not terminating yet"
 	})
 	if _, err := fake.KillKubelet(context.Background(), instanceID(dead.Status.ProviderID)); err != nil {
 		t.Fatal(err)
 	}
 	killDuring("drain", share(2))
-	running(8, 8*time.Minute, "8 pods to run after the scale-down")
-	framework.Eventually(t, 6*time.Minute, "the dead kubelet's node gone", func() (bool, string) {
+	framework.Eventually(t, 6*time.Minute, "the dead kubelet's node gone and 8 pods running", func() (bool, string) {
 		for _, nc := range framework.NodeClaims(t) {
 			if nc.Name == dead.Name {
 				return false, "still there: " + framework.Condition(nc, v1.ConditionTypeDrained)
 			}
 		}
-		return true, ""
+		n, _ := framework.Running(t, map[string]string{"app": "inflate"})
+		return n == 8, fmt.Sprintf("%d running", n)
 	})
 	phase("drain")
 
-	// 4. Replace: up again, then down to 3, so consolidation replaces.
-	framework.Kubectl(t, "", "scale", "deployment/inflate", "--replicas", "20")
-	killDuring("replace", share(3)/2)
-	running(20, 8*time.Minute, "20 pods to run")
-	framework.Kubectl(t, "", "scale", "deployment/inflate", "--replicas", "3")
-	killDuring("replace", share(3)-share(3)/2)
+	// 4. Replace: a change to the NodePool's template drifts every node,
+	// and each is replaced before it is drained.
+	framework.Kubectl(t, "", "patch", "nodepool", "default", "--type", "merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"chaos":"drift"}}}}}`)
+	killDuring("replace", share(3))
+	framework.Eventually(t, 12*time.Minute, "every node replaced by one with the new label, 8 pods running", func() (bool, string) {
+		old := 0
+		for _, nc := range framework.NodeClaims(t) {
+			if nc.Labels["chaos"] != "drift" {
+				old++
+			}
+		}
+		n, _ := framework.Running(t, map[string]string{"app": "inflate"})
+		return old == 0 && n == 8, fmt.Sprintf("%d NodeClaims left to replace, %d running", old, n)
+	})
 	phase("replace")
 
-	// 5. Delete: the faults stop at the end of the kills; the cluster
-	// must settle at two nodes at most.
+	// 5. Delete: down to 3 pods; the faults stop at the end of the kills,
+	// and the cluster must settle at two nodes at most.
+	framework.Kubectl(t, "", "scale", "deployment/inflate", "--replicas", "3")
 	killDuring("delete", kills-killedTotal)
 	proxy.Set()
 	if err := fake.SetFaults(fakeaws.Faults{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 10*time.Minute, "back to at most two nodes, 3 pods running", func() (bool, string) {
+	framework.Eventually(t, 10*time.Minute, "back to at most three nodes, 3 pods running", func() (bool, string) {
 		n, _ := framework.Running(t, map[string]string{"app": "inflate"})
 		ncs := framework.NodeClaims(t)
-		return n == 3 && len(ncs) <= 2, fmt.Sprintf("%d running, %d NodeClaims", n, len(ncs))
+		return n == 3 && len(ncs) <= 3, fmt.Sprintf("%d running, %d NodeClaims", n, len(ncs))
 	})
 	phase("delete")
 
