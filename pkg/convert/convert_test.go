@@ -474,6 +474,47 @@ spec: {template: {spec: {requirements: [], nodeClassRef: {group: karpenter.k8s.a
 			},
 			wantNotes: []string{"Deployment/web: spec.template.metadata.annotations[karpenter.sh/do-not-evict]: renamed karpenter.sh/do-not-disrupt",
 				`Pod/p: metadata.annotations[karpenter.sh/do-not-evict]: dropped: value "false" never blocked disruption`}},
+		{name: "workloads selecting karpenter.sh/provisioner-name select karpenter.sh/nodepool",
+			in: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  template:
+    spec:
+      nodeSelector: {karpenter.sh/provisioner-name: default, kubernetes.io/os: linux}
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions: [{key: karpenter.sh/provisioner-name, operator: In, values: [default]}, {key: kubernetes.io/arch, operator: In, values: [amd64]}]
+          preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 1
+            preference: {matchExpressions: [{key: karpenter.sh/provisioner-name, operator: NotIn, values: [spot]}]}
+      containers: [{name: c, image: nginx}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec: {nodeSelector: {karpenter.sh/provisioner-name: batch}, containers: [{name: c, image: busybox}]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-1, labels: {karpenter.sh/provisioner-name: default}}
+`,
+			want: map[string]string{
+				"Deployment/web spec.template.spec.nodeSelector": `{"karpenter.sh/nodepool":"default","kubernetes.io/os":"linux"}`,
+				"Deployment/web spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms": `[{"matchExpressions":[{"key":"karpenter.sh/nodepool","operator":"In","values":["default"]},{"key":"kubernetes.io/arch","operator":"In","values":["amd64"]}]}]`,
+				"Deployment/web spec.template.spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution":                  `[{"preference":{"matchExpressions":[{"key":"karpenter.sh/nodepool","operator":"NotIn","values":["spot"]}]},"weight":1}]`,
+				"Pod/p spec.nodeSelector":     `{"karpenter.sh/nodepool":"batch"}`,
+				"Node/node-1 metadata.labels": `{"karpenter.sh/provisioner-name":"default"}`,
+			},
+			wantNotes: []string{
+				"Deployment/web: spec.template.spec.nodeSelector[karpenter.sh/provisioner-name]: renamed karpenter.sh/nodepool",
+				"Deployment/web: spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key: renamed karpenter.sh/nodepool",
+				"Deployment/web: spec.template.spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0].key: renamed karpenter.sh/nodepool",
+				"Pod/p: spec.nodeSelector[karpenter.sh/provisioner-name]: renamed karpenter.sh/nodepool",
+			}},
 		{name: "kubectl get -o yaml: a List, with status and server metadata dropped",
 			in: `
 apiVersion: v1
