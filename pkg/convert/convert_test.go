@@ -271,10 +271,18 @@ spec:
 		{name: "Ubuntu without an amiSelector is unmappable",
 			in:             nodeTemplate(sel + "amiFamily: Ubuntu"),
 			wantUnmappable: []string{"AWSNodeTemplate/default: spec.amiFamily: Ubuntu: v1 has no Ubuntu family"}},
-		{name: "Ubuntu with an amiSelector becomes AL2",
-			in:        nodeTemplate(sel + "amiFamily: Ubuntu\namiSelector: {aws::ids: ami-1}"),
-			want:      map[string]string{"EC2NodeClass/default spec.amiFamily": `"AL2"`},
-			wantNotes: []string{"Ubuntu became AL2"}},
+		{name: "Ubuntu with an amiSelector becomes AL2, keeping its /dev/sda1 root volume",
+			in: nodeTemplate(sel + "amiFamily: Ubuntu\namiSelector: {aws::ids: ami-1}"),
+			want: map[string]string{"EC2NodeClass/default spec.amiFamily": `"AL2"`,
+				"EC2NodeClass/default spec.blockDeviceMappings": `[{"deviceName":"/dev/sda1","ebs":{"encrypted":true,"volumeSize":"20Gi","volumeType":"gp3"},"rootVolume":true}]`},
+			wantNotes: []string{"Ubuntu became AL2", "spec.blockDeviceMappings: not set: Ubuntu's default root volume was /dev/sda1"}},
+		{name: "Ubuntu with its own volumes keeps them",
+			in:   nodeTemplate(sel + "amiFamily: Ubuntu\namiSelector: {aws::ids: ami-1}\nblockDeviceMappings: [{deviceName: /dev/sdb, ebs: {volumeSize: 100Gi}}]"),
+			want: map[string]string{"EC2NodeClass/default spec.blockDeviceMappings": `[{"deviceName":"/dev/sdb","ebs":{"volumeSize":"100Gi"}}]`}},
+		{name: "v1alpha1 without metadataOptions keeps its defaults, hop limit 2",
+			in:        nodeTemplate(sel),
+			want:      map[string]string{"EC2NodeClass/default spec.metadataOptions": `{"httpEndpoint":"enabled","httpProtocolIPv6":"disabled","httpPutResponseHopLimit":2,"httpTokens":"required"}`},
+			wantNotes: []string{"spec.metadataOptions: not set: v1alpha1 defaulted httpPutResponseHopLimit to 2"}},
 		{name: "map selectors become tag terms; an empty value is a wildcard",
 			in: nodeTemplate("subnetSelector: {karpenter.sh/discovery: demo, tier: \"\"}\nsecurityGroupSelector: {Name: nodes}\ninstanceProfile: p"),
 			want: map[string]string{"EC2NodeClass/default spec.subnetSelectorTerms": `[{"tags":{"karpenter.sh/discovery":"demo","tier":"*"}}]`,
@@ -417,8 +425,26 @@ spec:
 `,
 			want: map[string]string{"EC2NodeClass/default spec.amiFamily": `"Custom"`,
 				"EC2NodeClass/default spec.amiSelectorTerms": `[{"name":"my-ami","owner":"self"}]`,
-				"EC2NodeClass/default spec.instanceProfile":  `"p"`},
+				"EC2NodeClass/default spec.instanceProfile":  `"p"`,
+				"EC2NodeClass/default spec.metadataOptions":  `{"httpEndpoint":"enabled","httpProtocolIPv6":"disabled","httpPutResponseHopLimit":2,"httpTokens":"required"}`},
 			wantNotes: []string{"EC2NodeClass/default: spec.metadataOptions: not set: v1beta1 defaulted httpPutResponseHopLimit to 2"}},
+		{name: "v1beta1 Ubuntu becomes AL2 with its /dev/sda1 root volume",
+			in: `
+apiVersion: karpenter.k8s.aws/v1beta1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiFamily: Ubuntu
+  amiSelectorTerms: [{id: ami-1}]
+  role: r
+  subnetSelectorTerms: [{id: subnet-1}]
+  securityGroupSelectorTerms: [{id: sg-1}]
+  metadataOptions: {httpPutResponseHopLimit: 1}
+`,
+			want: map[string]string{"EC2NodeClass/default spec.amiFamily": `"AL2"`,
+				"EC2NodeClass/default spec.blockDeviceMappings": `[{"deviceName":"/dev/sda1","ebs":{"encrypted":true,"volumeSize":"20Gi","volumeType":"gp3"},"rootVolume":true}]`,
+				"EC2NodeClass/default spec.metadataOptions":     `{"httpPutResponseHopLimit":1}`},
+			wantNotes: []string{"Ubuntu became AL2", "spec.blockDeviceMappings: not set: Ubuntu's default root volume"}},
 		{name: "v1beta1 EC2NodeClass: Custom without terms is unmappable",
 			in: `
 apiVersion: karpenter.k8s.aws/v1beta1

@@ -10,6 +10,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 )
 
@@ -104,7 +105,8 @@ func (c *converter) nodeTemplate(ref string, obj Object) *class {
 			c.note(ref, "spec.metadataOptions.httpTokens", "not set: v1alpha1 left it to EC2 (optional), v1 would default it to required; written as optional")
 		}
 	} else {
-		c.note(ref, "spec.metadataOptions", "not set: v1alpha1 defaulted httpPutResponseHopLimit to 2, v1 to 1, so pods without host networking can no longer reach IMDS; set metadataOptions to keep 2")
+		s.MetadataOptions = legacyMetadataOptions()
+		c.note(ref, "spec.metadataOptions", "not set: v1alpha1 defaulted httpPutResponseHopLimit to 2 and v1 to 1, which pods without host networking cannot reach IMDS through; written as v1alpha1's defaults, so nodes keep 2")
 	}
 	var bdms []legacyBlockDevice
 	if spec.take("blockDeviceMappings", &bdms) {
@@ -116,6 +118,9 @@ func (c *converter) nodeTemplate(ref string, obj Object) *class {
 			bdm := b.BlockDeviceMapping
 			s.BlockDeviceMappings = append(s.BlockDeviceMappings, &bdm)
 		}
+	}
+	if family == "Ubuntu" {
+		c.ubuntuRoot(ref, nc)
 	}
 	if spec.has("launchTemplate") {
 		spec.raw("launchTemplate")
@@ -158,10 +163,37 @@ func (c *converter) nodeClassV1beta1(ref string, obj Object) *class {
 	s.AMIFamily, s.AMISelectorTerms = nc.Spec.AMIFamily, nc.Spec.AMISelectorTerms
 	nc.Spec = s
 	if s.MetadataOptions == nil {
-		c.note(ref, "spec.metadataOptions", "not set: v1beta1 defaulted httpPutResponseHopLimit to 2, v1 to 1, so pods without host networking can no longer reach IMDS; set metadataOptions to keep 2")
+		nc.Spec.MetadataOptions = legacyMetadataOptions()
+		c.note(ref, "spec.metadataOptions", "not set: v1beta1 defaulted httpPutResponseHopLimit to 2 and v1 to 1, which pods without host networking cannot reach IMDS through; written as v1beta1's defaults, so nodes keep 2")
+	}
+	if family == "Ubuntu" {
+		c.ubuntuRoot(ref, nc)
 	}
 	c.identity(ref, "spec.role", nc)
 	return &class{ref: ref, nc: nc}
+}
+
+// legacyMetadataOptions are v1alpha1's and v1beta1's defaults for a class
+// that set no metadata options: IMDSv2 with a hop limit of 2, which lets
+// pods on the pod network reach IMDS. v1's default is 1.
+func legacyMetadataOptions() *awsv1.MetadataOptions {
+	return &awsv1.MetadataOptions{HTTPEndpoint: ptr.To("enabled"), HTTPProtocolIPv6: ptr.To("disabled"),
+		HTTPPutResponseHopLimit: ptr.To(int64(2)), HTTPTokens: ptr.To("required")}
+}
+
+// ubuntuRoot keeps the root volume of a class that was Ubuntu: Ubuntu's
+// images boot from /dev/sda1, and AL2 (what the class becomes) maps its
+// default root volume at /dev/xvda, which those images would not use. A
+// class that mapped its own volumes keeps them.
+func (c *converter) ubuntuRoot(ref string, nc *awsv1.EC2NodeClass) {
+	if nc.Spec.AMIFamily == nil || len(nc.Spec.BlockDeviceMappings) > 0 {
+		return
+	}
+	nc.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{
+		DeviceName: ptr.To("/dev/sda1"), RootVolume: true,
+		EBS: &awsv1.BlockDevice{Encrypted: ptr.To(true), VolumeSize: ptr.To(resource.MustParse("20Gi")), VolumeType: ptr.To("gp3")},
+	}}
+	c.note(ref, "spec.blockDeviceMappings", "not set: Ubuntu's default root volume was /dev/sda1 (20Gi, gp3, encrypted), which AL2's default (/dev/xvda) would miss; written out")
 }
 
 // amis sets amiFamily and amiSelectorTerms: a family without terms meant
