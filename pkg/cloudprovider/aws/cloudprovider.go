@@ -196,6 +196,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 			its = append(its, it)
 		}
 	}
+	its = withoutExotic(its, nodeClaim)
 	capacityTypes := capacityTypesOf(reqs, its)
 	if len(capacityTypes) == 0 {
 		return nil, &cloudprovider.InsufficientCapacityError{Err: fmt.Errorf("nodeclaim %s: no available offering of the %d instance types satisfying %s and requests %s",
@@ -210,7 +211,11 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 		zones     []string
 	)
 	for _, capacityType := range capacityTypes {
-		if req, templates, zones, err = c.launchRequest(ctx, nc, nodeClaim, reqs, its, capacityType); err != nil {
+		launchable := its
+		if capacityType == instance.CapacityTypeSpot {
+			launchable = withoutDearSpot(its, reqs)
+		}
+		if req, templates, zones, err = c.launchRequest(ctx, nc, nodeClaim, reqs, launchable, capacityType); err != nil {
 			return nil, err
 		}
 		if len(req.Overrides) > 0 {

@@ -32,7 +32,7 @@ func launchCatalog() []*cloudprovider.InstanceType {
 			offering(zoneA, spot, 0.040), offering(zoneB, spot, 0.035)),
 		itype("m5.xlarge", "amd64", 4, 58,
 			offering(zoneA, onDemand, 0.192), offering(zoneB, onDemand, 0.193),
-			offering(zoneA, spot, 0.080), unavailableOffering(zoneB, spot, 0.070)),
+			offering(zoneA, spot, 0.075), unavailableOffering(zoneB, spot, 0.070)),
 		itype("m6g.large", "arm64", 2, 29, offering(zoneB, onDemand, 0.077), offering(zoneB, spot, 0.030)),
 	}
 }
@@ -56,7 +56,7 @@ func TestCreateRequest(t *testing.T) {
 		name:   "spot when allowed and available, every available spot offering with its zone's subnet and price",
 		wantCT: spot,
 		wantOver: []instance.Override{override("m5.large", zoneA, 0.040), override("m5.large", zoneB, 0.035),
-			override("m5.xlarge", zoneA, 0.080), override("m6g.large", zoneB, 0.030)},
+			override("m5.xlarge", zoneA, 0.075), override("m6g.large", zoneB, 0.030)},
 	}, {
 		name:   "on-demand when the NodeClaim does not allow spot; the zone without a subnet is left out",
 		reqs:   []v1.NodeSelectorRequirementWithMinValues{req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, onDemand)},
@@ -72,7 +72,7 @@ func TestCreateRequest(t *testing.T) {
 		name:     "only the NodeClaim's zones",
 		reqs:     []v1.NodeSelectorRequirementWithMinValues{req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zoneA)},
 		wantCT:   spot,
-		wantOver: []instance.Override{override("m5.large", zoneA, 0.040), override("m5.xlarge", zoneA, 0.080)},
+		wantOver: []instance.Override{override("m5.large", zoneA, 0.040), override("m5.xlarge", zoneA, 0.075)},
 	}, {
 		name:     "only types satisfying the requirements (a type's label)",
 		reqs:     []v1.NodeSelectorRequirementWithMinValues{req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64")},
@@ -82,18 +82,18 @@ func TestCreateRequest(t *testing.T) {
 		name:     "only types satisfying the requirements (the type's name)",
 		reqs:     []v1.NodeSelectorRequirementWithMinValues{req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpNotIn, "m5.large", "m6g.large")},
 		wantCT:   spot,
-		wantOver: []instance.Override{override("m5.xlarge", zoneA, 0.080)},
+		wantOver: []instance.Override{override("m5.xlarge", zoneA, 0.075)},
 	}, {
 		name:     "only types whose allocatable fits the requests",
 		requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")},
 		wantCT:   spot,
-		wantOver: []instance.Override{override("m5.xlarge", zoneA, 0.080)},
+		wantOver: []instance.Override{override("m5.xlarge", zoneA, 0.075)},
 	}, {
 		name:       "a type without a launch template (no AMI fits it) is left out",
 		noTemplate: []string{"m6g.large"},
 		wantCT:     spot,
 		wantOver: []instance.Override{override("m5.large", zoneA, 0.040), override("m5.large", zoneB, 0.035),
-			override("m5.xlarge", zoneA, 0.080)},
+			override("m5.xlarge", zoneA, 0.075)},
 	}, {
 		name: "on-demand when the only available spot offering is of a type without a launch template",
 		reqs: []v1.NodeSelectorRequirementWithMinValues{req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m6g.large", "m5.xlarge"),
@@ -547,22 +547,39 @@ func TestIsDrifted(t *testing.T) {
 }
 
 func TestInstanceTypesLeaveOutTypesNoAMIBoots(t *testing.T) {
+	both := []awsv1.AMI{amiOf(amiAMD, "amd64"), amiOf(amiARM, "arm64")}
 	cases := []struct {
-		name string
-		amis []awsv1.AMI
-		want string
+		name  string
+		alias string
+		amis  []awsv1.AMI
+		want  string
 	}{
-		{name: "both architectures", amis: []awsv1.AMI{amiOf(amiAMD, "amd64"), amiOf(amiARM, "arm64")}, want: "m5.large,m6g.large"},
+		{name: "both architectures", amis: both, want: "m5.large,m6g.large"},
 		{name: "amd64 only", amis: []awsv1.AMI{amiOf(amiAMD, "amd64")}, want: "m5.large"},
 		{name: "no AMI", amis: nil, want: ""},
+		// a1 (the first Graviton) cannot boot AL2023 although its arm64
+		// image matches; AL2 boots it.
+		{name: "AL2023 leaves a1 out", alias: "al2023@latest", amis: both, want: "m5.large,m6g.large"},
+		{name: "AL2 keeps a1", alias: "al2@latest", amis: both, want: "m5.large,m6g.large,a1.large"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			class := readyClass(func(nc *awsv1.EC2NodeClass) { nc.Status.AMIs = tc.amis })
-			f := &fakes{instanceTypes: &fakeInstanceTypes{types: []*cloudprovider.InstanceType{
+			class := readyClass(func(nc *awsv1.EC2NodeClass) {
+				nc.Status.AMIs = tc.amis
+				if tc.alias != "" {
+					nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: tc.alias}}
+				}
+			})
+			types := []*cloudprovider.InstanceType{
 				itype("m5.large", "amd64", 2, 29, offering(zoneA, "on-demand", 0.096)),
 				itype("m6g.large", "arm64", 2, 29, offering(zoneA, "on-demand", 0.077)),
-			}}}
+			}
+			if tc.alias != "" {
+				a1 := itype("a1.large", "arm64", 2, 29, offering(zoneA, "on-demand", 0.051))
+				a1.Labels["karpenter.k8s.aws/instance-family"] = "a1"
+				types = append(types, a1)
+			}
+			f := &fakes{instanceTypes: &fakeInstanceTypes{types: types}}
 			p := newProvider(t, kubeWith(t, class), f)
 			pool := &v1.NodePool{Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
 				NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: class.Name}}}}}

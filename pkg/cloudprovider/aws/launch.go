@@ -10,6 +10,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/launchtemplate"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -124,6 +125,11 @@ func (l *Launcher) input(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, maxPod
 // amiFor is the first AMI of the class's status (newest first) whose
 // requirements the instance type meets.
 func amiFor(nc *awsv1.EC2NodeClass, it *cloudprovider.InstanceType) string {
+	// AL2023 does not boot on the first Graviton generation, whatever the
+	// image's architecture says.
+	if amifamily.Family(nc) == awsv1.AMIFamilyAL2023 && it.Labels[instancetype.LabelInstanceFamily] == "a1" {
+		return ""
+	}
 	for _, ami := range nc.Status.AMIs {
 		if amiFits(ami, it) {
 			return ami.ID

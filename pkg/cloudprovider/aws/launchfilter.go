@@ -1,0 +1,80 @@
+package aws
+
+import (
+	"strconv"
+	"strings"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// withoutExotic leaves out GPU, accelerator and bare-metal types when any
+// other type fits the NodeClaim, as Karpenter's AWS provider does. EC2
+// chooses among a fleet's types by price and capacity alone, so a pod that
+// fits an m5.large could otherwise land on a g5.xlarge whenever that is,
+// for a moment, the cheaper spot offering, and hold a GPU nobody asked for.
+// A NodeClaim that needs such types has nothing else that fits; one with
+// minValues needs every type it can get to keep its breadth.
+func withoutExotic(its []*cloudprovider.InstanceType, claim *v1.NodeClaim) []*cloudprovider.InstanceType {
+	for _, r := range claim.Spec.Requirements {
+		if r.MinValues != nil {
+			return its
+		}
+	}
+	out := make([]*cloudprovider.InstanceType, 0, len(its))
+	for _, it := range its {
+		if !exotic(it) {
+			out = append(out, it)
+		}
+	}
+	if len(out) == 0 {
+		return its
+	}
+	return out
+}
+
+// exotic reports a type with GPUs or accelerators, or a bare-metal one.
+func exotic(it *cloudprovider.InstanceType) bool {
+	for _, key := range []string{instancetype.LabelInstanceGPUCount, instancetype.LabelInstanceAcceleratorCount} {
+		if n, err := strconv.Atoi(it.Labels[key]); err == nil && n > 0 {
+			return true
+		}
+	}
+	return strings.Contains(it.Labels[instancetype.LabelInstanceSize], "metal")
+}
+
+// withoutDearSpot leaves out, for a spot launch of a NodeClaim that also
+// allows on-demand, the types whose cheapest spot offering costs more than
+// the cheapest on-demand offering that would do: on-demand would then be
+// cheaper and is not interrupted. Without an on-demand offering to compare
+// with, nothing is left out.
+func withoutDearSpot(its []*cloudprovider.InstanceType, reqs requirements.Requirements) []*cloudprovider.InstanceType {
+	if !reqs.Allow(v1.LabelCapacityType, instance.CapacityTypeOnDemand) {
+		return its
+	}
+	allowed := func(ct string) func(cloudprovider.Offering) bool {
+		return func(o cloudprovider.Offering) bool {
+			return o.CapacityType == ct && reqs.Allow(corev1.LabelTopologyZone, o.Zone)
+		}
+	}
+	cheapestOD, found := 0.0, false
+	for _, it := range its {
+		if o, ok := it.CheapestOffering(allowed(instance.CapacityTypeOnDemand)); ok && (!found || o.Price < cheapestOD) {
+			cheapestOD, found = o.Price, true
+		}
+	}
+	if !found {
+		return its
+	}
+	out := make([]*cloudprovider.InstanceType, 0, len(its))
+	for _, it := range its {
+		if o, ok := it.CheapestOffering(allowed(instance.CapacityTypeSpot)); ok && o.Price <= cheapestOD {
+			out = append(out, it)
+		}
+	}
+	return out
+}
