@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
