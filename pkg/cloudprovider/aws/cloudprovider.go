@@ -77,6 +77,7 @@ type Subnets interface {
 // Unavailable remembers offerings EC2 had no capacity for.
 type Unavailable interface {
 	MarkUnavailable(instanceType, zone, capacityType, reason string)
+	MarkCapacityTypeUnavailable(capacityType, reason string)
 }
 
 // LaunchTemplates returns, for each instance type of a launch, the launch
@@ -238,6 +239,13 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 		if errors.As(err, &ice) {
 			for _, o := range ice.Offerings {
 				c.opts.Unavailable.MarkUnavailable(o.InstanceType, o.Zone, o.CapacityType, "InsufficientInstanceCapacity")
+			}
+			if ct := ice.CapacityTypeOut; ct != "" {
+				// The NodeClaim's pods are planned again without it: a
+				// pool that allows on-demand falls back to it.
+				c.opts.Unavailable.MarkCapacityTypeUnavailable(ct, ice.Message)
+				log.FromContext(ctx).Error(err, "capacity type unavailable; launches fall back to the pools' other capacity types", "capacity-type", ct,
+					"fix", "create the spot service-linked role: aws iam create-service-linked-role --aws-service-name spot.amazonaws.com")
 			}
 			return nil, &cloudprovider.InsufficientCapacityError{Err: err}
 		}

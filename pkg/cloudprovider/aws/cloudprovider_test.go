@@ -194,10 +194,12 @@ func TestCreateInsufficientCapacity(t *testing.T) {
 		err        error
 		wantICE    bool
 		wantMarked []instance.Offering
+		wantTypes  []string
 	}{
-		{"capacity error marks each offering", &instance.InsufficientCapacityError{Offerings: outOf, Message: "InsufficientInstanceCapacity"}, true, outOf},
-		{"capacity error through a wrap", errors.Join(errors.New("fleet"), &instance.InsufficientCapacityError{Offerings: outOf[:1]}), true, outOf[:1]},
-		{"another error is no capacity error", errors.New("UnauthorizedOperation: not authorized"), false, nil},
+		{"capacity error marks each offering", &instance.InsufficientCapacityError{Offerings: outOf, Message: "InsufficientInstanceCapacity"}, true, outOf, nil},
+		{"capacity error through a wrap", errors.Join(errors.New("fleet"), &instance.InsufficientCapacityError{Offerings: outOf[:1]}), true, outOf[:1], nil},
+		{"spot without its service-linked role marks spot out", &instance.InsufficientCapacityError{CapacityTypeOut: spot, Message: "AuthFailure.ServiceLinkedRoleCreationNotPermitted"}, true, nil, []string{spot}},
+		{"another error is no capacity error", errors.New("UnauthorizedOperation: not authorized"), false, nil, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -215,6 +217,9 @@ func TestCreateInsufficientCapacity(t *testing.T) {
 			}
 			if !reflect.DeepEqual(f.unavailable.marked, tc.wantMarked) {
 				t.Errorf("marked unavailable %v, want %v", f.unavailable.marked, tc.wantMarked)
+			}
+			if !reflect.DeepEqual(f.unavailable.types, tc.wantTypes) {
+				t.Errorf("capacity types marked unavailable %v, want %v", f.unavailable.types, tc.wantTypes)
 			}
 		})
 	}

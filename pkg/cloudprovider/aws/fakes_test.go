@@ -266,7 +266,15 @@ func (f *fakeSubnets) UpdateInflightIPs(ips map[string]int) {
 	f.inflight = append(f.inflight, ips)
 }
 
-type fakeUnavailable struct{ marked []instance.Offering }
+type fakeUnavailable struct {
+	marked []instance.Offering
+	// types are the capacity types marked out whole.
+	types []string
+}
+
+func (f *fakeUnavailable) MarkCapacityTypeUnavailable(capacityType, _ string) {
+	f.types = append(f.types, capacityType)
+}
 
 func (f *fakeUnavailable) MarkUnavailable(instanceType, zone, capacityType, _ string) {
 	f.marked = append(f.marked, instance.Offering{InstanceType: instanceType, Zone: zone, CapacityType: capacityType})

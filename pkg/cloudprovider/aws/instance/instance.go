@@ -118,7 +118,11 @@ func ParseProviderID(providerID string) (string, error) {
 // them unavailable.
 type InsufficientCapacityError struct {
 	Offerings []Offering
-	Message   string
+	// CapacityTypeOut is a capacity type no offering of which can launch
+	// for now, whatever the type and zone: spot in an account whose spot
+	// service-linked role is missing and may not be created.
+	CapacityTypeOut string
+	Message         string
 }
 
 // Offering names one (type, zone, capacity type).
@@ -350,9 +354,15 @@ func (p *Provider) fleetResults(reqs []Request, resp *ec2.CreateFleetOutput) []b
 	p.hand(launched)
 	var ice []Offering
 	var msgs []string
+	capacity, typeOut := false, ""
 	for _, e := range resp.Errors {
 		code := aws.ToString(e.ErrorCode)
 		msgs = append(msgs, code+": "+aws.ToString(e.ErrorMessage))
+		if code == codeSpotRoleMissing && first.CapacityType == CapacityTypeSpot {
+			capacity, typeOut = true, CapacityTypeSpot
+			continue
+		}
+		capacity = capacity || isCapacityCode(code)
 		if isCapacityCode(code) && e.LaunchTemplateAndOverrides != nil && e.LaunchTemplateAndOverrides.Overrides != nil {
 			o := e.LaunchTemplateAndOverrides.Overrides
 			zone := aws.ToString(o.AvailabilityZone)
@@ -368,8 +378,8 @@ func (p *Provider) fleetResults(reqs []Request, resp *ec2.CreateFleetOutput) []b
 			out[i].Value = []*Instance{launched[i]}
 			continue
 		}
-		if len(ice) > 0 || len(msgs) == 0 {
-			out[i].Err = &InsufficientCapacityError{Offerings: ice, Message: strings.Join(uniq(msgs), "; ")}
+		if capacity || len(msgs) == 0 {
+			out[i].Err = &InsufficientCapacityError{Offerings: ice, CapacityTypeOut: typeOut, Message: strings.Join(uniq(msgs), "; ")}
 		} else {
 			out[i].Err = fmt.Errorf("creating fleet: %s", strings.Join(uniq(msgs), "; "))
 		}
@@ -378,16 +388,28 @@ func (p *Provider) fleetResults(reqs []Request, resp *ec2.CreateFleetOutput) []b
 }
 
 // isCapacityCode tells EC2's capacity errors from configuration errors:
-// only the former mean "try another offering".
+// only the former mean "try another offering". The account's limits
+// (vCPUs per capacity type and family class, spot instances, fleets) are
+// capacity too: another type, zone or capacity type may still fit under
+// them, and the NodeClaim's pods are better planned again than retried on
+// the same offerings.
 func isCapacityCode(code string) bool {
 	switch code {
 	case "InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientReservedInstanceCapacity",
 		"InsufficientCapacity", "MaxSpotInstanceCountExceeded", "UnfulfillableCapacity",
-		"Unsupported", "SpotMaxPriceTooLow", "InsufficientFreeAddressesInSubnet":
+		"Unsupported", "SpotMaxPriceTooLow", "InsufficientFreeAddressesInSubnet",
+		"VcpuLimitExceeded", "MaxFleetCountExceeded":
 		return true
 	}
 	return false
 }
+
+// codeSpotRoleMissing is EC2's answer to a spot launch in an account without
+// the spot service-linked role (AWSServiceRoleForEC2Spot) when the caller
+// may not create it: no spot offering can launch until someone creates the
+// role (aws iam create-service-linked-role --aws-service-name spot.amazonaws.com,
+// a step of the getting-started guide).
+const codeSpotRoleMissing = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
 
 func launchConfigs(r Request) []ec2types.FleetLaunchTemplateConfigRequest {
 	byTemplate := map[string][]ec2types.FleetLaunchTemplateOverridesRequest{}

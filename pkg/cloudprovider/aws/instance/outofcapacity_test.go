@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -51,6 +52,52 @@ func TestLaunchPastCapacityErrorsNamesTheOfferings(t *testing.T) {
 			}
 			if inst.Type != "m5.xlarge" || !reflect.DeepEqual(inst.OutOfCapacity, tc.want) {
 				t.Fatalf("launched %s, out of capacity %v; want m5.xlarge, %v", inst.Type, inst.OutOfCapacity, tc.want)
+			}
+		})
+	}
+}
+
+// A fleet that launched nothing fails with a capacity error when EC2 said
+// capacity, the account's limits included, and with a plain error for a
+// configuration mistake; spot without its service-linked role takes spot
+// out whole.
+func TestFleetErrorsThatAreCapacity(t *testing.T) {
+	fleetError := func(code string, withOverride bool) ec2types.CreateFleetError {
+		e := ec2types.CreateFleetError{ErrorCode: aws.String(code), ErrorMessage: aws.String("nope")}
+		if withOverride {
+			e.LaunchTemplateAndOverrides = &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{
+				InstanceType: "m5.large", SubnetId: aws.String("s-a"), AvailabilityZone: aws.String("us-east-1a")}}
+		}
+		return e
+	}
+	cases := []struct {
+		name         string
+		capacityType string
+		errors       []ec2types.CreateFleetError
+		wantICE      bool
+		wantTypeOut  string
+	}{
+		{name: "insufficient capacity", capacityType: CapacityTypeOnDemand, errors: []ec2types.CreateFleetError{fleetError("InsufficientInstanceCapacity", true)}, wantICE: true},
+		{name: "the account's vCPU limit", capacityType: CapacityTypeOnDemand, errors: []ec2types.CreateFleetError{fleetError("VcpuLimitExceeded", false)}, wantICE: true},
+		{name: "the account's fleet limit", capacityType: CapacityTypeSpot, errors: []ec2types.CreateFleetError{fleetError("MaxFleetCountExceeded", false)}, wantICE: true},
+		{name: "spot without its service-linked role", capacityType: CapacityTypeSpot,
+			errors: []ec2types.CreateFleetError{fleetError("AuthFailure.ServiceLinkedRoleCreationNotPermitted", true)}, wantICE: true, wantTypeOut: CapacityTypeSpot},
+		{name: "a configuration error", capacityType: CapacityTypeOnDemand, errors: []ec2types.CreateFleetError{fleetError("InvalidParameterValue", true)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctr := &counting{calls: map[string]int{}, fleet: func(in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
+				return &ec2.CreateFleetOutput{Errors: tc.errors}, nil
+			}}
+			p := New(Options{EC2: ctr, ClusterName: "demo"})
+			_, err := p.Create(context.Background(), Request{CapacityType: tc.capacityType, Token: "t",
+				Overrides: []Override{{LaunchTemplate: "lt", InstanceType: "m5.large", SubnetID: "s-a", Zone: "us-east-1a", Price: 1}}})
+			var ice *InsufficientCapacityError
+			if errors.As(err, &ice) != tc.wantICE {
+				t.Fatalf("Create: %v; want a capacity error %v", err, tc.wantICE)
+			}
+			if tc.wantICE && ice.CapacityTypeOut != tc.wantTypeOut {
+				t.Errorf("capacity type out %q, want %q", ice.CapacityTypeOut, tc.wantTypeOut)
 			}
 		})
 	}

@@ -71,13 +71,26 @@ func (c *Cache) MarkUnavailable(instanceType, zone, capacityType, reason string)
 	c.entries[k] = entry{expires: c.clk.Now().Add(c.ttl), reason: reason}
 }
 
-// IsUnavailable reports whether the offering is out.
+// anyOffering stands for every instance type and zone in a key that marks
+// a whole capacity type out.
+const anyOffering = "*"
+
+// MarkCapacityTypeUnavailable takes every offering of a capacity type out
+// for the TTL: EC2 refused the capacity type itself (spot without its
+// service-linked role), so each type and zone would be refused alike.
+func (c *Cache) MarkCapacityTypeUnavailable(capacityType, reason string) {
+	c.MarkUnavailable(anyOffering, anyOffering, capacityType, reason)
+}
+
+// IsUnavailable reports whether the offering is out, by itself or with its
+// whole capacity type.
 func (c *Cache) IsUnavailable(instanceType, zone, capacityType string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expireLocked()
-	_, ok := c.entries[key{instanceType, zone, capacityType}]
-	return ok
+	_, one := c.entries[key{instanceType, zone, capacityType}]
+	_, all := c.entries[key{anyOffering, anyOffering, capacityType}]
+	return one || all
 }
 
 // Reason is why the offering is out, or "" when it is not.
@@ -85,7 +98,10 @@ func (c *Cache) Reason(instanceType, zone, capacityType string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expireLocked()
-	return c.entries[key{instanceType, zone, capacityType}].reason
+	if e, ok := c.entries[key{instanceType, zone, capacityType}]; ok {
+		return e.reason
+	}
+	return c.entries[key{anyOffering, anyOffering, capacityType}].reason
 }
 
 // SeqNum changes whenever the set of unavailable offerings changes (an entry

@@ -130,3 +130,30 @@ func TestLogsOutAndBack(t *testing.T) {
 		t.Fatalf("logged\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A capacity type marked out takes every offering of it out, and only of it,
+// until its TTL ends.
+func TestCapacityTypeUnavailable(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := New(clk, DefaultTTL)
+	before := c.SeqNum()
+	c.MarkCapacityTypeUnavailable("spot", "AuthFailure.ServiceLinkedRoleCreationNotPermitted")
+	if c.SeqNum() == before {
+		t.Error("marking a capacity type out did not change the sequence number")
+	}
+	for _, tc := range []struct {
+		it, zone, ct string
+		want         bool
+	}{{"m5.large", "us-east-1a", "spot", true}, {"c7g.xlarge", "us-east-1c", "spot", true}, {"m5.large", "us-east-1a", "on-demand", false}} {
+		if got := c.IsUnavailable(tc.it, tc.zone, tc.ct); got != tc.want {
+			t.Errorf("IsUnavailable(%s, %s, %s) = %v, want %v", tc.it, tc.zone, tc.ct, got, tc.want)
+		}
+	}
+	if r := c.Reason("m5.large", "us-east-1a", "spot"); r != "AuthFailure.ServiceLinkedRoleCreationNotPermitted" {
+		t.Errorf("reason %q", r)
+	}
+	clk.Step(DefaultTTL)
+	if c.IsUnavailable("m5.large", "us-east-1a", "spot") {
+		t.Error("spot still out after the TTL")
+	}
+}
