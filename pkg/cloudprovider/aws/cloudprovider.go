@@ -84,6 +84,8 @@ type Unavailable interface {
 // template (AMI and user data) it boots with.
 type LaunchTemplates interface {
 	ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, its []*cloudprovider.InstanceType, capacityType string) (map[string]string, error)
+	// Forget drops templates a launch found gone.
+	Forget(names []string)
 }
 
 // Options wire the provider.
@@ -248,6 +250,19 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 					"fix", "create the spot service-linked role: aws iam create-service-linked-role --aws-service-name spot.amazonaws.com")
 			}
 			return nil, &cloudprovider.InsufficientCapacityError{Err: err}
+		}
+		if instance.IsLaunchTemplateNotFound(err) {
+			// Deleted behind Joiner's back: the next try makes them again
+			// instead of naming them for the rest of the cache's TTL.
+			var names []string
+			for _, n := range templates {
+				if !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+			sort.Strings(names)
+			c.opts.LaunchTemplates.Forget(names)
+			return nil, fmt.Errorf("launching nodeclaim %s: a launch template is gone, made again on the next try: %w", nodeClaim.Name, err)
 		}
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
 	}

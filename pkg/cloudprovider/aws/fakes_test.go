@@ -286,7 +286,10 @@ type fakeTemplates struct {
 	missing       map[string]bool
 	capacityTypes []string
 	err           error
+	forgotten     []string
 }
+
+func (f *fakeTemplates) Forget(names []string) { f.forgotten = append(f.forgotten, names...) }
 
 func (f *fakeTemplates) ForLaunch(_ context.Context, _ *awsv1.EC2NodeClass, _ *v1.NodeClaim, its []*cloudprovider.InstanceType, capacityType string) (map[string]string, error) {
 	f.capacityTypes = append(f.capacityTypes, capacityType)
@@ -304,6 +307,8 @@ func (f *fakeTemplates) ForLaunch(_ context.Context, _ *awsv1.EC2NodeClass, _ *v
 
 // fakeEnsurer records the inputs and names each template by its order.
 type fakeEnsurer struct{ inputs []launchtemplate.Input }
+
+func (f *fakeEnsurer) Invalidate(string) {}
 
 func (f *fakeEnsurer) Ensure(_ context.Context, in launchtemplate.Input) (launchtemplate.LaunchTemplate, error) {
 	f.inputs = append(f.inputs, in)

@@ -28,6 +28,8 @@ type Cluster struct {
 // TemplateEnsurer makes one launch template per launch configuration.
 type TemplateEnsurer interface {
 	Ensure(ctx context.Context, in launchtemplate.Input) (launchtemplate.LaunchTemplate, error)
+	// Invalidate forgets a template EC2 no longer has.
+	Invalidate(name string)
 }
 
 // Launcher resolves the launch templates of a launch: for each instance
@@ -92,6 +94,14 @@ func (l *Launcher) ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 		}
 	}
 	return out, nil
+}
+
+// Forget drops the named templates from the cache, so the next launch
+// makes them again.
+func (l *Launcher) Forget(names []string) {
+	for _, n := range names {
+		l.Templates.Invalidate(n)
+	}
 }
 
 // input is the user data's content. The kubelet registers with the

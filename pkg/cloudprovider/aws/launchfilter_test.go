@@ -4,8 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/smithy-go"
+
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -124,5 +127,29 @@ func TestCreateLeavesOutExoticAndDearSpot(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "m5.large" {
 		t.Errorf("the fleet was offered %v, want [m5.large]", got)
+	}
+}
+
+// A launch that finds one of its launch templates gone (deleted by hand)
+// makes the cache forget the launch's templates, so the next try creates
+// them, whether EC2 said so in the fleet's errors or as the call's error.
+func TestCreateForgetsGoneLaunchTemplates(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"in the fleet's errors", &instance.LaunchTemplateNotFoundError{Message: "InvalidLaunchTemplateId.NotFound: gone"}},
+		{"as the call's error", &smithy.GenericAPIError{Code: "InvalidLaunchTemplateName.NotFoundException", Message: "gone"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakes{instanceTypes: &fakeInstanceTypes{types: launchCatalog()}, instances: &fakeInstances{createErr: tc.err}}
+			p := newProvider(t, kubeWith(t, readyClass()), f)
+			if _, _, err := createStepping(t, p, f, nodeClaim()); err == nil || cloudprovider.IsInsufficientCapacity(err) {
+				t.Fatalf("Create: %v; want an error that is not a capacity error", err)
+			}
+			if got := strings.Join(f.templates.forgotten, ","); got != "lt-m5.large,lt-m5.xlarge,lt-m6g.large" {
+				t.Errorf("forgot %q, want the launch's three templates", got)
+			}
+		})
 	}
 }

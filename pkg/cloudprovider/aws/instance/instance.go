@@ -354,7 +354,7 @@ func (p *Provider) fleetResults(reqs []Request, resp *ec2.CreateFleetOutput) []b
 	p.hand(launched)
 	var ice []Offering
 	var msgs []string
-	capacity, typeOut := false, ""
+	capacity, typeOut, templateGone := false, "", false
 	for _, e := range resp.Errors {
 		code := aws.ToString(e.ErrorCode)
 		msgs = append(msgs, code+": "+aws.ToString(e.ErrorMessage))
@@ -363,6 +363,7 @@ func (p *Provider) fleetResults(reqs []Request, resp *ec2.CreateFleetOutput) []b
 			continue
 		}
 		capacity = capacity || isCapacityCode(code)
+		templateGone = templateGone || templateNotFoundCodes[code]
 		if isCapacityCode(code) && e.LaunchTemplateAndOverrides != nil && e.LaunchTemplateAndOverrides.Overrides != nil {
 			o := e.LaunchTemplateAndOverrides.Overrides
 			zone := aws.ToString(o.AvailabilityZone)
@@ -378,7 +379,9 @@ func (p *Provider) fleetResults(reqs []Request, resp *ec2.CreateFleetOutput) []b
 			out[i].Value = []*Instance{launched[i]}
 			continue
 		}
-		if capacity || len(msgs) == 0 {
+		if templateGone {
+			out[i].Err = &LaunchTemplateNotFoundError{Message: strings.Join(uniq(msgs), "; ")}
+		} else if capacity || len(msgs) == 0 {
 			out[i].Err = &InsufficientCapacityError{Offerings: ice, CapacityTypeOut: typeOut, Message: strings.Join(uniq(msgs), "; ")}
 		} else {
 			out[i].Err = fmt.Errorf("creating fleet: %s", strings.Join(uniq(msgs), "; "))
@@ -402,6 +405,31 @@ func isCapacityCode(code string) bool {
 		return true
 	}
 	return false
+}
+
+// templateNotFoundCodes are EC2's answers to a launch from a launch
+// template that no longer exists (deleted by hand, or by another
+// controller): the cached template must be made again.
+var templateNotFoundCodes = map[string]bool{
+	"InvalidLaunchTemplateId.NotFound": true, "InvalidLaunchTemplateName.NotFoundException": true,
+	"InvalidLaunchTemplateId.VersionNotFound": true,
+}
+
+// LaunchTemplateNotFoundError is a launch refused because a launch template
+// it named is gone.
+type LaunchTemplateNotFoundError struct{ Message string }
+
+func (e *LaunchTemplateNotFoundError) Error() string { return "launch template not found: " + e.Message }
+
+// IsLaunchTemplateNotFound reports whether a launch failed for a missing
+// launch template, in the fleet's answer or as the call's own error.
+func IsLaunchTemplateNotFound(err error) bool {
+	var gone *LaunchTemplateNotFoundError
+	if errors.As(err, &gone) {
+		return true
+	}
+	var api smithy.APIError
+	return errors.As(err, &api) && templateNotFoundCodes[api.ErrorCode()]
 }
 
 // codeSpotRoleMissing is EC2's answer to a spot launch in an account without

@@ -76,6 +76,7 @@ func TestFleetErrorsThatAreCapacity(t *testing.T) {
 		errors       []ec2types.CreateFleetError
 		wantICE      bool
 		wantTypeOut  string
+		wantGone     bool
 	}{
 		{name: "insufficient capacity", capacityType: CapacityTypeOnDemand, errors: []ec2types.CreateFleetError{fleetError("InsufficientInstanceCapacity", true)}, wantICE: true},
 		{name: "the account's vCPU limit", capacityType: CapacityTypeOnDemand, errors: []ec2types.CreateFleetError{fleetError("VcpuLimitExceeded", false)}, wantICE: true},
@@ -83,6 +84,7 @@ func TestFleetErrorsThatAreCapacity(t *testing.T) {
 		{name: "spot without its service-linked role", capacityType: CapacityTypeSpot,
 			errors: []ec2types.CreateFleetError{fleetError("AuthFailure.ServiceLinkedRoleCreationNotPermitted", true)}, wantICE: true, wantTypeOut: CapacityTypeSpot},
 		{name: "a configuration error", capacityType: CapacityTypeOnDemand, errors: []ec2types.CreateFleetError{fleetError("InvalidParameterValue", true)}},
+		{name: "a launch template gone", capacityType: CapacityTypeOnDemand, errors: []ec2types.CreateFleetError{fleetError("InvalidLaunchTemplateId.NotFound", true)}, wantGone: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,6 +97,9 @@ func TestFleetErrorsThatAreCapacity(t *testing.T) {
 			var ice *InsufficientCapacityError
 			if errors.As(err, &ice) != tc.wantICE {
 				t.Fatalf("Create: %v; want a capacity error %v", err, tc.wantICE)
+			}
+			if IsLaunchTemplateNotFound(err) != tc.wantGone {
+				t.Errorf("Create: %v; want a missing launch template %v", err, tc.wantGone)
 			}
 			if tc.wantICE && ice.CapacityTypeOut != tc.wantTypeOut {
 				t.Errorf("capacity type out %q, want %q", ice.CapacityTypeOut, tc.wantTypeOut)
