@@ -419,7 +419,9 @@ var templateNotFoundCodes = map[string]bool{
 // it named is gone.
 type LaunchTemplateNotFoundError struct{ Message string }
 
-func (e *LaunchTemplateNotFoundError) Error() string { return "launch template not found: " + e.Message }
+func (e *LaunchTemplateNotFoundError) Error() string {
+	return "launch template not found: " + e.Message
+}
 
 // IsLaunchTemplateNotFound reports whether a launch failed for a missing
 // launch template, in the fleet's answer or as the call's own error.
