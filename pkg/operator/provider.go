@@ -89,6 +89,11 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent, ReservedENIs: opts.ReservedENIs, Clock: clk, Log: logger.WithName("instancetype")})
 	subnets := subnet.NewProvider(clients.EC2, clk, 0)
 	templates := launchtemplate.New(clients.EC2, opts.ClusterName, clk, 0)
+	// Templates no launch used for a while are deleted, before they reach
+	// EC2's limit per region.
+	if err := mgr.Add(templates); err != nil {
+		return nil, err
+	}
 	provider, err := awsprovider.New(awsprovider.Options{
 		ClusterName: opts.ClusterName, Region: clients.Region, NodeClasses: mgr.GetClient(),
 		InstanceTypes: types, Subnets: subnets, Unavailable: unavail,

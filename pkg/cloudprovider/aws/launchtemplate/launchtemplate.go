@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -32,7 +34,8 @@ import (
 const (
 	// NamePrefix starts every template name Joiner creates.
 	NamePrefix = "joiner/"
-	// DefaultTTL is how long a template is known without asking EC2 again.
+	// DefaultTTL is how long a template is known without asking EC2 again
+	// after its last use, and how long an unused template is kept.
 	DefaultTTL = 5 * time.Minute
 )
 
@@ -147,12 +150,89 @@ func (p *Provider) Invalidate(name string) {
 	delete(p.known, name)
 }
 
+// lookup returns a template known and used within the TTL, and restarts
+// its TTL: a template in use stays known, and Sweep leaves it alone.
 func (p *Provider) lookup(name string) (LaunchTemplate, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k, ok := p.known[name]
-	if !ok || !p.clock.Now().Before(k.expires) {
+	now := p.clock.Now()
+	if !ok || !now.Before(k.expires) {
 		delete(p.known, name)
+		return LaunchTemplate{}, false
+	}
+	k.expires = now.Add(p.ttl)
+	p.known[name] = k
+	return k.lt, true
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: one
+// replica sweeps.
+func (p *Provider) NeedLeaderElection() bool { return true }
+
+// Start sweeps every TTL until ctx ends.
+func (p *Provider) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("launchtemplate")
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.clock.After(p.ttl):
+		}
+		n, err := p.Sweep(ctx)
+		if err != nil && ctx.Err() == nil {
+			logger.Error(err, "deleting unused launch templates")
+		}
+		if n > 0 {
+			logger.V(1).Info("deleted unused launch templates", "count", n)
+		}
+	}
+}
+
+// Sweep deletes the cluster's templates that no launch of this process
+// used within the TTL and that are older than the TTL, and says how many
+// it deleted. Every change of a class, AMI, pool or instance type group
+// makes new templates, and EC2 allows 5,000 per region; a template is only
+// a cache of a launch configuration, made again when a launch needs it.
+// The age check spares a template another process (a new leader) has just
+// made.
+func (p *Provider) Sweep(ctx context.Context) (int, error) {
+	pages := ec2.NewDescribeLaunchTemplatesPaginator(p.ec2, &ec2.DescribeLaunchTemplatesInput{
+		Filters:    []ec2types.Filter{{Name: aws.String("tag:" + tags.Cluster(p.clusterName)), Values: []string{"owned"}}},
+		MaxResults: aws.Int32(200),
+	})
+	now := p.clock.Now()
+	deleted := 0
+	var errs []error
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return deleted, fmt.Errorf("listing the cluster's launch templates: %w", err)
+		}
+		for _, lt := range page.LaunchTemplates {
+			name := aws.ToString(lt.LaunchTemplateName)
+			if !strings.HasPrefix(name, NamePrefix) || lt.CreateTime == nil || now.Sub(*lt.CreateTime) < p.ttl {
+				continue
+			}
+			if _, ok := p.lookupQuiet(name); ok {
+				continue
+			}
+			if _, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: lt.LaunchTemplateId}); err != nil && !isNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting launch template %s: %w", name, err))
+				continue
+			}
+			deleted++
+		}
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// lookupQuiet is lookup without restarting the TTL.
+func (p *Provider) lookupQuiet(name string) (LaunchTemplate, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k, ok := p.known[name]
+	if !ok || !p.clock.Now().Before(k.expires) {
 		return LaunchTemplate{}, false
 	}
 	return k.lt, true

@@ -398,3 +398,58 @@ func tagMap(tags []ec2types.Tag) map[string]string {
 	}
 	return out
 }
+
+// Sweep deletes the cluster's templates that are older than the TTL and
+// that no launch used within it; a template in use, a young one (another
+// process may have just made it) and another cluster's stay.
+func TestSweepDeletesUnusedTemplates(t *testing.T) {
+	motoEC2 := reset(t)
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Now())
+	p := New(motoEC2, "demo", clk, time.Minute)
+	used, err := p.Ensure(ctx, input())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle := input()
+	idle.ImageID = "ami-0idle"
+	unused, err := p.Ensure(ctx, idle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere, err := New(motoEC2, "elsewhere", clk, time.Minute).Ensure(ctx, input())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Young: nothing goes, although a restarted process knows none of them.
+	if n, err := New(motoEC2, "demo", clk, time.Minute).Sweep(ctx); err != nil || n != 0 {
+		t.Fatalf("sweeping young templates deleted %d (%v), want 0", n, err)
+	}
+	// Two TTLs on, the first template was used a moment ago.
+	clk.Step(90 * time.Second)
+	if _, err := p.Ensure(ctx, input()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(40 * time.Second)
+	if _, err := p.Ensure(ctx, input()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := p.Sweep(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("Sweep deleted %d (%v), want 1", n, err)
+	}
+	out, err := motoEC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, lt := range out.LaunchTemplates {
+		left = append(left, aws.ToString(lt.LaunchTemplateId))
+	}
+	sort.Strings(left)
+	want := []string{used.ID, elsewhere.ID}
+	sort.Strings(want)
+	if !reflect.DeepEqual(left, want) {
+		t.Errorf("left %v, want the used one and the other cluster's %v (unused was %s)", left, want, unused.ID)
+	}
+}
