@@ -44,10 +44,15 @@ const (
 	CapacityTypeOnDemand = "on-demand"
 )
 
-// MaxOverrides is the most launch-template overrides one fleet request
-// carries; EC2 refuses more than 300 per call, and beyond the cheapest
-// few dozen further options only make the call slower.
-const MaxOverrides = 60
+// MaxInstanceTypes is how many instance types one fleet request offers, as
+// in Karpenter: the cheapest 60, each in every zone the NodeClaim allows,
+// so that a zone short of the cheapest types still has dozens to choose
+// from. Beyond that, further types only make the call slower.
+const MaxInstanceTypes = 60
+
+// MaxOverrides is EC2's limit on a fleet's launch-template overrides; the
+// cheapest are kept when 60 types in many zones would pass it.
+const MaxOverrides = 300
 
 // Override is one (instance type, subnet) a fleet may launch into, with the
 // launch template its architecture and accelerators need.
@@ -225,9 +230,11 @@ func (p *Provider) Create(ctx context.Context, req Request) (*Instance, error) {
 	return got[0], nil
 }
 
-// trimOverrides keeps the cheapest MaxOverrides, ordered by price (on-demand's
-// lowest-price strategy follows priority; spot's price-capacity-optimized
-// weighs price itself, so the order matters only for which are kept).
+// trimOverrides keeps every override of the MaxInstanceTypes types whose
+// cheapest override is cheapest, at most MaxOverrides of them, ordered by
+// price (on-demand's lowest-price strategy follows priority; spot's
+// price-capacity-optimized weighs price itself, so the order matters only
+// for which are kept).
 func trimOverrides(capacityType string, in []Override) []Override {
 	out := append([]Override(nil), in...)
 	sort.SliceStable(out, func(i, j int) bool {
@@ -239,10 +246,21 @@ func trimOverrides(capacityType string, in []Override) []Override {
 		}
 		return out[i].Zone < out[j].Zone
 	})
-	if len(out) > MaxOverrides {
-		out = out[:MaxOverrides]
+	// In price order, a type's first override is its cheapest.
+	kept := map[string]bool{}
+	for _, o := range out {
+		if len(kept) == MaxInstanceTypes {
+			break
+		}
+		kept[o.InstanceType] = true
 	}
-	return out
+	trimmed := out[:0]
+	for _, o := range out {
+		if kept[o.InstanceType] && len(trimmed) < MaxOverrides {
+			trimmed = append(trimmed, o)
+		}
+	}
+	return trimmed
 }
 
 // batchKey is equal for requests one fleet call can serve.

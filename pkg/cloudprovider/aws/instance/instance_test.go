@@ -165,32 +165,59 @@ func TestConcurrentLaunchesShareOneFleetCall(t *testing.T) {
 	}
 }
 
-func TestOverridesAreTheCheapestSixtyInPriceOrder(t *testing.T) {
-	var in []Override
-	for i := 100; i > 0; i-- {
-		in = append(in, Override{LaunchTemplate: "lt", InstanceType: fmt.Sprintf("t%03d", i), SubnetID: "s", Zone: "z", Price: float64(i)})
+// A fleet is offered the 60 cheapest types, each in every zone it has an
+// offering in, in price order, and never more than EC2's 300 overrides.
+func TestOverridesAreTheCheapestSixtyTypesInPriceOrder(t *testing.T) {
+	cases := []struct {
+		name      string
+		types     int
+		zones     int
+		wantTypes int
+		wantOver  int
+	}{
+		{name: "100 types in 3 zones: 60 types, all their zones", types: 100, zones: 3, wantTypes: 60, wantOver: 180},
+		{name: "80 types in 6 zones: EC2's 300 overrides", types: 80, zones: 6, wantTypes: 50, wantOver: 300},
+		{name: "few types: all", types: 4, zones: 2, wantTypes: 4, wantOver: 8},
 	}
-	var sent *ec2.CreateFleetInput
-	ctr := &counting{calls: map[string]int{}, fleet: func(in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
-		sent = in
-		return &ec2.CreateFleetOutput{Instances: []ec2types.CreateFleetInstance{{InstanceIds: []string{"i-1"}, InstanceType: "t001",
-			LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{SubnetId: aws.String("s"), AvailabilityZone: aws.String("z")}}}}}, nil
-	}}
-	p := New(Options{EC2: ctr, ClusterName: "demo"})
-	if _, err := p.Create(context.Background(), Request{CapacityType: CapacityTypeOnDemand, Overrides: in, Token: "t"}); err != nil {
-		t.Fatal(err)
-	}
-	ovs := sent.LaunchTemplateConfigs[0].Overrides
-	if len(ovs) != MaxOverrides {
-		t.Fatalf("%d overrides, want %d", len(ovs), MaxOverrides)
-	}
-	for i, o := range ovs {
-		if want := fmt.Sprintf("t%03d", i+1); string(o.InstanceType) != want || aws.ToFloat64(o.Priority) != float64(i) {
-			t.Fatalf("override %d is %s priority %v, want %s priority %d", i, o.InstanceType, aws.ToFloat64(o.Priority), want, i)
-		}
-	}
-	if sent.OnDemandOptions == nil || sent.OnDemandOptions.AllocationStrategy != ec2types.FleetOnDemandAllocationStrategyLowestPrice {
-		t.Fatalf("on-demand options %+v", sent.OnDemandOptions)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var in []Override
+			for i := tc.types; i > 0; i-- {
+				for z := range tc.zones {
+					// A type's price rises a little by zone; types are a
+					// whole unit apart, so price order is type order.
+					in = append(in, Override{LaunchTemplate: "lt", InstanceType: fmt.Sprintf("t%03d", i), SubnetID: fmt.Sprintf("s%d", z),
+						Zone: fmt.Sprintf("z%d", z), Price: float64(i) + float64(z)/100})
+				}
+			}
+			var sent *ec2.CreateFleetInput
+			ctr := &counting{calls: map[string]int{}, fleet: func(in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
+				sent = in
+				return &ec2.CreateFleetOutput{Instances: []ec2types.CreateFleetInstance{{InstanceIds: []string{"i-1"}, InstanceType: "t001",
+					LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{SubnetId: aws.String("s0"), AvailabilityZone: aws.String("z0")}}}}}, nil
+			}}
+			p := New(Options{EC2: ctr, ClusterName: "demo"})
+			if _, err := p.Create(context.Background(), Request{CapacityType: CapacityTypeOnDemand, Overrides: in, Token: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			ovs := sent.LaunchTemplateConfigs[0].Overrides
+			if len(ovs) != tc.wantOver {
+				t.Fatalf("%d overrides, want %d", len(ovs), tc.wantOver)
+			}
+			types := map[string]bool{}
+			for i, o := range ovs {
+				types[string(o.InstanceType)] = true
+				if want := fmt.Sprintf("t%03d", i/tc.zones+1); string(o.InstanceType) != want || aws.ToFloat64(o.Priority) != float64(i) {
+					t.Fatalf("override %d is %s priority %v, want %s priority %d", i, o.InstanceType, aws.ToFloat64(o.Priority), want, i)
+				}
+			}
+			if len(types) != tc.wantTypes {
+				t.Errorf("%d types, want %d", len(types), tc.wantTypes)
+			}
+			if sent.OnDemandOptions == nil || sent.OnDemandOptions.AllocationStrategy != ec2types.FleetOnDemandAllocationStrategyLowestPrice {
+				t.Fatalf("on-demand options %+v", sent.OnDemandOptions)
+			}
+		})
 	}
 }
 
