@@ -169,7 +169,7 @@ func Compute(info ec2types.InstanceTypeInfo, in Inputs) (labels map[string]strin
 		}
 	}
 
-	kubeReserved, err := kubeReservedFor(info, family, kubelet, pods)
+	kubeReserved, err := kubeReservedFor(info, family, kubelet, pods, in.ReservedENIs)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -202,9 +202,14 @@ type amiFamily struct {
 	windows bool
 	// eniLimitedPods: max pods follow the ENIs (the VPC CNI), not 110.
 	eniLimitedPods bool
-	// eniLimitedMemoryOverhead: kube-reserved memory counts ENI-limited
-	// pods even when maxPods is set (Bottlerocket computes it so).
+	// eniLimitedMemoryOverhead: kube-reserved memory counts the ENI-limited
+	// pods (less RESERVED_ENIS) even when maxPods says otherwise, as the
+	// EKS AMIs' bootstrap computes it; Bottlerocket and Windows count the
+	// node's own max pods.
 	eniLimitedMemoryOverhead bool
+	// podsPerCore: the kubelet's podsPerCore caps the pods. Bottlerocket
+	// has no such setting.
+	podsPerCore bool
 	// ephemeralDevice holds the kubelet's directories; defaultVolume is its size.
 	ephemeralDevice string
 	defaultVolume   resource.Quantity
@@ -214,15 +219,15 @@ type amiFamily struct {
 func familyOf(name string) amiFamily {
 	switch name {
 	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
-		return amiFamily{windows: true, ephemeralDevice: "/dev/sda1", defaultVolume: defaultWindowsVolume}
+		return amiFamily{windows: true, podsPerCore: true, ephemeralDevice: "/dev/sda1", defaultVolume: defaultWindowsVolume}
 	case awsv1.AMIFamilyBottlerocket:
 		// Bottlerocket's root volume holds the OS; the second, data
 		// volume holds the kubelet's and containerd's directories.
-		return amiFamily{eniLimitedPods: true, eniLimitedMemoryOverhead: true, ephemeralDevice: "/dev/xvdb", defaultVolume: defaultRootVolume}
+		return amiFamily{eniLimitedPods: true, ephemeralDevice: "/dev/xvdb", defaultVolume: defaultRootVolume}
 	case awsv1.AMIFamilyCustom:
-		return amiFamily{eniLimitedPods: true, custom: true, ephemeralDevice: "/dev/xvda", defaultVolume: defaultRootVolume}
+		return amiFamily{eniLimitedPods: true, eniLimitedMemoryOverhead: true, podsPerCore: true, custom: true, ephemeralDevice: "/dev/xvda", defaultVolume: defaultRootVolume}
 	default: // AL2, AL2023
-		return amiFamily{eniLimitedPods: true, ephemeralDevice: "/dev/xvda", defaultVolume: defaultRootVolume}
+		return amiFamily{eniLimitedPods: true, eniLimitedMemoryOverhead: true, podsPerCore: true, ephemeralDevice: "/dev/xvda", defaultVolume: defaultRootVolume}
 	}
 }
 
@@ -397,8 +402,8 @@ func podCount(info ec2types.InstanceTypeInfo, family amiFamily, kubelet *awsv1.K
 	default:
 		pods = DefaultMaxPods
 	}
-	// podsPerCore counts vCPUs, as the kubelet does; Windows ignores it.
-	if ppc := int64(aws.ToInt32(kubelet.PodsPerCore)); ppc > 0 && !family.windows {
+	// podsPerCore counts vCPUs, as the kubelet does.
+	if ppc := int64(aws.ToInt32(kubelet.PodsPerCore)); ppc > 0 && family.podsPerCore {
 		pods = min(pods, ppc*int64(aws.ToInt32(info.VCpuInfo.DefaultVCpus)))
 	}
 	return pods
@@ -574,16 +579,16 @@ func KubeReserved(info ec2types.InstanceTypeInfo, in Inputs) (corev1.ResourceLis
 		kubelet = &awsv1.KubeletConfiguration{}
 	}
 	family := familyOf(in.AMIFamily)
-	return kubeReservedFor(info, family, kubelet, podCount(info, family, kubelet, in.ReservedENIs))
+	return kubeReservedFor(info, family, kubelet, podCount(info, family, kubelet, in.ReservedENIs), in.ReservedENIs)
 }
 
 // kubeReservedFor sizes kube-reserved. Bottlerocket sizes its memory by the
 // pods the ENIs allow, whatever maxPods says; the other families by the
 // node's max pods.
-func kubeReservedFor(info ec2types.InstanceTypeInfo, family amiFamily, kubelet *awsv1.KubeletConfiguration, pods int64) (corev1.ResourceList, error) {
+func kubeReservedFor(info ec2types.InstanceTypeInfo, family amiFamily, kubelet *awsv1.KubeletConfiguration, pods int64, reservedENIs int) (corev1.ResourceList, error) {
 	reservedPods := pods
 	if family.eniLimitedMemoryOverhead {
-		reservedPods = eniLimitedPods(info, 0)
+		reservedPods = eniLimitedPods(info, reservedENIs)
 	}
 	return kubeReservedResources(int64(aws.ToInt32(info.VCpuInfo.DefaultVCpus))*1000, reservedPods, kubelet.KubeReserved)
 }
