@@ -16,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/internal/fakeaws"
 	"github.com/joiner-autoscaler/joiner/test/framework"
@@ -150,18 +153,37 @@ spec:
 		ids = append(ids, instanceID(nc.Status.ProviderID))
 	}
 	sort.Strings(ids)
+	// In batches of ten, a batch every second: 100 messages within 10 s.
+	queue := sqs.NewFromConfig(clientConfig(t, fake.URL(), region))
+	queueURL, err := queue.GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String(clusterName)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var sendWG sync.WaitGroup
 	sendWG.Add(1)
 	go func() {
 		defer sendWG.Done()
-		for i := range 100 {
-			id := ids[i%len(ids)]
-			if i >= len(ids) {
-				id = ids[rnd.Intn(len(ids))]
+		for batch := range 10 {
+			var entries []sqstypes.SendMessageBatchRequestEntry
+			for j := range 10 {
+				i := batch*10 + j
+				id := ids[i%len(ids)]
+				if i >= len(ids) {
+					id = ids[rnd.Intn(len(ids))]
+				}
+				body := fmt.Sprintf(`{"version":"0","id":"chaos-%d","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","account":"123456789012","time":%q,"region":%q,"resources":["arn:aws:ec2:%s:123456789012:instance/%s"],"detail":{"instance-id":%q,"instance-action":"terminate"}}`,
+					i, time.Now().UTC().Format(time.RFC3339), region, region, id, id)
+				entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(body)})
 			}
-			sendToQueue(t, fmt.Sprintf(`{"version":"0","id":"chaos-%d","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","account":"123456789012","time":%q,"region":%q,"resources":["arn:aws:ec2:%s:123456789012:instance/%s"],"detail":{"instance-id":%q,"instance-action":"terminate"}}`,
-				i, time.Now().UTC().Format(time.RFC3339), region, region, id, id))
-			time.Sleep(90 * time.Millisecond) // 100 in 9 s and the sends' own time
+			out, err := queue.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: queueURL.QueueUrl, Entries: entries})
+			if err != nil {
+				t.Errorf("sending interruption batch %d: %v", batch, err)
+			} else if len(out.Failed) > 0 {
+				t.Errorf("sending interruption batch %d: %d messages refused", batch, len(out.Failed))
+			}
+			if batch < 9 {
+				time.Sleep(900 * time.Millisecond) // the pace of the storm, not a wait for a result
+			}
 		}
 	}()
 	interruptedAt := time.Now()
