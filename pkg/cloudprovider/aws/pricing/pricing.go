@@ -333,8 +333,11 @@ func (p *Provider) fetchOnDemand(ctx context.Context) (map[string]float64, error
 func (p *Provider) fetchSpot(ctx context.Context) (map[spotKey]float64, error) {
 	// With a start time of now EC2 returns, for each type and zone, the
 	// price in effect now (and any change since), not days of history.
+	// Both Linux descriptions: EC2 reports an account's VPC-only zones
+	// under "Linux/UNIX (Amazon VPC)", and the latest of the two is the
+	// price in effect.
 	in := &ec2.DescribeSpotPriceHistoryInput{
-		ProductDescriptions: []string{"Linux/UNIX"},
+		ProductDescriptions: []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"},
 		StartTime:           aws.Time(p.opts.Clock.Now()),
 	}
 	type stamped struct {

@@ -375,15 +375,18 @@ func spotPrice(it, zone, price string, at time.Time) ec2types.SpotPrice {
 
 func TestSpotTakesTheLatestPricePerZone(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	vpc := spotPrice("m5.large", "us-east-1c", "0.0450", now)
+	vpc.ProductDescription = "Linux/UNIX (Amazon VPC)"
 	f := &fakeSpot{pages: [][]ec2types.SpotPrice{
 		{spotPrice("m5.large", "us-east-1a", "0.0300", now.Add(-time.Hour)), spotPrice("m5.large", "us-east-1b", "0.0400", now)},
-		{spotPrice("m5.large", "us-east-1a", "0.0350", now.Add(-time.Minute)), spotPrice("m5.large", "us-east-1a", "0.0100", now.Add(-2*time.Hour))},
+		{spotPrice("m5.large", "us-east-1a", "0.0350", now.Add(-time.Minute)), spotPrice("m5.large", "us-east-1a", "0.0100", now.Add(-2*time.Hour)),
+			spotPrice("m5.large", "us-east-1c", "0.0500", now.Add(-time.Hour)), vpc},
 	}}
 	p := New(Options{EC2: f, Region: "us-east-1", Isolated: true, Clock: clocktesting.NewFakeClock(now)})
 	if err := p.RefreshSpot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for zone, want := range map[string]float64{"us-east-1a": 0.035, "us-east-1b": 0.04} {
+	for zone, want := range map[string]float64{"us-east-1a": 0.035, "us-east-1b": 0.04, "us-east-1c": 0.045} {
 		if got, _ := p.Spot("m5.large", zone); got != want {
 			t.Errorf("Spot(m5.large, %s) = %v, want the latest %v", zone, got, want)
 		}
@@ -392,8 +395,8 @@ func TestSpotTakesTheLatestPricePerZone(t *testing.T) {
 		t.Fatalf("%d calls, want one per page", len(f.reqs))
 	}
 	in := f.reqs[0]
-	if fmt.Sprint(in.ProductDescriptions) != "[Linux/UNIX]" || !aws.ToTime(in.StartTime).Equal(now) {
-		t.Errorf("asked for %v from %v, want [Linux/UNIX] from now (%v)", in.ProductDescriptions, aws.ToTime(in.StartTime), now)
+	if fmt.Sprint(in.ProductDescriptions) != "[Linux/UNIX Linux/UNIX (Amazon VPC)]" || !aws.ToTime(in.StartTime).Equal(now) {
+		t.Errorf("asked for %v from %v, want both Linux descriptions from now (%v)", in.ProductDescriptions, aws.ToTime(in.StartTime), now)
 	}
 }
 
