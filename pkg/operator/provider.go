@@ -80,7 +80,12 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		return nil, err
 	}
 	unavail := unavailable.New(clk, opts.UnavailableTTL).WithLog(logger.WithName("unavailable"))
-	prices := pricing.New(pricing.Options{Pricing: clients.Pricing, EC2: clients.EC2, Region: clients.Region, Isolated: opts.IsolatedVPC, Clock: clk, Log: logger.WithName("pricing"),
+	var priceList pricing.PricingAPI = clients.Pricing
+	if !awsclient.HasPriceListAPI(clients.Region) {
+		priceList = nil
+		logger.Info("on-demand prices come from the embedded catalog: the region's partition has no Price List API", "region", clients.Region)
+	}
+	prices := pricing.New(pricing.Options{Pricing: priceList, EC2: clients.EC2, Region: clients.Region, Isolated: opts.IsolatedVPC, Clock: clk, Log: logger.WithName("pricing"),
 		RetryInterval: opts.PriceRetryInterval})
 	if err := mgr.Add(prices); err != nil {
 		return nil, err

@@ -108,6 +108,14 @@ func NewRetryer() aws.Retryer {
 	})
 }
 
+// HasPriceListAPI reports whether a region's partition has the Price List
+// API at all: GovCloud and the isolated partitions do not, and their
+// credentials cannot call the commercial endpoint, so their on-demand
+// prices come from the embedded catalog, as with ISOLATED_VPC.
+func HasPriceListAPI(region string) bool {
+	return !strings.HasPrefix(region, "us-gov-") && !strings.Contains(region, "-iso")
+}
+
 // PricingRegion is the region whose Price List endpoint serves region's prices.
 func PricingRegion(region string) string {
 	switch {
