@@ -632,8 +632,11 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) 
 	if !ready(nc) || nodeClaim.Status.ProviderID == "" {
 		return "", nil
 	}
-	if nodeClaim.Status.ImageID != "" && len(nc.Status.AMIs) > 0 && !slices.ContainsFunc(nc.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == nodeClaim.Status.ImageID }) {
-		return ReasonAMIDrift, nil
+	if drifted, err := c.amiDrifted(ctx, nc, nodeClaim); err != nil || drifted {
+		if drifted {
+			return ReasonAMIDrift, nil
+		}
+		return "", err
 	}
 	id, err := instance.ParseProviderID(nodeClaim.Status.ProviderID)
 	if err != nil {
@@ -662,6 +665,31 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) 
 		}
 	}
 	return "", nil
+}
+
+// amiDrifted reports whether the node runs an image the class no longer
+// maps to its instance type. Another image of the class does not do: a GPU
+// node that came up on the standard image before the class resolved its
+// accelerated one is drifted. A type the class no longer lists is judged
+// against every image of the class.
+func (c *CloudProvider) amiDrifted(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim) (bool, error) {
+	image := nodeClaim.Status.ImageID
+	if image == "" || len(nc.Status.AMIs) == 0 {
+		return false, nil
+	}
+	its, err := c.opts.InstanceTypes.List(ctx, nc)
+	if err != nil {
+		return false, err
+	}
+	var it *cloudprovider.InstanceType
+	for _, t := range its {
+		if t.Name == nodeClaim.Labels[corev1.LabelInstanceTypeStable] {
+			it = t
+		}
+	}
+	return !slices.ContainsFunc(nc.Status.AMIs, func(a awsv1.AMI) bool {
+		return a.ID == image && (it == nil || amiFits(a, it))
+	}), nil
 }
 
 // ready is the class's Ready condition, as EC2NodeClass.Readiness decides

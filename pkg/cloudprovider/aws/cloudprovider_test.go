@@ -492,6 +492,7 @@ func TestIsDrifted(t *testing.T) {
 		class     *awsv1.EC2NodeClass
 		hash      string // stamped on the NodeClaim; "" for the class's own
 		imageID   string // the NodeClaim's; "" for amiAMD
+		types     bool   // the class lists the launch catalog's types
 		instances *fakeInstances
 		want      string
 	}{
@@ -509,11 +510,23 @@ func TestIsDrifted(t *testing.T) {
 		// the class's readiness, as for the kwok provider.
 		{name: "a class not ready still drifts by its spec", class: readyClass(notReady), hash: "another", instances: running(nil), want: awsv1.ReasonNodeClassDrift},
 		{name: "an instance that is gone has not drifted", class: readyClass(), instances: &fakeInstances{}},
+		// The class's arm64 image is not the one it maps to an m5.large.
+		{name: "an image of the class, but not the one for the node's type", class: readyClass(), imageID: amiARM, types: true, instances: running(nil), want: ReasonAMIDrift},
+		{name: "the image the class maps to the node's type", class: readyClass(), types: true, instances: running(nil)},
+		{name: "a type the class no longer lists: any image of the class", class: readyClass(), imageID: amiARM, instances: running(nil)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newProvider(t, kubeWith(t, tc.class), &fakes{instances: tc.instances})
+			f := &fakes{instances: tc.instances}
+			if tc.types {
+				f.instanceTypes = &fakeInstanceTypes{types: launchCatalog()}
+			}
+			p := newProvider(t, kubeWith(t, tc.class), f)
 			claim := nodeClaim()
+			if claim.Labels == nil {
+				claim.Labels = map[string]string{}
+			}
+			claim.Labels[corev1.LabelInstanceTypeStable] = "m5.large"
 			hash := tc.hash
 			if hash == "" {
 				hash = tc.class.Hash()
