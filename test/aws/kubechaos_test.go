@@ -160,9 +160,12 @@ spec:
 		t.Fatal(err)
 	}
 	var sendWG sync.WaitGroup
+	var sent time.Duration
 	sendWG.Add(1)
 	go func() {
 		defer sendWG.Done()
+		begin := time.Now()
+		defer func() { sent = time.Since(begin) }()
 		for batch := range 10 {
 			var entries []sqstypes.SendMessageBatchRequestEntry
 			for j := range 10 {
@@ -189,7 +192,6 @@ spec:
 	interruptedAt := time.Now()
 	killDuring("interruption", share(1))
 	sendWG.Wait()
-	sent := time.Since(interruptedAt)
 	// AWS takes the interrupted instances two minutes after the warning,
 	// whatever is left on them (the drain goes one pod at a time under the
 	// PDB); and one replacement is terminated out of band, with no warning
