@@ -33,7 +33,7 @@ func init() {
 		"instance-gpu-name", "instance-gpu-manufacturer", "instance-gpu-count", "instance-gpu-memory", "instance-accelerator-name",
 		"instance-accelerator-manufacturer", "instance-accelerator-count", "instance-capability-flex", "instance-tenancy",
 		"capacity-reservation-id", "capacity-reservation-type", "capacity-reservation-interruptible", "placement-group-id",
-		"placement-group-partition", "nitro-sandbox"} {
+		"placement-group-partition"} {
 		wellKnownAWS[awsGroup+"/"+k] = true
 	}
 }

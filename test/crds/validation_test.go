@@ -80,6 +80,8 @@ var validationCases = []validationCase{
 	{name: "hostname requirement", base: baseNodePool, patch: req(`{key: kubernetes.io/hostname, operator: In, values: [a]}`), want: `label "kubernetes.io/hostname" is restricted`},
 	{name: "restricted label domain karpenter.k8s.aws", base: baseNodePool, patch: req(`{key: karpenter.k8s.aws/not-a-label, operator: Exists}`), want: `label domain "karpenter.k8s.aws" is restricted`},
 	{name: "well-known AWS label is allowed", base: baseNodePool, patch: req(`{key: karpenter.k8s.aws/instance-family, operator: In, values: [c5a]}`)},
+	// Only on Karpenter's main branch, in no v1.14 release: v1.14.1's CRD restricts it.
+	{name: "the unreleased nitro-sandbox label is restricted", base: baseNodePool, patch: req(`{key: karpenter.k8s.aws/nitro-sandbox, operator: Exists}`), want: `label domain "karpenter.k8s.aws" is restricted`},
 	{name: "capacity-type requirement is allowed", base: baseNodePool, patch: req(`{key: karpenter.sh/capacity-type, operator: In, values: [spot]}`)},
 	{name: "invalid key", base: baseNodePool, patch: req(`{key: "not a key", operator: Exists}`), want: "spec.template.spec.requirements[0].key: Invalid value"},
 	// Karpenter's CRD puts the label-value pattern and length on the values

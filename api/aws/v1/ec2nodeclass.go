@@ -109,9 +109,6 @@ type EC2NodeClassSpec struct {
 	// CPUOptions filter instance types by CPU features.
 	// +optional
 	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
-	// EnclaveOptions enable Nitro Enclaves.
-	// +optional
-	EnclaveOptions *EnclaveOptions `json:"enclaveOptions,omitempty"`
 	// Context is the reserved Context field of CreateFleet.
 	// +optional
 	Context *string `json:"context,omitempty"`
@@ -383,13 +380,6 @@ type CPUOptions struct {
 	// +kubebuilder:validation:Enum:={enabled,disabled}
 	// +optional
 	NestedVirtualization *string `json:"nestedVirtualization,omitempty"`
-}
-
-// EnclaveOptions enable Nitro Enclaves.
-type EnclaveOptions struct {
-	// Enabled enables Nitro Enclaves.
-	// +optional
-	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // InstanceStorePolicy says how to use instance store disks.
