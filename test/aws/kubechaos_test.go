@@ -313,19 +313,7 @@ spec:
 	phase("delete")
 
 	// Every instance has a NodeClaim, and every NodeClaim an instance.
-	framework.Eventually(t, 3*time.Minute, "instances and NodeClaims one to one", func() (bool, string) {
-		states := instances(t)
-		var problems []string
-		for _, nc := range framework.NodeClaims(t) {
-			if s := states[instanceID(nc.Status.ProviderID)]; nc.Status.ProviderID == "" || (s != "running" && s != "pending") {
-				problems = append(problems, fmt.Sprintf("NodeClaim %s has instance %q (%s)", nc.Name, nc.Status.ProviderID, s))
-			}
-		}
-		for _, stray := range strayInstances(t) {
-			problems = append(problems, "instance "+stray+" has no NodeClaim")
-		}
-		return len(problems) == 0, strings.Join(problems, "; ")
-	})
+	waitOneToOne(t)
 
 	// What Joiner did to pods, from the proxy's log of its writes.
 	gone := map[string]bool{dead.Status.NodeName: true}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -143,6 +144,26 @@ func guide03OnSmallTypes(t testing.TB, consolidateAfter string, replicas int) st
 		manifest = strings.Replace(manifest, from, to, 1)
 	}
 	return manifest
+}
+
+// waitOneToOne waits until every NodeClaim has a running instance and every
+// running instance a NodeClaim: what a run that kills and faults Joiner
+// must settle to.
+func waitOneToOne(t testing.TB) {
+	t.Helper()
+	framework.Eventually(t, 3*time.Minute, "instances and NodeClaims one to one", func() (bool, string) {
+		states := instances(t)
+		var problems []string
+		for _, nc := range framework.NodeClaims(t) {
+			if s := states[instanceID(nc.Status.ProviderID)]; nc.Status.ProviderID == "" || (s != "running" && s != "pending") {
+				problems = append(problems, fmt.Sprintf("NodeClaim %s has instance %q (%s)", nc.Name, nc.Status.ProviderID, s))
+			}
+		}
+		for _, stray := range strayInstances(t) {
+			problems = append(problems, "instance "+stray+" has no NodeClaim")
+		}
+		return len(problems) == 0, strings.Join(problems, "; ")
+	})
 }
 
 // strayInstances are the instances running (or about to) that no current

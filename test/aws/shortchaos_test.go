@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -94,19 +93,7 @@ spec:
 	})
 
 	// Every instance has a NodeClaim, and every NodeClaim an instance.
-	framework.Eventually(t, 3*time.Minute, "instances and NodeClaims one to one", func() (bool, string) {
-		states := instances(t)
-		var problems []string
-		for _, nc := range framework.NodeClaims(t) {
-			if s := states[instanceID(nc.Status.ProviderID)]; nc.Status.ProviderID == "" || (s != "running" && s != "pending") {
-				problems = append(problems, fmt.Sprintf("NodeClaim %s has instance %q (%s)", nc.Name, nc.Status.ProviderID, s))
-			}
-		}
-		for _, stray := range strayInstances(t) {
-			problems = append(problems, "instance "+stray+" has no NodeClaim")
-		}
-		return len(problems) == 0, strings.Join(problems, "; ")
-	})
+	waitOneToOne(t)
 	// Pods were removed directly (not evicted) only on the repaired node.
 	for _, ev := range eventsOn(t, "TerminationGracePeriodExpiring") {
 		if ev.InvolvedObject.Name != dead.Name {
