@@ -38,6 +38,9 @@ type StatusPoller struct {
 	Clock    clock.Clock
 	// Period is how often to poll; StatusPeriod when zero.
 	Period time.Duration
+	// Policies judge the nodes that count against node repair's limit
+	// besides the impaired ones; repair.EKSPolicies when nil.
+	Policies []repair.Policy
 
 	denied bool
 	// seen holds the findings already counted in the metric, so that one
@@ -148,11 +151,16 @@ func (p *StatusPoller) act(ctx context.Context, f instancestatus.Finding, nc *v1
 		metrics.NodeClaimsDisrupted.WithLabelValues(string(f.Category), pool).Inc()
 		return nil
 	}
-	if nc.DeletionTimestamp != nil && forcedAlready(nc, p.Clock.Now()) {
+	if nc.DeletionTimestamp != nil && repair.Forced(nc, p.Clock.Now()) {
 		return nil
 	}
+	policies := p.Policies
+	if policies == nil {
+		policies = repair.EKSPolicies
+	}
 	ok, msg, err := repair.FewUnhealthy(ctx, p.Client, pool, func(n *corev1.Node) bool {
-		return broken[n.Name] || notReady(n)
+		bad, _ := repair.Unhealthy(n, policies)
+		return broken[n.Name] || bad != nil
 	})
 	if err != nil {
 		return err
@@ -170,22 +178,4 @@ func (p *StatusPoller) act(ctx context.Context, f instancestatus.Finding, nc *v1
 	logger.Info("deleting unhealthy instance", "action", "ForcefulTermination")
 	metrics.NodeClaimsDisrupted.WithLabelValues(string(f.Category), pool).Inc()
 	return nil
-}
-
-// forcedAlready reports whether a NodeClaim's termination deadline has
-// passed: there is nothing left to bring forward.
-func forcedAlready(nc *v1.NodeClaim, now time.Time) bool {
-	ts, err := time.Parse(time.RFC3339, nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp])
-	return err == nil && !ts.After(now)
-}
-
-// notReady is node repair's own judgement of a node without the EKS
-// monitoring agent: its kubelet says it is not Ready, or stopped saying.
-func notReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status != corev1.ConditionTrue
-		}
-	}
-	return false
 }

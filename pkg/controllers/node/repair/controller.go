@@ -153,10 +153,16 @@ func (c *Controller) nodeClaim(ctx context.Context, node *corev1.Node) (*v1.Node
 // unhealthy returns the node's condition that matches a policy and is due
 // first, with that policy.
 func (c *Controller) unhealthy(node *corev1.Node) (*corev1.NodeCondition, Policy) {
+	return Unhealthy(node, c.Policies)
+}
+
+// Unhealthy returns the node's condition that matches one of the policies
+// and is due first, with that policy; nil when none matches.
+func Unhealthy(node *corev1.Node, policies []Policy) (*corev1.NodeCondition, Policy) {
 	var due time.Time
 	var bad *corev1.NodeCondition
 	var which Policy
-	for _, p := range c.Policies {
+	for _, p := range policies {
 		cond := condition(node, p.ConditionType)
 		if cond == nil || cond.Status != p.ConditionStatus {
 			continue
@@ -207,13 +213,20 @@ func FewUnhealthy(ctx context.Context, kube client.Reader, pool string, unhealth
 	return false, fmt.Sprintf("Cannot repair the node: %d of %d nodes in %s are unhealthy, more than the %s node repair allows", bad, len(nodes.Items), where, MaxUnhealthy.String()), nil
 }
 
+// Forced reports whether the NodeClaim's termination deadline has come: its
+// drain waits for nothing any more.
+func Forced(nc *v1.NodeClaim, now time.Time) bool {
+	ts, err := time.Parse(time.RFC3339, nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp])
+	return err == nil && !ts.After(now)
+}
+
 // Terminate deletes a broken node's NodeClaim forcefully: its termination
 // timestamp is set to now, so the drain does not wait for PDBs or
 // do-not-disrupt. It reports whether this call started the deletion; a
 // NodeClaim already being deleted only has its deadline brought forward.
 func Terminate(ctx context.Context, kube client.Client, nc *v1.NodeClaim, now time.Time) (bool, error) {
 	now = now.UTC()
-	if ts, err := time.Parse(time.RFC3339, nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp]); err != nil || ts.After(now) {
+	if !Forced(nc, now) {
 		stored := nc.DeepCopy()
 		if nc.Annotations == nil {
 			nc.Annotations = map[string]string{}
