@@ -677,6 +677,21 @@ func (c *CloudProvider) amiDrifted(ctx context.Context, nc *awsv1.EC2NodeClass, 
 	if image == "" || len(nc.Status.AMIs) == 0 {
 		return false, nil
 	}
+	// An image the class no longer has is drifted whatever the type, and
+	// a class of one image maps it to every type it boots: only a class of
+	// several needs the node's type to tell.
+	n := 0
+	for _, a := range nc.Status.AMIs {
+		if a.ID == image {
+			n++
+		}
+	}
+	if n == 0 {
+		return true, nil
+	}
+	if len(nc.Status.AMIs) == 1 {
+		return false, nil
+	}
 	its, err := c.opts.InstanceTypes.List(ctx, nc)
 	if err != nil {
 		return false, err

@@ -153,6 +153,12 @@ func (p *Provider) Invalidate(name string) {
 // lookup returns a template known and used within the TTL, and restarts
 // its TTL: a template in use stays known, and Sweep leaves it alone.
 func (p *Provider) lookup(name string) (LaunchTemplate, bool) {
+	return p.find(name, true)
+}
+
+// find returns a template known and used within the TTL, restarting its TTL
+// when touch is set and forgetting it when it has expired.
+func (p *Provider) find(name string, touch bool) (LaunchTemplate, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k, ok := p.known[name]
@@ -161,8 +167,10 @@ func (p *Provider) lookup(name string) (LaunchTemplate, bool) {
 		delete(p.known, name)
 		return LaunchTemplate{}, false
 	}
-	k.expires = now.Add(p.ttl)
-	p.known[name] = k
+	if touch {
+		k.expires = now.Add(p.ttl)
+		p.known[name] = k
+	}
 	return k.lt, true
 }
 
@@ -214,7 +222,7 @@ func (p *Provider) Sweep(ctx context.Context) (int, error) {
 			if !strings.HasPrefix(name, NamePrefix) || lt.CreateTime == nil || now.Sub(*lt.CreateTime) < p.ttl {
 				continue
 			}
-			if _, ok := p.lookupQuiet(name); ok {
+			if _, ok := p.find(name, false); ok {
 				continue
 			}
 			if _, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: lt.LaunchTemplateId}); err != nil && !isNotFound(err) {
@@ -225,17 +233,6 @@ func (p *Provider) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	return deleted, errors.Join(errs...)
-}
-
-// lookupQuiet is lookup without restarting the TTL.
-func (p *Provider) lookupQuiet(name string) (LaunchTemplate, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	k, ok := p.known[name]
-	if !ok || !p.clock.Now().Before(k.expires) {
-		return LaunchTemplate{}, false
-	}
-	return k.lt, true
 }
 
 // create makes the template, or finds it when it exists: the name is the
