@@ -344,15 +344,7 @@ func TestDeleteForNodeClass(t *testing.T) {
 	if err := p.DeleteForNodeClass(ctx, "default"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := motoEC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var left []string
-	for _, lt := range out.LaunchTemplates {
-		left = append(left, aws.ToString(lt.LaunchTemplateId))
-	}
-	sort.Strings(left)
+	left := templateIDs(t, motoEC2)
 	want := []string{kept.ID, otherCluster.ID}
 	sort.Strings(want)
 	if !reflect.DeepEqual(left, want) {
@@ -438,18 +430,25 @@ func TestSweepDeletesUnusedTemplates(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("Sweep deleted %d (%v), want 1", n, err)
 	}
-	out, err := motoEC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var left []string
-	for _, lt := range out.LaunchTemplates {
-		left = append(left, aws.ToString(lt.LaunchTemplateId))
-	}
-	sort.Strings(left)
+	left := templateIDs(t, motoEC2)
 	want := []string{used.ID, elsewhere.ID}
 	sort.Strings(want)
 	if !reflect.DeepEqual(left, want) {
 		t.Errorf("left %v, want the used one and the other cluster's %v (unused was %s)", left, want, unused.ID)
 	}
+}
+
+// templateIDs are the IDs of every template in EC2, sorted.
+func templateIDs(t *testing.T, api EC2API) []string {
+	t.Helper()
+	out, err := api.DescribeLaunchTemplates(context.Background(), &ec2.DescribeLaunchTemplatesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, lt := range out.LaunchTemplates {
+		ids = append(ids, aws.ToString(lt.LaunchTemplateId))
+	}
+	sort.Strings(ids)
+	return ids
 }
