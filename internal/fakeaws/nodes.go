@@ -288,8 +288,13 @@ func (b *nodeBooter) register(ctx context.Context, inst ec2types.Instance, boot 
 		m.ENIMaxPods = *n.MaximumNetworkInterfaces*(*n.Ipv4AddressesPerInterface-1) + 2
 	}
 	m.Extended = b.extendedResources(boot.InstanceType, info)
-	if m.EphemeralStorageGiB, err = b.storage(ctx, inst, img, family); err != nil {
+	rootGiB, err := b.storage(ctx, inst, img, family)
+	if err != nil {
 		return "", family, err
+	}
+	m.EphemeralStorage = *resource.NewQuantity(rootGiB<<30, resource.BinarySI)
+	if q, ok := instanceStore(info, cfg.LocalStorage); ok {
+		m.EphemeralStorage = q
 	}
 	node, err := kubelet.Node(m, cfg)
 	if err != nil {
@@ -482,6 +487,25 @@ func (b *nodeBooter) storage(ctx context.Context, inst ec2types.Instance, img im
 		}
 	}
 	return 20, nil
+}
+
+// instanceStore is the kubelet's volume when the user data builds an array
+// of the instance store disks: EC2 sizes them in decimal gigabytes. A type
+// without disks leaves the setup nothing to do, and the kubelet on the root
+// volume, as on a real node.
+func instanceStore(info *ec2types.InstanceTypeInfo, strategy userdata.LocalStorage) (resource.Quantity, bool) {
+	if info.InstanceStorageInfo == nil || aws.ToInt64(info.InstanceStorageInfo.TotalSizeInGB) == 0 {
+		return resource.Quantity{}, false
+	}
+	gb := aws.ToInt64(info.InstanceStorageInfo.TotalSizeInGB)
+	switch strategy {
+	case userdata.LocalStorageRAID0:
+	case userdata.LocalStorageRAID10:
+		gb /= 2
+	default:
+		return resource.Quantity{}, false
+	}
+	return *resource.NewQuantity(gb*1000*1000*1000, resource.DecimalSI), true
 }
 
 func templateVolume(disks []ec2types.LaunchTemplateBlockDeviceMapping, device string) int64 {

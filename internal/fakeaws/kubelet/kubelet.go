@@ -52,9 +52,10 @@ type Machine struct {
 	// ENIMaxPods is the image's default max pods for the type (the ENI
 	// limit), used when the user data sets none.
 	ENIMaxPods int32
-	// EphemeralStorageGiB is the size of the volume the kubelet's root
-	// directory lives on (the root volume, or Bottlerocket's data volume).
-	EphemeralStorageGiB int64
+	// EphemeralStorage is the size of the volume the kubelet's root
+	// directory lives on: the root volume, Bottlerocket's data volume, or
+	// the instance store's array when the user data builds one.
+	EphemeralStorage resource.Quantity
 	// Extended are device-plugin resources such as nvidia.com/gpu.
 	Extended corev1.ResourceList
 	// KubeletVersion is reported in the Node's status.
@@ -79,7 +80,7 @@ func Node(m Machine, cfg *userdata.Config) (*corev1.Node, error) {
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(m.VCPUs, resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(memKi*1024, resource.BinarySI),
-		corev1.ResourceEphemeralStorage: *resource.NewQuantity(m.EphemeralStorageGiB*1024*1024*1024, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: m.EphemeralStorage,
 		corev1.ResourcePods:             *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
 	}
 	for k, v := range m.Extended {

@@ -14,7 +14,7 @@ func m5large() Machine {
 	return Machine{
 		Name: "ip-10-0-1-2.ec2.internal", ProviderID: "aws:///us-east-1a/i-0123", InstanceID: "i-0123",
 		InstanceType: "m5.large", Region: "us-east-1", Zone: "us-east-1a", ZoneID: "use1-az1", PrivateIP: "10.0.1.2",
-		Arch: "amd64", VCPUs: 2, MemoryMiB: 8192, ENIMaxPods: 29, EphemeralStorageGiB: 20,
+		Arch: "amd64", VCPUs: 2, MemoryMiB: 8192, ENIMaxPods: 29, EphemeralStorage: resource.MustParse("20Gi"),
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 
 type bottlerocketSettings struct {
 	Settings struct {
-		Kubernetes struct {
+		BootstrapCommands map[string]bottlerocketCommand `toml:"bootstrap-commands"`
+		Kubernetes        struct {
 			ClusterName        string            `toml:"cluster-name"`
 			APIServer          string            `toml:"api-server"`
 			ClusterCertificate string            `toml:"cluster-certificate"`
@@ -86,7 +87,59 @@ func decodeBottlerocket(raw []byte) (*Config, error) {
 		}
 		c.EvictionHard = k.EvictionHard
 	}
+	if c.LocalStorage, err = bottlerocketLocalStorage(s.Settings.BootstrapCommands); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// bottlerocketCommand is one [settings.bootstrap-commands.<name>] entry.
+type bottlerocketCommand struct {
+	Commands  [][]string `toml:"commands"`
+	Mode      string     `toml:"mode"`
+	Essential bool       `toml:"essential"`
+}
+
+// bottlerocketLocalStorage reads the bootstrap commands as Bottlerocket
+// runs them: "apiclient ephemeral-storage init" builds a RAID0 array of the
+// instance store disks (its default), and "bind --dirs" moves directories
+// onto it; the kubelet's storage is the array only when both run, init
+// first, and /var/lib/kubelet is among the bound directories.
+func bottlerocketLocalStorage(cmds map[string]bottlerocketCommand) (LocalStorage, error) {
+	names := make([]string, 0, len(cmds))
+	for name, cmd := range cmds {
+		switch cmd.Mode {
+		case "always", "once", "off":
+		default:
+			return "", fmt.Errorf("bottlerocket: settings.bootstrap-commands.%s.mode %q: must be always, once or off", name, cmd.Mode)
+		}
+		if cmd.Mode != "off" {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	initialized := false
+	for _, name := range names {
+		for _, argv := range cmds[name].Commands {
+			if len(argv) < 3 || argv[0] != "apiclient" || argv[1] != "ephemeral-storage" {
+				continue
+			}
+			switch argv[2] {
+			case "init":
+				initialized = true
+			case "bind":
+				if !initialized {
+					return "", fmt.Errorf("bottlerocket: settings.bootstrap-commands.%s: apiclient ephemeral-storage bind before init fails, and the node with it", name)
+				}
+				for _, dir := range argv[3:] {
+					if dir == "/var/lib/kubelet" {
+						return LocalStorageRAID0, nil
+					}
+				}
+			}
+		}
+	}
+	return "", nil
 }
 
 // bottlerocketTaints reads node-taints: each key maps to "value:Effect" or a

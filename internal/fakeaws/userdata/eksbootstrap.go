@@ -106,6 +106,13 @@ func bootstrapArgs(args []string) (*Config, error) {
 			return nil, fmt.Errorf("bootstrap.sh: --kubelet-extra-args: %w", err)
 		}
 	}
+	if disks, ok := opts["--local-disks"]; ok {
+		strategy, known := map[string]LocalStorage{"raid0": LocalStorageRAID0, "raid10": LocalStorageRAID10, "mount": LocalStorageMount}[disks]
+		if !known {
+			return nil, fmt.Errorf("bootstrap.sh: --local-disks %q: setup-local-disks takes raid0, raid10 or mount", disks)
+		}
+		c.LocalStorage = strategy
+	}
 	if c.MaxPods == nil && !useMaxPods {
 		// Without --use-max-pods the kubelet keeps its own default.
 		n := int32(110)

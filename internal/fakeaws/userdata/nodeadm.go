@@ -34,6 +34,11 @@ type nodeConfig struct {
 			CertificateAuthority []byte `json:"certificateAuthority"`
 			CIDR                 string `json:"cidr"`
 		} `json:"cluster"`
+		Instance struct {
+			LocalStorage struct {
+				Strategy LocalStorage `json:"strategy"`
+			} `json:"localStorage"`
+		} `json:"instance"`
 		Kubelet struct {
 			Config json.RawMessage `json:"config"`
 			Flags  []string        `json:"flags"`
@@ -151,6 +156,12 @@ func decodeNodeadm(raw []byte) (*Config, error) {
 	}
 	if err := c.kubeletFlags(nc.Spec.Kubelet.Flags); err != nil {
 		return nil, fmt.Errorf("nodeadm: spec.kubelet.flags: %w", err)
+	}
+	switch s := nc.Spec.Instance.LocalStorage.Strategy; s {
+	case "", LocalStorageRAID0, LocalStorageRAID10, LocalStorageMount:
+		c.LocalStorage = s
+	default:
+		return nil, fmt.Errorf("nodeadm: spec.instance.localStorage.strategy %q: must be one of RAID0, RAID10, Mount", s)
 	}
 	return c, nil
 }

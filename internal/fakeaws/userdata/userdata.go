@@ -51,10 +51,27 @@ type Config struct {
 	Taints         []corev1.Taint
 	KubeReserved   corev1.ResourceList
 	SystemReserved corev1.ResourceList
+	// LocalStorage is how the bootstrap sets up the instance store disks
+	// for the kubelet: "" leaves them alone, so the kubelet's directory
+	// stays on the root volume.
+	LocalStorage LocalStorage
 	// EvictionHard maps a signal (memory.available, nodefs.available, ...)
 	// to a quantity or a percentage, as the kubelet's configuration does.
 	EvictionHard map[string]string
 }
+
+// LocalStorage is an instance store strategy, in nodeadm's words.
+type LocalStorage string
+
+// The strategies the images offer. RAID0 stripes every disk into one
+// volume; RAID10 mirrors pairs of stripes, so the volume is half the disks;
+// Mount mounts each disk on its own and leaves the kubelet on the root
+// volume.
+const (
+	LocalStorageRAID0  LocalStorage = "RAID0"
+	LocalStorageRAID10 LocalStorage = "RAID10"
+	LocalStorageMount  LocalStorage = "Mount"
+)
 
 // Decode reads raw (the user data, already base64-decoded) as family's
 // bootstrap does.

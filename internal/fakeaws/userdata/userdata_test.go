@@ -303,3 +303,72 @@ func TestParseTaints(t *testing.T) {
 		}
 	}
 }
+
+// brRAID0 is Bottlerocket's instance store setup: init builds the array,
+// bind moves the kubelet's directory onto it.
+const brRAID0 = `
+[settings.bootstrap-commands.000-mount-instance-storage]
+commands = [['apiclient', 'ephemeral-storage', 'init'], ['apiclient', 'ephemeral-storage', 'bind', '--dirs', '/var/lib/containerd', '/var/lib/kubelet', '/var/log/pods']]
+essential = true
+mode = 'always'
+`
+
+// TestDecodeLocalStorage: the kubelet's volume is the instance store array
+// only when the image's own setup is asked for it, in each image's words.
+func TestDecodeLocalStorage(t *testing.T) {
+	nodeadmInstance := func(strategy string) string {
+		return strings.Replace(al2023Sample, "    cidr: 10.96.0.0/16\n", "    cidr: 10.96.0.0/16\n  instance:\n    localStorage:\n      strategy: "+strategy+"\n", 1)
+	}
+	localDisks := func(v string) string {
+		return strings.Replace(al2Sample, "--use-max-pods false", "--local-disks "+v+" --use-max-pods false", 1)
+	}
+	tests := []struct {
+		name   string
+		family Family
+		data   string
+		want   LocalStorage
+	}{
+		{"al2023 without instance settings", AL2023, al2023Sample, ""},
+		{"al2023 RAID0", AL2023, nodeadmInstance("RAID0"), LocalStorageRAID0},
+		{"al2023 RAID10", AL2023, nodeadmInstance("RAID10"), LocalStorageRAID10},
+		{"al2023 Mount", AL2023, nodeadmInstance("Mount"), LocalStorageMount},
+		{"al2 without --local-disks", AL2, al2Sample, ""},
+		{"al2 --local-disks raid0", AL2, localDisks("raid0"), LocalStorageRAID0},
+		{"al2 --local-disks mount", AL2, localDisks("mount"), LocalStorageMount},
+		{"bottlerocket without bootstrap commands", Bottlerocket, bottlerocketSample, ""},
+		{"bottlerocket init and bind", Bottlerocket, bottlerocketSample + brRAID0, LocalStorageRAID0},
+		{"bottlerocket command turned off", Bottlerocket, bottlerocketSample + strings.Replace(brRAID0, "'always'", "'off'", 1), ""},
+		{"bottlerocket bind without the kubelet", Bottlerocket, bottlerocketSample + strings.Replace(brRAID0, "'/var/lib/kubelet', ", "", 1), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Decode(tt.family, []byte(tt.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.LocalStorage != tt.want {
+				t.Errorf("LocalStorage = %q, want %q", c.LocalStorage, tt.want)
+			}
+		})
+	}
+
+	bad := []struct {
+		name   string
+		family Family
+		data   string
+		want   string
+	}{
+		{"al2023 lower-case raid0", AL2023, nodeadmInstance("raid0"), `strategy "raid0": must be one of RAID0, RAID10, Mount`},
+		{"al2 unknown --local-disks", AL2, localDisks("raid5"), `--local-disks "raid5"`},
+		{"bottlerocket bind before init", Bottlerocket, bottlerocketSample + strings.Replace(brRAID0, "['apiclient', 'ephemeral-storage', 'init'], ", "", 1), "bind before init"},
+		{"bottlerocket bad mode", Bottlerocket, bottlerocketSample + strings.Replace(brRAID0, "'always'", "'sometimes'", 1), "mode \"sometimes\""},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode(tt.family, []byte(tt.data))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Decode error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}

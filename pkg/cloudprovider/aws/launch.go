@@ -129,6 +129,7 @@ func (l *Launcher) input(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, maxPod
 		ClusterCIDR: l.Cluster.ServiceCIDR, ClusterDNS: l.Cluster.DNS,
 		Labels: nodeClaim.Labels, Taints: taints, StartupTaints: nodeClaim.Spec.StartupTaints,
 		Kubelet: kubelet, MaxPods: maxPods, CustomUserData: nc.Spec.UserData,
+		InstanceStoreRAID0: nc.Spec.InstanceStorePolicy != nil && *nc.Spec.InstanceStorePolicy == awsv1.InstanceStorePolicyRAID0,
 	}
 }
 

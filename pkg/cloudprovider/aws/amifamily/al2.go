@@ -30,6 +30,11 @@ func bootstrapScript(in Input) string {
 	if in.ipv6() {
 		b.WriteString(" \\\n--ip-family ipv6")
 	}
+	if in.InstanceStoreRAID0 {
+		// bootstrap.sh's setup-local-disks builds the array and bind-mounts
+		// the kubelet's and containerd's directories onto it.
+		b.WriteString(" \\\n--local-disks raid0")
+	}
 	if dns := in.clusterDNS(); len(dns) > 0 {
 		fmt.Fprintf(&b, " \\\n--dns-cluster-ip %s", q(dns[0]))
 	}

@@ -16,8 +16,21 @@ type nodeConfig struct {
 }
 
 type nodeConfigSpec struct {
-	Cluster nodeConfigCluster `json:"cluster"`
-	Kubelet nodeConfigKubelet `json:"kubelet"`
+	Cluster  nodeConfigCluster   `json:"cluster"`
+	Instance *nodeConfigInstance `json:"instance,omitempty"`
+	Kubelet  nodeConfigKubelet   `json:"kubelet"`
+}
+
+// nodeConfigInstance is nodeadm's spec.instance; Joiner sets only the local
+// storage strategy, which makes nodeadm build an md RAID0 array of the NVMe
+// instance store disks and mount the kubelet's, containerd's and the pod
+// logs' directories on it before the kubelet starts.
+type nodeConfigInstance struct {
+	LocalStorage nodeConfigLocalStorage `json:"localStorage"`
+}
+
+type nodeConfigLocalStorage struct {
+	Strategy string `json:"strategy"`
 }
 
 type nodeConfigCluster struct {
@@ -89,6 +102,9 @@ func nodeConfigYAML(in Input) (string, error) {
 			},
 			Kubelet: nodeConfigKubelet{Config: kubelet},
 		},
+	}
+	if in.InstanceStoreRAID0 {
+		config.Spec.Instance = &nodeConfigInstance{LocalStorage: nodeConfigLocalStorage{Strategy: "RAID0"}}
 	}
 	if f := in.nodeLabelsFlag(); f != "" {
 		config.Spec.Kubelet.Flags = []string{f}

@@ -104,6 +104,24 @@ func bottlerocketUserData(in Input) (string, error) {
 			k8s["cpu-cfs-quota-enforced"] = *k.CPUCFSQuota
 		}
 	}
+	if in.InstanceStoreRAID0 {
+		commands, err := table(settings, "bootstrap-commands", "settings.")
+		if err != nil {
+			return "", err
+		}
+		// Bootstrap commands run in the order of their names, before the
+		// kubelet starts: "000-" puts the disks ahead of the user's own.
+		// init stripes every instance store disk into one array; bind moves
+		// the directories that hold images, pod volumes and logs onto it.
+		commands[bottlerocketInstanceStoreCommand] = map[string]any{
+			"commands": [][]string{
+				{"apiclient", "ephemeral-storage", "init"},
+				{"apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"},
+			},
+			"mode":      "always",
+			"essential": true,
+		}
+	}
 	// Joiner's nodes join no Auto Scaling group: waiting for one would hold
 	// the kubelet forever.
 	if autoscaling, ok := settings["autoscaling"].(map[string]any); ok {
@@ -117,6 +135,11 @@ func bottlerocketUserData(in Input) (string, error) {
 	}
 	return string(out), nil
 }
+
+// bottlerocketInstanceStoreCommand is the bootstrap command that sets up
+// the instance store. Karpenter uses the same name, so a user's TOML that
+// overrides it keeps working.
+const bottlerocketInstanceStoreCommand = "000-mount-instance-storage"
 
 // table returns doc[key] as a table, creating it when absent; a key that
 // holds something else is the user's mistake, named with its path.

@@ -40,6 +40,12 @@ type Input struct {
 	MaxPods int32
 	// CustomUserData is spec.userData, merged as each family allows.
 	CustomUserData *string
+	// InstanceStoreRAID0 is spec.instanceStorePolicy: RAID0. The scheduler
+	// planned the node's ephemeral storage as the instance store's size, so
+	// the image must stripe the NVMe disks and move the kubelet's and
+	// containerd's directories onto them; without it the pods planned for
+	// that space would never fit on the root volume.
+	InstanceStoreRAID0 bool
 }
 
 // UserData is the base64 user data of a launch template for the family.

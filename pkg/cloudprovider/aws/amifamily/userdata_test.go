@@ -69,6 +69,11 @@ func fullKubelet(in Input) Input {
 	return in
 }
 
+func raid0(in Input) Input {
+	in.InstanceStoreRAID0 = true
+	return in
+}
+
 func withUserData(in Input, s string) Input {
 	in.CustomUserData = &s
 	return in
@@ -123,6 +128,13 @@ should-wait = true
 [settings.ntp]
 time-servers = ["169.254.169.123"]
 `
+	// userTOMLBootstrap has a bootstrap command of the user's, which the
+	// instance store's must join, not replace.
+	userTOMLBootstrap = `[settings.bootstrap-commands.100-sysctl]
+commands = [["sysctl", "-w", "vm.max_map_count=262144"]]
+mode = "always"
+essential = false
+`
 	userPowerShell = "<powershell>\nWrite-Host \"user script\"\n</powershell>"
 )
 
@@ -147,6 +159,9 @@ func TestUserDataGolden(t *testing.T) {
 		{"windows2022", awsv1.AMIFamilyWindows2022, baseInput()},
 		{"windows2022_merged", awsv1.AMIFamilyWindows2022, withUserData(baseInput(), userPowerShell)},
 		{"custom", awsv1.AMIFamilyCustom, withUserData(baseInput(), shellScript)},
+		{"al2023_raid0", awsv1.AMIFamilyAL2023, raid0(baseInput())},
+		{"al2_raid0", awsv1.AMIFamilyAL2, raid0(baseInput())},
+		{"bottlerocket_raid0", awsv1.AMIFamilyBottlerocket, raid0(withUserData(baseInput(), userTOMLBootstrap))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

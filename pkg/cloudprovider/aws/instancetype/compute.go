@@ -452,8 +452,11 @@ func extendedResources(info ec2types.InstanceTypeInfo, family amiFamily) map[cor
 // ephemeralStorage is the size of the volume that holds the kubelet's
 // directories: the instance store under RAID0, else the root volume the
 // class maps (or, for the family's device, sizes), else the default.
+// Windows has no RAID0 setup in its bootstrap, so its nodes keep the root
+// volume whatever the policy says; a Custom image's user data is the
+// user's, who chose the policy and sets the array up.
 func ephemeralStorage(info ec2types.InstanceTypeInfo, family amiFamily, in Inputs) (resource.Quantity, error) {
-	if in.InstanceStorePolicy != nil && *in.InstanceStorePolicy == awsv1.InstanceStorePolicyRAID0 &&
+	if in.InstanceStorePolicy != nil && *in.InstanceStorePolicy == awsv1.InstanceStorePolicyRAID0 && !family.windows &&
 		info.InstanceStorageInfo != nil && info.InstanceStorageInfo.TotalSizeInGB != nil {
 		return *resource.NewQuantity(*info.InstanceStorageInfo.TotalSizeInGB*1000*1000*1000, resource.DecimalSI), nil
 	}
