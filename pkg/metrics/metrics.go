@@ -37,8 +37,61 @@ var (
 	// NodeClaimsDisrupted counts NodeClaims disrupted, by reason.
 	NodeClaimsDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "disrupted_total",
-		Help: "NodeClaims removed by voluntary disruption, by reason (empty, underutilized, drifted, expired) and NodePool.",
-	}, []string{"reason", "nodepool"})
+		Help: "NodeClaims removed by disruption, by reason (empty, underutilized, drifted, expired, unhealthy, a status-check category), NodePool and capacity type.",
+	}, []string{"reason", "nodepool", "capacity_type"})
+	// NodesCreated counts Nodes that registered for a NodeClaim.
+	NodesCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "nodes", Name: "created_total",
+		Help: "Nodes that joined the cluster for one of Joiner's NodeClaims, by NodePool.",
+	}, []string{"nodepool"})
+	// NodesTerminated counts Nodes whose termination finalizer Joiner removed.
+	NodesTerminated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "nodes", Name: "terminated_total",
+		Help: "Nodes Joiner drained and let go, by NodePool.",
+	}, []string{"nodepool"})
+	// NodesTerminationDuration is a summary, as Karpenter's is: the
+	// performance dashboard reads its quantiles directly.
+	NodesTerminationDuration = prometheus.NewSummaryVec(prometheus.SummaryOpts{
+		Namespace: "karpenter", Subsystem: "nodes", Name: "termination_duration_seconds",
+		Help:       "Seconds from a Node's deletion to the removal of its finalizer (drain and instance termination), by NodePool.",
+		Objectives: summaryObjectives,
+	}, []string{"nodepool"})
+	// PodsStartupDuration is a summary for the same reason.
+	PodsStartupDuration = prometheus.NewSummary(prometheus.SummaryOpts{
+		Namespace: "karpenter", Subsystem: "pods", Name: "startup_duration_seconds",
+		Help:       "Seconds from a pod's creation to its Running phase, each pod once.",
+		Objectives: summaryObjectives,
+	})
+	// DisruptionDecisions counts the commands the disruption controller
+	// carried out.
+	DisruptionDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decisions_total",
+		Help: "Voluntary disruption commands carried out, by decision (delete, replace), reason (empty, underutilized, drifted) and consolidation type (empty, single, multi; empty for drift).",
+	}, []string{"decision", "reason", "consolidation_type"})
+	// DisruptionEligibleNodes is set on every disruption pass.
+	DisruptionEligibleNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "eligible_nodes",
+		Help: "Nodes the last disruption pass could disrupt for each reason (empty, underutilized, drifted).",
+	}, []string{"reason"})
+	// The allocation controller's three histograms are what Karpenter's
+	// getting-started "allocation" dashboard still queries, from before
+	// NodePools; Karpenter no longer serves them, Joiner does, so that
+	// dashboard draws. provisioner is the NodePool.
+	AllocationScheduling = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "allocation_controller", Name: "scheduling_duration_seconds",
+		Help:    "Seconds one provisioning pass took, from reading the pending pods to creating its NodeClaims, by NodePool (provisioner) of the NodeClaims it created.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	}, []string{"provisioner"})
+	AllocationBinpacking = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "allocation_controller", Name: "binpacking_duration_seconds",
+		Help:    "Seconds the scheduling core took to pack one provisioning pass's pods onto nodes.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	})
+	AllocationBind = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "allocation_controller", Name: "bind_duration_seconds",
+		Help:    "Seconds from a pod's nomination to a NodeClaim Joiner created to kube-scheduler binding it, each pod once.",
+		Buckets: prometheus.ExponentialBuckets(0.25, 2, 14),
+	})
 	// SchedulingDuration times one provisioning plan.
 	SchedulingDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "karpenter", Subsystem: "provisioner", Name: "scheduling_duration_seconds",
@@ -74,8 +127,14 @@ var (
 	}, []string{"category"})
 )
 
+// summaryObjectives are the quantiles Karpenter's summaries publish, with
+// their tolerated errors.
+var summaryObjectives = map[float64]float64{0: 0, 0.5: 0.05, 0.9: 0.01, 0.99: 0.001, 1: 0}
+
 func init() {
 	crmetrics.Registry.MustRegister(NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
 		NodeClaimsTerminated, NodeClaimsDisrupted, SchedulingDuration, UnschedulablePods,
-		InterruptionReceived, InterruptionDeleted, InterruptionQueueDuration, InstanceStatusUnhealthy)
+		InterruptionReceived, InterruptionDeleted, InterruptionQueueDuration, InstanceStatusUnhealthy,
+		NodesCreated, NodesTerminated, NodesTerminationDuration, PodsStartupDuration,
+		DisruptionDecisions, DisruptionEligibleNodes, AllocationScheduling, AllocationBinpacking, AllocationBind)
 }

@@ -10,6 +10,7 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	disruptionctrl "github.com/joiner-autoscaler/joiner/pkg/controllers/disruption"
+	clustermetrics "github.com/joiner-autoscaler/joiner/pkg/controllers/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/node/repair"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/node/termination"
 	ncdisruption "github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/disruption"
@@ -32,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -149,6 +151,14 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := mgr.Add(&garbagecollection.Controller{Client: mgr.GetClient(), CloudProvider: provider, Clock: clk,
 		Interval: opts.GarbageCollectInterval, MinAge: opts.GarbageCollectMinAge}); err != nil {
 		return err
+	}
+	if !opts.DisableClusterStateObservability {
+		if err := crmetrics.Registry.Register(&clustermetrics.State{Reader: mgr.GetClient()}); err != nil {
+			return err
+		}
+		if err := mgr.Add(&clustermetrics.Pods{Cache: mgr.GetCache(), Reader: mgr.GetClient(), Clock: clk}); err != nil {
+			return err
+		}
 	}
 	logger.Info("starting joiner", "cloud-provider", opts.CloudProvider, "batch-idle-duration", opts.BatchIdleDuration.String(), "batch-max-duration", opts.BatchMaxDuration.String(),
 		"preference-policy", string(sched.PreferencePolicy), "min-values-policy", string(sched.MinValuesPolicy), "node-repair", opts.FeatureGates.NodeRepair)

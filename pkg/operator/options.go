@@ -30,12 +30,15 @@ type Options struct {
 	KubeClientQPS         int
 	KubeClientBurst       int
 	DisableLeaderElection bool
-	LeaderElectionName    string
-	LeaderElectionNS      string
-	PreferencePolicy      string
-	MinValuesPolicy       string
-	FeatureGates          FeatureGates
-	InterruptionQueue     string
+	// DisableClusterStateObservability turns off the scrape-time
+	// cluster-state gauges (nodes, pods, NodePools) and the pod timings.
+	DisableClusterStateObservability bool
+	LeaderElectionName               string
+	LeaderElectionNS                 string
+	PreferencePolicy                 string
+	MinValuesPolicy                  string
+	FeatureGates                     FeatureGates
+	InterruptionQueue                string
 	// The aws provider's settings, as Karpenter's AWS provider names them.
 	ClusterCABundle         string
 	IsolatedVPC             bool
@@ -166,6 +169,7 @@ var settings = []setting{
 	intSetting("kube-client-qps", "KUBE_CLIENT_QPS", "200", "Kubernetes API requests per second", 1, 100000, func(o *Options) *int { return &o.KubeClientQPS }),
 	intSetting("kube-client-burst", "KUBE_CLIENT_BURST", "300", "Kubernetes API request burst", 1, 100000, func(o *Options) *int { return &o.KubeClientBurst }),
 	boolSetting("disable-leader-election", "DISABLE_LEADER_ELECTION", "false", "run without leader election (one replica only)", func(o *Options) *bool { return &o.DisableLeaderElection }),
+	boolSetting("disable-cluster-state-observability", "DISABLE_CLUSTER_STATE_OBSERVABILITY", "false", "serve no node, pod and NodePool gauges and no pod timings (karpenter_nodes_*, karpenter_pods_*, karpenter_nodepools_*)", func(o *Options) *bool { return &o.DisableClusterStateObservability }),
 	stringSetting("leader-election-name", "LEADER_ELECTION_NAME", "joiner-leader-election", "name of the leader election Lease", func(o *Options) *string { return &o.LeaderElectionName }),
 	stringSetting("leader-election-namespace", "LEADER_ELECTION_NAMESPACE", "", "namespace of the Lease; the pod's namespace or kube-system when empty", func(o *Options) *string { return &o.LeaderElectionNS }),
 	enumSetting("preference-policy", "PREFERENCE_POLICY", "Respect", "Respect preferred scheduling terms (dropped one by one while a pod does not fit) or Ignore them", []string{"Respect", "Ignore"}, func(o *Options) *string { return &o.PreferencePolicy }),

@@ -25,7 +25,8 @@ func TestGuide03UpAndDown(t *testing.T) {
 	framework.ResetCluster(t)
 	fake.ResetCalls()
 	explainBoots(t, fake)
-	j := framework.StartJoiner(t, awsEnv()...)
+	port := framework.FreePort(t)
+	j := framework.StartJoiner(t, awsEnv(fmt.Sprintf("METRICS_PORT=%d", port))...)
 	// Before Joiner stops: its finalizers must run for the cluster to empty.
 	t.Cleanup(func() { framework.ResetCluster(t) })
 	manifest := strings.Replace(framework.ReadSeed(t, "03-scale-up-down.yaml"), "consolidateAfter: 1m", "consolidateAfter: 5s", 1)
@@ -118,6 +119,27 @@ func TestGuide03UpAndDown(t *testing.T) {
 	// No running instance is left without a NodeClaim.
 	for _, stray := range strayInstances(t) {
 		t.Errorf("instance %s without a NodeClaim", stray)
+	}
+
+	// Karpenter's dashboards draw from what this walk-through did.
+	families := checkDashboardMetrics(t, port)
+	for _, want := range []struct {
+		family string
+		labels map[string]string
+		min    float64
+	}{
+		{"karpenter_nodes_created_total", map[string]string{"nodepool": "default"}, 2},
+		{"karpenter_nodes_terminated_total", map[string]string{"nodepool": "default"}, 1},
+		{"karpenter_nodeclaims_disrupted_total", map[string]string{"nodepool": "default", "reason": "underutilized", "capacity_type": "on-demand"}, 1},
+		{"karpenter_voluntary_disruption_decisions_total", map[string]string{"decision": "replace", "reason": "underutilized", "consolidation_type": "single"}, 1},
+		{"karpenter_nodes_allocatable", map[string]string{"nodepool": "default", "resource_type": "cpu", "node_name": second.Status.NodeName,
+			"instance_type": second.Labels[corev1.LabelInstanceTypeStable], "capacity_type": "on-demand"}, 1},
+		{"karpenter_nodepools_limit", map[string]string{"nodepool": "default", "resource_type": "cpu"}, 1000},
+		{"karpenter_pods_state", map[string]string{"node": second.Status.NodeName, "phase": "Running", "nodepool": "default"}, 1},
+	} {
+		if got := sumOf(families[want.family], want.labels); got < want.min {
+			t.Errorf("%s%v = %v, want at least %v", want.family, want.labels, got, want.min)
+		}
 	}
 }
 

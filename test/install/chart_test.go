@@ -139,6 +139,14 @@ func TestGuideValues(t *testing.T) {
 		args:  []string{"--set", "settings.awsFeatureGates.nodeClassCEL=false"},
 		check: func(t *testing.T, r rendered) {},
 	}, {
+		name: "cluster-state observability can be turned off",
+		args: []string{"--set", "settings.disableClusterStateObservability=true"},
+		check: func(t *testing.T, r rendered) {
+			if got := env(r.deploy.Spec.Template.Spec.Containers[0])["DISABLE_CLUSTER_STATE_OBSERVABILITY"]; got != "true" {
+				t.Errorf("DISABLE_CLUSTER_STATE_OBSERVABILITY %q", got)
+			}
+		},
+	}, {
 		name: "feature gates carry over as FEATURE_GATES",
 		args: []string{"--set", "settings.featureGates.spotToSpotConsolidation=true", "--set", "settings.featureGates.nodeRepair=true"},
 		check: func(t *testing.T, r rendered) {

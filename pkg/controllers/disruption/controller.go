@@ -16,6 +16,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -158,8 +159,12 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	c.prune(snap)
 	infos, opts, err := c.read(ctx, snap, pending)
-	if err != nil || len(infos) == 0 {
+	if err != nil {
 		return err
+	}
+	observeEligible(snap, infos)
+	if len(infos) == 0 {
+		return nil
 	}
 	byNode := map[string]*candidateInfo{}
 	cands := make([]disruption.Candidate, 0, len(infos))
@@ -341,4 +346,33 @@ func (c *Controller) explain(byNode map[string]*candidateInfo, skipped map[strin
 		c.Recorder.Event(info.node, corev1.EventTypeNormal, "DisruptionBlocked", why)
 		c.Recorder.Event(info.nc, corev1.EventTypeNormal, "DisruptionBlocked", why)
 	}
+}
+
+// observeEligible sets how many nodes this pass could disrupt for each
+// reason, before budgets: what Karpenter's dashboard plots beside the
+// decisions.
+func observeEligible(snap scheduling.Snapshot, infos []*candidateInfo) {
+	policy := map[string]v1.ConsolidationPolicy{}
+	for _, p := range snap.NodePools {
+		policy[p.NodePool.Name] = p.NodePool.Spec.Disruption.ConsolidationPolicy
+	}
+	var empty, underutilized, drifted int
+	for _, info := range infos {
+		c := info.cand
+		if !c.DriftedSince.IsZero() && (c.Blocked == "" || c.Forceable) {
+			drifted++
+		}
+		if c.Blocked != "" || !c.Consolidatable {
+			continue
+		}
+		if info.pods == 0 {
+			empty++
+		}
+		if policy[c.NodePool] == v1.ConsolidationPolicyWhenEmptyOrUnderutilized {
+			underutilized++
+		}
+	}
+	metrics.DisruptionEligibleNodes.WithLabelValues("empty").Set(float64(empty))
+	metrics.DisruptionEligibleNodes.WithLabelValues("underutilized").Set(float64(underutilized))
+	metrics.DisruptionEligibleNodes.WithLabelValues("drifted").Set(float64(drifted))
 }

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	corev1 "k8s.io/api/core/v1"
@@ -856,5 +857,25 @@ func TestRestartMidReplacement(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConsolidationType: the label Karpenter's dashboard groups decisions by.
+func TestConsolidationType(t *testing.T) {
+	one := []disruption.Candidate{{Node: "a"}}
+	two := []disruption.Candidate{{Node: "a"}, {Node: "b"}}
+	tests := []struct {
+		cmd  disruption.Command
+		want string
+	}{
+		{disruption.Command{Reason: v1.DisruptionReasonEmpty, Candidates: two}, "empty"},
+		{disruption.Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: one}, "single"},
+		{disruption.Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: two}, "multi"},
+		{disruption.Command{Reason: v1.DisruptionReasonDrifted, Candidates: one}, ""},
+	}
+	for _, tt := range tests {
+		if got := consolidationType(tt.cmd); got != tt.want {
+			t.Errorf("%s with %d candidates: %q, want %q", tt.cmd.Reason, len(tt.cmd.Candidates), got, tt.want)
+		}
 	}
 }

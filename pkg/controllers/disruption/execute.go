@@ -74,6 +74,7 @@ func (c *Controller) execute(ctx context.Context, cmd disruption.Command, byNode
 		}
 	}
 	logger.Info(decisionMessage(cmd, how, r.infos), "reason", strings.ToLower(string(cmd.Reason)), "savings", fmt.Sprintf("$%.4f/h", cmd.Savings))
+	metrics.DisruptionDecisions.WithLabelValues(how, strings.ToLower(string(cmd.Reason)), consolidationType(cmd)).Inc()
 	defer func() { c.finish(ctx, r) }()
 
 	for _, info := range r.infos {
@@ -128,7 +129,7 @@ func (c *Controller) execute(ctx context.Context, cmd disruption.Command, byNode
 			return fmt.Errorf("deleting nodeclaim %s: %w", info.nc.Name, err)
 		}
 		r.deleting[info.nc.Name] = true
-		metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(string(cmd.Reason)), info.cand.NodePool).Inc()
+		metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(string(cmd.Reason)), info.cand.NodePool, info.cand.CapacityType).Inc()
 	}
 	// Decide again only once the candidates are gone: until their pods have
 	// moved, the replacement looks empty.
@@ -500,4 +501,19 @@ func (c *Controller) untaint(ctx context.Context, name string) error {
 		return true
 	})
 	return err
+}
+
+// consolidationType is Karpenter's name for the kind of consolidation a
+// command is: empty nodes deleted, one node, or several at once. Drift is
+// not consolidation and has none.
+func consolidationType(cmd disruption.Command) string {
+	switch {
+	case cmd.Reason == v1.DisruptionReasonDrifted:
+		return ""
+	case cmd.Reason == v1.DisruptionReasonEmpty:
+		return "empty"
+	case len(cmd.Candidates) > 1:
+		return "multi"
+	}
+	return "single"
 }

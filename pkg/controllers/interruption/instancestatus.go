@@ -148,7 +148,7 @@ func (p *StatusPoller) act(ctx context.Context, f instancestatus.Finding, nc *v1
 		if err := p.Client.Delete(ctx, nc); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		metrics.NodeClaimsDisrupted.WithLabelValues(string(f.Category), pool).Inc()
+		metrics.NodeClaimsDisrupted.WithLabelValues(string(f.Category), pool, nc.Labels[v1.LabelCapacityType]).Inc()
 		return nil
 	}
 	if nc.DeletionTimestamp != nil && repair.Forced(nc, p.Clock.Now()) {
@@ -176,6 +176,6 @@ func (p *StatusPoller) act(ctx context.Context, f instancestatus.Finding, nc *v1
 		return err
 	}
 	logger.Info("deleting unhealthy instance", "action", "ForcefulTermination")
-	metrics.NodeClaimsDisrupted.WithLabelValues(string(f.Category), pool).Inc()
+	metrics.NodeClaimsDisrupted.WithLabelValues(string(f.Category), pool, nc.Labels[v1.LabelCapacityType]).Inc()
 	return nil
 }

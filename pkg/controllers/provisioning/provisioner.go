@@ -120,7 +120,9 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 	// Pods the last batches already planned onto in-flight NodeClaims are not news.
 	solveStart := p.Clock.Now()
 	plan := scheduling.Solve(snap, p.Scheduling)
-	metrics.SchedulingDuration.Observe(p.Clock.Since(solveStart).Seconds())
+	solved := p.Clock.Since(solveStart).Seconds()
+	metrics.SchedulingDuration.Observe(solved)
+	metrics.AllocationBinpacking.Observe(solved)
 	metrics.UnschedulablePods.Set(float64(len(plan.Unschedulable)))
 	newPods := len(pending) - len(plan.Existing)
 	if newPods > 0 || len(plan.Unschedulable) > 0 {
@@ -163,9 +165,14 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 		}
 		created[i] = c
 	})
+	observed := map[string]bool{}
 	for i, nc := range plan.NewNodeClaims {
 		if created[i] == nil {
 			continue
+		}
+		if !observed[nc.NodePool] {
+			observed[nc.NodePool] = true
+			metrics.AllocationScheduling.WithLabelValues(nc.NodePool).Observe(p.Clock.Since(start).Seconds())
 		}
 		p.Nominations.NominateNodeClaim(created[i].Name, nc.Pods...)
 		for _, pod := range nc.Pods {

@@ -135,7 +135,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	logger.Info("deleting unhealthy node", "condition", string(bad.Type), "status", string(bad.Status),
 		"since", bad.LastTransitionTime.UTC().Format(time.RFC3339), "toleration", policy.Toleration.String())
-	metrics.NodeClaimsDisrupted.WithLabelValues("unhealthy", pool).Inc()
+	metrics.NodeClaimsDisrupted.WithLabelValues("unhealthy", pool, node.Labels[v1.LabelCapacityType]).Inc()
 	UnhealthyDisrupted.WithLabelValues(snake(string(bad.Type)), pool, node.Labels[v1.LabelCapacityType], nc.Status.ImageID).Inc()
 	return reconcile.Result{}, nil
 }

@@ -12,6 +12,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	corev1 "k8s.io/api/core/v1"
@@ -99,6 +100,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := lifecycle.Patch(ctx, c.Client, node, stored); err != nil {
 			return lifecycle.Retry(err)
 		}
+		c.terminated(node)
 		logger.Info("deleted node", "reason", "the node is not ready and its instance is gone")
 		return reconcile.Result{}, nil
 	}
@@ -163,6 +165,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := lifecycle.Patch(ctx, c.Client, node, stored); err != nil {
 		return lifecycle.Retry(err)
 	}
+	c.terminated(node)
 	logger.Info("deleted node")
 	return reconcile.Result{}, nil
 }
@@ -212,4 +215,13 @@ func (c *Controller) record(ctx context.Context, nc *v1.NodeClaim, t string, sta
 	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message,
 		ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(c.Clock.Now())})
 	return client.IgnoreNotFound(lifecycle.PatchStatus(ctx, c.Client, nc, stored))
+}
+
+// terminated counts a node let go, and how long it took from its deletion.
+func (c *Controller) terminated(node *corev1.Node) {
+	pool := node.Labels[v1.LabelNodePool]
+	metrics.NodesTerminated.WithLabelValues(pool).Inc()
+	if node.DeletionTimestamp != nil {
+		metrics.NodesTerminationDuration.WithLabelValues(pool).Observe(c.Clock.Since(node.DeletionTimestamp.Time).Seconds())
+	}
 }

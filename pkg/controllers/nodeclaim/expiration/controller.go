@@ -42,7 +42,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.Client.Delete(ctx, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	metrics.NodeClaimsDisrupted.WithLabelValues("expired", nc.Labels[v1.LabelNodePool]).Inc()
+	metrics.NodeClaimsDisrupted.WithLabelValues("expired", nc.Labels[v1.LabelNodePool], nc.Labels[v1.LabelCapacityType]).Inc()
 	log.FromContext(ctx).Info("disrupting nodeclaim(s) via delete, terminating 1 nodes", "NodeClaim", map[string]string{"name": nc.Name}, "reason", "expired", "expireAfter", nc.Spec.ExpireAfter.String())
 	return reconcile.Result{}, nil
 }

@@ -307,6 +307,7 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		return Retry(err)
 	}
 	metrics.NodeClaimsRegistered.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
+	metrics.NodesCreated.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	logger.Info("registered nodeclaim", "Node", map[string]string{"name": node.Name})
 	return c.initialize(ctx, nc)
 }

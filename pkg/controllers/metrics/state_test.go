@@ -1,0 +1,213 @@
+package metrics_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	clustermetrics "github.com/joiner-autoscaler/joiner/pkg/controllers/metrics"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
+	"github.com/joiner-autoscaler/joiner/pkg/operator"
+)
+
+func node(name, pool string, cpu string) *corev1.Node {
+	labels := map[string]string{corev1.LabelArchStable: "amd64", corev1.LabelInstanceTypeStable: "m5.large", corev1.LabelTopologyZone: "us-east-1a"}
+	if pool != "" {
+		labels[v1.LabelNodePool] = pool
+		labels[v1.LabelCapacityType] = "spot"
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi")},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("7Gi")},
+		},
+	}
+}
+
+func pod(name, nodeName, cpu string, daemon bool, phase corev1.PodPhase) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+		Status: corev1.PodStatus{Phase: phase},
+	}
+	if daemon {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "u"}}
+	} else {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "r"}}
+	}
+	return p
+}
+
+// series gathers the collector's output as "name{label=value,...} value",
+// the labels sorted, one line per series.
+func series(t *testing.T, c prometheus.Collector) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.Metric {
+			out[key(f.GetName(), m)] = m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+func key(name string, m *dto.Metric) string {
+	var kv []string
+	for _, l := range m.Label {
+		kv = append(kv, l.GetName()+"="+l.GetValue())
+	}
+	sort.Strings(kv)
+	return name + "{" + strings.Join(kv, ",") + "}"
+}
+
+func TestStateCollector(t *testing.T) {
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1.NodePoolSpec{Limits: v1.Limits{corev1.ResourceCPU: resource.MustParse("100")}}}
+	kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(
+		pool,
+		node("a", "default", "2"), node("b", "default", "4"), node("static", "", "2"),
+		pod("web", "a", "500m", false, corev1.PodRunning),
+		pod("web-2", "a", "250m", false, corev1.PodRunning),
+		pod("done", "a", "1", false, corev1.PodSucceeded),
+		pod("agent", "a", "100m", true, corev1.PodRunning),
+		pod("pending", "", "1", false, corev1.PodPending),
+	).Build()
+	got := series(t, &clustermetrics.State{Reader: kube})
+
+	nodeLabels := func(n, pool, typ, capacity string) string {
+		return fmt.Sprintf("arch=amd64,capacity_type=%s,instance_type=m5.large,node_name=%s,nodepool=%s,os=,region=,resource_type=%s,zone=us-east-1a", capacity, n, pool, typ)
+	}
+	tests := []struct {
+		series string
+		want   float64
+	}{
+		{"karpenter_nodes_allocatable{" + nodeLabels("a", "default", "cpu", "spot") + "}", 2},
+		{"karpenter_nodes_allocatable{" + nodeLabels("static", "N/A", "cpu", "") + "}", 2},
+		// The finished pod's request is not the node's any more.
+		{"karpenter_nodes_total_pod_requests{" + nodeLabels("a", "default", "cpu", "spot") + "}", 0.75},
+		{"karpenter_nodes_total_daemon_requests{" + nodeLabels("a", "default", "cpu", "spot") + "}", 0.1},
+		// Every allocatable resource has a requests series, zero when none.
+		{"karpenter_nodes_total_pod_requests{" + nodeLabels("b", "default", "memory", "spot") + "}", 0},
+		{"karpenter_nodepools_usage{nodepool=default,resource_type=cpu}", 6},
+		{"karpenter_nodepools_limit{nodepool=default,resource_type=cpu}", 100},
+		{"karpenter_pods_state{arch=amd64,capacity_type=spot,instance_type=m5.large,name=web,namespace=default,node=a,nodepool=default,owner=ReplicaSet/web-1,phase=Running,ready=false,zone=us-east-1a}", 1},
+		{"karpenter_pods_state{arch=,capacity_type=,instance_type=,name=pending,namespace=default,node=,nodepool=,owner=ReplicaSet/web-1,phase=Pending,ready=false,zone=}", 1},
+	}
+	for _, tt := range tests {
+		v, ok := got[tt.series]
+		if !ok {
+			var near []string
+			name := tt.series[:strings.Index(tt.series, "{")]
+			for k := range got {
+				if strings.HasPrefix(k, name+"{") {
+					near = append(near, k)
+				}
+			}
+			sort.Strings(near)
+			t.Errorf("no series %s; have:\n  %s", tt.series, strings.Join(near, "\n  "))
+			continue
+		}
+		if v != tt.want {
+			t.Errorf("%s = %v, want %v", tt.series, v, tt.want)
+		}
+	}
+}
+
+func TestPodsObserve(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	created := metav1.NewTime(clk.Now().Add(-40 * time.Second))
+	claimCreated := metav1.NewTime(clk.Now().Add(-30 * time.Second))
+	claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-x", CreationTimestamp: claimCreated},
+		Status: v1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-a"}}
+	kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(node("a", "default", "2"), node("static", "", "2"), claim).
+		WithIndex(&v1.NodeClaim{}, lifecycle.ProviderIDIndex, func(o client.Object) []string { return []string{o.(*v1.NodeClaim).Status.ProviderID} }).
+		Build()
+	p := &clustermetrics.Pods{Reader: kube, Clock: clk}
+
+	pending := pod("web", "", "1", false, corev1.PodPending)
+	pending.CreationTimestamp = created
+	bound := pending.DeepCopy()
+	bound.Spec.NodeName = "a"
+	running := bound.DeepCopy()
+	running.Status.Phase = corev1.PodRunning
+	older := pending.DeepCopy()
+	older.CreationTimestamp = metav1.NewTime(claimCreated.Add(time.Second))
+	olderBound := older.DeepCopy()
+	olderBound.Spec.NodeName = "a"
+	static := pending.DeepCopy()
+	static.Spec.NodeName = "static"
+
+	tests := []struct {
+		name           string
+		old, cur       *corev1.Pod
+		startup, bind  uint64
+		startupSeconds float64
+		bindSumSeconds float64
+	}{
+		{name: "bound to the node of a NodeClaim made after it", old: pending, cur: bound, bind: 1, bindSumSeconds: 30},
+		{name: "running", old: bound, cur: running, startup: 1, startupSeconds: 40},
+		{name: "an update that changes neither", old: running, cur: running},
+		{name: "bound to a NodeClaim made before it: not nominated to it", old: older, cur: olderBound},
+		{name: "bound to a node no NodePool owns", old: pending, cur: static},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			startup, bind := summary(t, metrics.PodsStartupDuration), histogram(t, metrics.AllocationBind)
+			p.Observe(context.Background(), tt.old, tt.cur)
+			s2, b2 := summary(t, metrics.PodsStartupDuration), histogram(t, metrics.AllocationBind)
+			if n := s2.GetSampleCount() - startup.GetSampleCount(); n != tt.startup {
+				t.Errorf("%d startup observations, want %d", n, tt.startup)
+			} else if n == 1 && s2.GetSampleSum()-startup.GetSampleSum() != tt.startupSeconds {
+				t.Errorf("startup %vs, want %vs", s2.GetSampleSum()-startup.GetSampleSum(), tt.startupSeconds)
+			}
+			if n := b2.GetSampleCount() - bind.GetSampleCount(); n != tt.bind {
+				t.Errorf("%d bind observations, want %d", n, tt.bind)
+			} else if n == 1 && b2.GetSampleSum()-bind.GetSampleSum() != tt.bindSumSeconds {
+				t.Errorf("bind %vs, want %vs", b2.GetSampleSum()-bind.GetSampleSum(), tt.bindSumSeconds)
+			}
+		})
+	}
+}
+
+func summary(t *testing.T, m prometheus.Metric) *dto.Summary {
+	t.Helper()
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.GetSummary()
+}
+
+func histogram(t *testing.T, m prometheus.Metric) *dto.Histogram {
+	t.Helper()
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.GetHistogram()
+}
