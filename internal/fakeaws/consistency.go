@@ -58,7 +58,11 @@ func (s *Server) hidden(delay time.Duration) map[string]bool {
 func (s *Server) describeInstances(ctx context.Context, c *call, r *http.Request) *answer {
 	hide := s.hidden(s.faults.get().DescribeDelay.Duration)
 	if len(hide) == 0 {
-		return s.forward(ctx, r, c.Body)
+		a := s.forward(ctx, r, c.Body)
+		if a.status == http.StatusOK {
+			a.body = s.withPlacement(a.body)
+		}
+		return a
 	}
 	var missing []string
 	for k, v := range c.Form {
@@ -85,6 +89,7 @@ func (s *Server) describeInstances(ctx context.Context, c *call, r *http.Request
 	if err == nil && removed {
 		a.body, a.fault = body, faultDescribe
 	}
+	a.body = s.withPlacement(a.body)
 	return a
 }
 

@@ -199,6 +199,21 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 		a.fault = faultCapacity
 		return a
 	}
+	// The template's placement group must exist; the instances join it.
+	groups := map[string]*placementGroup{}
+	for _, cfg := range kept {
+		id, name, version := cfg.fields.Get("LaunchTemplateSpecification.LaunchTemplateId"), cfg.fields.Get("LaunchTemplateSpecification.LaunchTemplateName"), cfg.fields.Get("LaunchTemplateSpecification.Version")
+		g, err := s.templatePlacementGroup(ctx, id, name, version)
+		if err != nil {
+			return errorAnswer(c, awsError{http.StatusBadRequest, "InvalidPlacementGroup.Unknown", err.Error(), true})
+		}
+		if g != nil {
+			if id == "" {
+				id = s.launchTemplateID(ctx, name)
+			}
+			groups[id] = g
+		}
+	}
 	form := rest
 	for i, cfg := range kept {
 		prefix := fmt.Sprintf("LaunchTemplateConfigs.%d.", i+1)
@@ -228,6 +243,9 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 		for _, in := range resp.Instances {
 			for _, id := range in.IDs {
 				s.recordLaunch(id, in.Template.ID, in.Template.Version)
+				if g := groups[in.Template.ID]; g != nil {
+					s.joinPlacementGroup(g, id)
+				}
 				if err := s.applyTemplate(ctx, id, in.Template.ID, in.Template.Version); err != nil {
 					s.log.Error(err, "applying a launch template", "instance", id)
 				}

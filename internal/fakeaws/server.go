@@ -112,6 +112,7 @@ type Server struct {
 	cluster *clusterInfo
 	nodes   *nodeBooter
 	iam     *iamEnforcer
+	pgs     placementGroups
 
 	mu       sync.Mutex
 	launches map[string]launch
@@ -412,6 +413,12 @@ func (s *Server) dispatch(ctx context.Context, c *call, r *http.Request) *answer
 		return s.tokens.once(c, func() *answer { return s.runInstances(ctx, c, r) })
 	case "ec2:DescribeInstances":
 		return s.describeInstances(ctx, c, r)
+	case "ec2:CreatePlacementGroup":
+		return s.createPlacementGroup(c)
+	case "ec2:DescribePlacementGroups":
+		return s.describePlacementGroups(c)
+	case "ec2:DeletePlacementGroup":
+		return s.deletePlacementGroup(c)
 	case "ec2:DescribeInstanceStatus":
 		return s.describeInstanceStatus(ctx, c, r)
 	case "eks:DescribeCluster":

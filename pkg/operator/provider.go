@@ -17,6 +17,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/launchtemplate"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/pricing"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/securitygroup"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/subnet"
@@ -93,6 +94,7 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 	types := instancetype.New(instancetype.Options{EC2: clients.EC2, Region: clients.Region, Pricing: prices, Unavailable: unavail,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent, ReservedENIs: opts.ReservedENIs, Clock: clk, Log: logger.WithName("instancetype")})
 	subnets := subnet.NewProvider(clients.EC2, clk, 0)
+	placementGroups := placementgroup.NewProvider(clients.EC2, clk, 0)
 	templates := launchtemplate.New(clients.EC2, opts.ClusterName, clk, 0)
 	// Templates no launch used for a while are deleted, before they reach
 	// EC2's limit per region.
@@ -103,7 +105,8 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		ClusterName: opts.ClusterName, Region: clients.Region, NodeClasses: mgr.GetClient(),
 		InstanceTypes: types, Subnets: subnets, Unavailable: unavail,
 		Instances:       instance.New(instance.Options{EC2: clients.EC2, ClusterName: opts.ClusterName, Clock: clk}),
-		LaunchTemplates: &awsprovider.Launcher{Templates: templates, Cluster: cluster},
+		LaunchTemplates: &awsprovider.Launcher{Templates: templates, Cluster: cluster, PlacementGroups: placementGroups},
+		PlacementGroups: placementGroups,
 		Clock:           clk,
 	})
 	if err != nil {
@@ -115,7 +118,8 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		AMIs:             &amifamily.Resolver{SSM: clients.SSM, EC2: clients.EC2, Clock: clk},
 		InstanceProfiles: &instanceprofile.Provider{IAM: clients.IAM, ClusterName: opts.ClusterName, Region: clients.Region},
 		LaunchTemplates:  templates, KubernetesVersion: nodeclass.KubernetesVersion(disc),
-		AMIWatch: &nodeclass.AMIWatch{SSM: clients.SSM},
+		PlacementGroups: placementGroups,
+		AMIWatch:        &nodeclass.AMIWatch{SSM: clients.SSM},
 		Validators: []nodeclass.Validator{func(_ context.Context, nc *awsv1.EC2NodeClass) error {
 			// The user's userData must merge with ours; checking it with the
 			// cluster's own values finds what would fail at launch.

@@ -92,3 +92,86 @@ spec:
 		}
 	}
 }
+
+// TestPlacementGroup is issue 19's third acceptance point for
+// placementGroupSelector, tried as a user would: the group made with
+// awscli, a class that selects it by name, one pod. The instance is
+// launched into the group (awscli shows its placement), the NodeClaim and
+// Node carry the group's id and partition labels, and a class naming a
+// group that does not exist is not Ready, saying which.
+func TestPlacementGroup(t *testing.T) {
+	fake.ResetCalls()
+	explainBoots(t, fake)
+	framework.StartJoiner(t, awsEnv()...)
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	name := fmt.Sprintf("joiner-pg-%d", time.Now().UnixNano())
+	awsCLI(t, fake, "ec2", "create-placement-group", "--group-name", name, "--strategy", "partition", "--partition-count", "3")
+	t.Cleanup(func() { awsCLI(t, fake, "ec2", "delete-placement-group", "--group-name", name) })
+	var groups struct {
+		PlacementGroups []struct{ GroupId, GroupName string }
+	}
+	if err := json.Unmarshal([]byte(awsCLI(t, fake, "ec2", "describe-placement-groups", "--group-names", name, "--output", "json")), &groups); err != nil || len(groups.PlacementGroups) != 1 {
+		t.Fatalf("describe-placement-groups: %v %+v", err, groups)
+	}
+	pgID := groups.PlacementGroups[0].GroupId
+
+	manifests := strings.Replace(framework.PoolAndClass, "  securityGroupSelectorTerms:", "  placementGroupSelector: {name: "+name+"}\n  securityGroupSelectorTerms:", 1)
+	framework.Kubectl(t, manifests, "apply", "-f", "-")
+	framework.Kubectl(t, framework.Deployment("grouped", 1, "500m", "512Mi", ""), "apply", "-f", "-")
+	framework.Eventually(t, 3*time.Minute, "the pod runs", func() (bool, string) {
+		n, _ := framework.Running(t, map[string]string{"app": "grouped"})
+		return n == 1, fmt.Sprintf("%d running", n)
+	})
+	claims := framework.NodeClaims(t)
+	if len(claims) != 1 {
+		t.Fatalf("%d NodeClaims; want one", len(claims))
+	}
+	nc := claims[0]
+	if got := nc.Labels["karpenter.k8s.aws/placement-group-id"]; got != pgID {
+		t.Fatalf("NodeClaim label placement-group-id %q, want %s", got, pgID)
+	}
+	partition := nc.Labels["karpenter.k8s.aws/placement-group-partition"]
+	if partition == "" {
+		t.Fatalf("NodeClaim has no placement-group-partition label: %v", nc.Labels)
+	}
+	framework.Eventually(t, time.Minute, "the Node carries the group's labels", func() (bool, string) {
+		out := framework.Kubectl(t, "", "get", "node", nc.Status.NodeName, "-o", `jsonpath={.metadata.labels.karpenter\.k8s\.aws/placement-group-id}/{.metadata.labels.karpenter\.k8s\.aws/placement-group-partition}`)
+		return out == pgID+"/"+partition, out
+	})
+	var described struct {
+		Reservations []struct {
+			Instances []struct {
+				Placement struct {
+					GroupName       string
+					GroupId         string
+					PartitionNumber int
+				}
+			}
+		}
+	}
+	out := awsCLI(t, fake, "ec2", "describe-instances", "--instance-ids", instanceID(nc.Status.ProviderID), "--output", "json")
+	if err := json.Unmarshal([]byte(out), &described); err != nil || len(described.Reservations) != 1 || len(described.Reservations[0].Instances) != 1 {
+		t.Fatalf("describe-instances: %v\n%s", err, out)
+	}
+	p := described.Reservations[0].Instances[0].Placement
+	if p.GroupName != name || p.GroupId != pgID || fmt.Sprint(p.PartitionNumber) != partition {
+		t.Fatalf("the instance's placement is %+v; want group %s (%s), partition %s", p, name, pgID, partition)
+	}
+
+	// A class whose group does not exist is refused by name.
+	framework.Kubectl(t, `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: missing-group}
+spec:
+  role: KarpenterNodeRole-demo
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  placementGroupSelector: {name: no-such-group}
+`, "apply", "-f", "-")
+	framework.Eventually(t, time.Minute, "the class with a missing group is not Ready", func() (bool, string) {
+		out := framework.Kubectl(t, "", "get", "ec2nodeclass", "missing-group", "-o",
+			`jsonpath={.status.conditions[?(@.type=="PlacementGroupReady")].reason}|{.status.conditions[?(@.type=="PlacementGroupReady")].message}|{.status.conditions[?(@.type=="Ready")].status}`)
+		return strings.HasPrefix(out, "PlacementGroupNotFound|") && strings.Contains(out, `"no-such-group"`) && strings.HasSuffix(out, "|False"), out
+	})
+}

@@ -15,6 +15,7 @@ const (
 	ConditionTypeSecurityGroupsReady  = "SecurityGroupsReady"
 	ConditionTypeSubnetsReady         = "SubnetsReady"
 	ConditionTypeValidationSucceeded  = "ValidationSucceeded"
+	ConditionTypePlacementGroupReady  = "PlacementGroupReady"
 )
 
 // TerminationFinalizer holds a deleted EC2NodeClass until no NodeClaim
@@ -38,6 +39,7 @@ var ReadyDependents = []string{
 	ConditionTypeSecurityGroupsReady,
 	ConditionTypeSubnetsReady,
 	ConditionTypeValidationSucceeded,
+	ConditionTypePlacementGroupReady,
 }
 
 // Readiness decides whether the class can launch nodes. It is the one

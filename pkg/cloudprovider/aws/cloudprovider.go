@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
 	corev1 "k8s.io/api/core/v1"
@@ -38,9 +40,10 @@ const Name = "aws"
 
 // Drift reasons, as Karpenter reports them.
 const (
-	ReasonAMIDrift           = "AMIDrift"
-	ReasonSubnetDrift        = "SubnetDrift"
-	ReasonSecurityGroupDrift = "SecurityGroupDrift"
+	ReasonAMIDrift            = "AMIDrift"
+	ReasonSubnetDrift         = "SubnetDrift"
+	ReasonSecurityGroupDrift  = "SecurityGroupDrift"
+	ReasonPlacementGroupDrift = "PlacementGroupDrift"
 )
 
 // InstanceTypes lists the instance types a class can launch, priced, with
@@ -98,6 +101,9 @@ type Options struct {
 	Subnets         Subnets
 	Unavailable     Unavailable
 	LaunchTemplates LaunchTemplates
+	// PlacementGroups resolves classes' placement groups for drift; nil
+	// judges no placement-group drift.
+	PlacementGroups PlacementGroupGetter
 	Clock           clock.Clock
 	// TagRetry bounds how long Create waits for a new instance to show in
 	// DescribeInstances (EC2 is eventually consistent) before it gives up
@@ -148,7 +154,7 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) (_ [
 	if err != nil || nc == nil || !ready(nc) {
 		return nil, err
 	}
-	all, err := c.opts.InstanceTypes.List(ctx, nc)
+	all, err := c.typesOf(ctx, nc)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +166,31 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) (_ [
 		if amiFor(nc, it) != "" {
 			out = append(out, it)
 		}
+	}
+	return out, nil
+}
+
+// typesOf lists the class's instance types. In a placement group, each
+// carries the group's id label, which every node of the class will have,
+// so that pods selecting the group plan onto the class.
+func (c *CloudProvider) typesOf(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
+	all, err := c.opts.InstanceTypes.List(ctx, nc)
+	if err != nil || c.opts.PlacementGroups == nil || nc.Spec.PlacementGroupSelector == nil {
+		return all, err
+	}
+	pg, err := c.opts.PlacementGroups.Get(ctx, nc)
+	if err != nil || pg == nil {
+		return nil, err
+	}
+	out := make([]*cloudprovider.InstanceType, len(all))
+	for i, it := range all {
+		cp := *it
+		cp.Labels = make(map[string]string, len(it.Labels)+1)
+		for k, v := range it.Labels {
+			cp.Labels[k] = v
+		}
+		cp.Labels[placementgroup.LabelID] = pg.ID
+		out[i] = &cp
 	}
 	return out, nil
 }
@@ -189,7 +220,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	if err != nil {
 		return nil, fmt.Errorf("nodeclaim %s: %w", nodeClaim.Name, err)
 	}
-	all, err := c.opts.InstanceTypes.List(ctx, nc)
+	all, err := c.typesOf(ctx, nc)
 	if err != nil {
 		return nil, err
 	}
@@ -296,6 +327,15 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	out.Labels[corev1.LabelTopologyZone] = inst.Zone
 	out.Labels[corev1.LabelTopologyRegion] = c.opts.Region
 	out.Labels[v1.LabelCapacityType] = inst.CapacityType
+	// The group is where EC2 put the instance, not where the type was
+	// planned: an instance outside it carries no label, and drifts.
+	delete(out.Labels, placementgroup.LabelID)
+	if inst.PlacementGroupID != "" {
+		out.Labels[placementgroup.LabelID] = inst.PlacementGroupID
+		if inst.PlacementPartition > 0 {
+			out.Labels[placementgroup.LabelPartition] = strconv.Itoa(int(inst.PlacementPartition))
+		}
+	}
 	out.Status.ProviderID = inst.ProviderID()
 	out.Status.ImageID = inst.ImageID
 	if out.Status.ImageID == "" && chosen != nil {
@@ -631,6 +671,19 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) 
 	// fixed); judging against it would drift the whole fleet.
 	if !ready(nc) || nodeClaim.Status.ProviderID == "" {
 		return "", nil
+	}
+	if c.opts.PlacementGroups != nil {
+		pg, err := c.opts.PlacementGroups.Get(ctx, nc)
+		if err != nil {
+			return "", nil // not judged until it resolves, as for status
+		}
+		want := ""
+		if pg != nil {
+			want = pg.ID
+		}
+		if nodeClaim.Labels[placementgroup.LabelID] != want {
+			return ReasonPlacementGroupDrift, nil
+		}
 	}
 	if drifted, err := c.amiDrifted(ctx, nc, nodeClaim); err != nil || drifted {
 		if drifted {

@@ -20,6 +20,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
 )
 
 // launchCatalog: m5.large everywhere (but us-east-1c has no subnet),
@@ -494,9 +495,17 @@ func TestIsDrifted(t *testing.T) {
 		imageID   string // the NodeClaim's; "" for amiAMD
 		types     bool   // the class lists the launch catalog's types
 		instances *fakeInstances
-		want      string
+		// group is the class's placement group, claimGroup the
+		// NodeClaim's placement-group-id label.
+		group      *placementgroup.Group
+		claimGroup string
+		want       string
 	}{
 		{name: "in step (security groups in another order)", class: readyClass(), instances: running(nil)},
+		{name: "in the class's placement group", class: readyClass(), group: &placementgroup.Group{ID: "pg-1"}, claimGroup: "pg-1", instances: running(nil)},
+		{name: "the class selects another placement group", class: readyClass(), group: &placementgroup.Group{ID: "pg-2"}, claimGroup: "pg-1", instances: running(nil), want: ReasonPlacementGroupDrift},
+		{name: "the class selects a placement group the node is outside", class: readyClass(), group: &placementgroup.Group{ID: "pg-2"}, instances: running(nil), want: ReasonPlacementGroupDrift},
+		{name: "the class no longer selects the node's placement group", class: readyClass(), claimGroup: "pg-1", instances: running(nil), want: ReasonPlacementGroupDrift},
 		{name: "the class's spec changed", class: readyClass(), hash: "another", instances: running(nil), want: awsv1.ReasonNodeClassDrift},
 		{name: "the AMI is no longer the class's", class: readyClass(), imageID: "ami-0old", instances: running(nil), want: ReasonAMIDrift},
 		{name: "the subnet is no longer the class's", class: readyClass(), instances: running(func(i *instance.Instance) { i.SubnetID = "subnet-old" }), want: ReasonSubnetDrift},
@@ -517,7 +526,7 @@ func TestIsDrifted(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &fakes{instances: tc.instances}
+			f := &fakes{instances: tc.instances, placementGroup: tc.group}
 			if tc.types {
 				f.instanceTypes = &fakeInstanceTypes{types: launchCatalog()}
 			}
@@ -527,6 +536,9 @@ func TestIsDrifted(t *testing.T) {
 				claim.Labels = map[string]string{}
 			}
 			claim.Labels[corev1.LabelInstanceTypeStable] = "m5.large"
+			if tc.claimGroup != "" {
+				claim.Labels[placementgroup.LabelID] = tc.claimGroup
+			}
 			hash := tc.hash
 			if hash == "" {
 				hash = tc.class.Hash()

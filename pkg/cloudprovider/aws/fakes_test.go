@@ -23,6 +23,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/launchtemplate"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
 )
 
 // The world of these tests: a class with a subnet in us-east-1a and
@@ -324,6 +325,14 @@ type fakes struct {
 	unavailable   *fakeUnavailable
 	templates     *fakeTemplates
 	clock         *clocktesting.FakeClock
+	// placementGroup is every class's group; nil for none.
+	placementGroup *placementgroup.Group
+}
+
+type fakePlacementGroups struct{ group *placementgroup.Group }
+
+func (f fakePlacementGroups) Get(context.Context, *awsv1.EC2NodeClass) (*placementgroup.Group, error) {
+	return f.group, nil
 }
 
 func newProvider(t *testing.T, kube client.Client, f *fakes) *CloudProvider {
@@ -343,6 +352,7 @@ func newProvider(t *testing.T, kube client.Client, f *fakes) *CloudProvider {
 		ClusterName: "demo", Region: "us-east-1", NodeClasses: kube,
 		InstanceTypes: f.instanceTypes, Instances: f.instances, Subnets: f.subnets, Unavailable: f.unavailable,
 		LaunchTemplates: f.templates, Clock: f.clock, TagRetry: 30 * time.Second,
+		PlacementGroups: fakePlacementGroups{f.placementGroup},
 	})
 	if err != nil {
 		t.Fatal(err)

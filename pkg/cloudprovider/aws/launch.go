@@ -12,6 +12,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/launchtemplate"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -38,6 +39,14 @@ type TemplateEnsurer interface {
 type Launcher struct {
 	Templates TemplateEnsurer
 	Cluster   Cluster
+	// PlacementGroups resolves the class's placementGroupSelector; nil
+	// launches into none.
+	PlacementGroups PlacementGroupGetter
+}
+
+// PlacementGroupGetter resolves a class's placement group (nil for none).
+type PlacementGroupGetter interface {
+	Get(ctx context.Context, nc *awsv1.EC2NodeClass) (*placementgroup.Group, error)
 }
 
 // ForLaunch groups the types by (AMI, max pods, kube-reserved) and ensures
@@ -71,6 +80,16 @@ func (l *Launcher) ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 	for _, sg := range nc.Status.SecurityGroups {
 		sgs = append(sgs, sg.ID)
 	}
+	var pgID string
+	if l.PlacementGroups != nil {
+		pg, err := l.PlacementGroups.Get(ctx, nc)
+		if err != nil {
+			return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+		}
+		if pg != nil {
+			pgID = pg.ID
+		}
+	}
 	out := map[string]string{}
 	hash := nc.Hash()
 	for _, key := range order {
@@ -85,6 +104,7 @@ func (l *Launcher) ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 			BlockDeviceMappings: nc.Spec.BlockDeviceMappings, MetadataOptions: nc.Spec.MetadataOptions,
 			DetailedMonitoring:       nc.Spec.DetailedMonitoring != nil && *nc.Spec.DetailedMonitoring,
 			AssociatePublicIPAddress: nc.Spec.AssociatePublicIPAddress, IPPrefixCount: nc.Spec.IPPrefixCount, Tags: nc.Spec.Tags,
+			PlacementGroupID: pgID,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("launch template for EC2NodeClass %s: %w", nc.Name, err)

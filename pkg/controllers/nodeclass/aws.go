@@ -17,6 +17,7 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/subnet"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -110,6 +112,9 @@ type AWSController struct {
 	AMIs             AMIResolver
 	InstanceProfiles InstanceProfiles
 	LaunchTemplates  LaunchTemplateDeleter
+	// PlacementGroups resolves placementGroupSelector; nil marks every
+	// class's PlacementGroupReady True, as for a class that selects none.
+	PlacementGroups PlacementGroupResolver
 	// KubernetesVersion is the cluster's "major.minor" (e.g. "1.33"), which
 	// alias AMIs are chosen for; KubernetesVersion(discovery) builds it.
 	KubernetesVersion func(ctx context.Context) (string, error)
@@ -219,6 +224,7 @@ func (c *AWSController) Reconcile(ctx context.Context, req reconcile.Request) (r
 		r.ready(awsv1.ConditionTypeInstanceProfileReady)
 	}
 
+	c.resolvePlacementGroup(ctx, r)
 	c.validate(ctx, r)
 	setReady(nc, r.now)
 	if err := patchStatus(ctx, c.Client, stored, nc); err != nil {
@@ -454,4 +460,29 @@ func leadingDigits(s string) string {
 		i++
 	}
 	return s[:i]
+}
+
+// PlacementGroupResolver resolves a class's placement group; nil, nil
+// when the class selects none.
+type PlacementGroupResolver interface {
+	Get(ctx context.Context, nc *awsv1.EC2NodeClass) (*placementgroup.Group, error)
+}
+
+// resolvePlacementGroup sets PlacementGroupReady. The group is not kept in
+// status (Karpenter's v1 status has no field for it); launches resolve it
+// again through the same cache.
+func (c *AWSController) resolvePlacementGroup(ctx context.Context, r *resolution) {
+	if c.PlacementGroups == nil {
+		r.ready(awsv1.ConditionTypePlacementGroupReady)
+		return
+	}
+	pg, err := c.PlacementGroups.Get(ctx, r.nc)
+	if err != nil {
+		r.failed(awsv1.ConditionTypePlacementGroupReady, err, nil)
+		return
+	}
+	if pg != nil && findCondition(r.nc.Status.Conditions, awsv1.ConditionTypePlacementGroupReady) == nil {
+		log.FromContext(ctx).Info("discovered placement group", "id", pg.ID, "name", pg.Name, "strategy", pg.Strategy)
+	}
+	r.ready(awsv1.ConditionTypePlacementGroupReady)
 }

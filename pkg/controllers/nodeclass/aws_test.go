@@ -20,6 +20,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/internal/mototest"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instanceprofile"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/securitygroup"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/subnet"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclass"
@@ -361,6 +362,16 @@ func TestNotReady(t *testing.T) {
 					message: []string{`spec.role: "KarpenterNodeRole-typo" does not exist`, "create the role"}},
 				awsv1.ConditionTypeReady:               {status: metav1.ConditionFalse, message: []string{"InstanceProfileReady=False"}},
 				awsv1.ConditionTypeValidationSucceeded: dependencies,
+			}},
+		{name: "placement group does not exist",
+			edit: func(nc *awsv1.EC2NodeClass) { nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "training"} },
+			before: func(e *env) {
+				e.ctrl.PlacementGroups = fakePlacementGroups{err: &placementgroup.NotFoundError{Selector: "training"}}
+			},
+			conds: map[string]want{
+				awsv1.ConditionTypePlacementGroupReady: {status: metav1.ConditionFalse, reason: "PlacementGroupNotFound",
+					message: []string{`Placement group "training" not found`, "spec.placementGroupSelector"}},
+				awsv1.ConditionTypeReady: {status: metav1.ConditionFalse, message: []string{"PlacementGroupReady=False"}},
 			}},
 		{name: "explicit instance profile does not exist",
 			edit: func(nc *awsv1.EC2NodeClass) { nc.Spec.Role, nc.Spec.InstanceProfile = "", aws.String("MyProfile") },
@@ -734,4 +745,13 @@ func TestKubernetesVersion(t *testing.T) {
 			t.Errorf("%s.%s: got %q, %v", tc.major, tc.minor, got, err)
 		}
 	}
+}
+
+type fakePlacementGroups struct {
+	group *placementgroup.Group
+	err   error
+}
+
+func (f fakePlacementGroups) Get(context.Context, *awsv1.EC2NodeClass) (*placementgroup.Group, error) {
+	return f.group, f.err
 }

@@ -94,6 +94,11 @@ type Instance struct {
 	// SecurityGroupIDs are the groups of the primary interface, which
 	// drift is judged by.
 	SecurityGroupIDs []string
+	// PlacementGroupID and PlacementPartition say where EC2 placed the
+	// instance when its template named a placement group; the partition is
+	// 0 outside a partition group.
+	PlacementGroupID   string
+	PlacementPartition int32
 	// OutOfCapacity are the offerings the fleet call that launched this
 	// instance reported without capacity before it fell through to one
 	// that had some. They are as unavailable as those of a failed launch:
@@ -638,6 +643,8 @@ func fromEC2(i ec2types.Instance) *Instance {
 	}
 	if i.Placement != nil {
 		inst.Zone = aws.ToString(i.Placement.AvailabilityZone)
+		inst.PlacementGroupID = aws.ToString(i.Placement.GroupId)
+		inst.PlacementPartition = aws.ToInt32(i.Placement.PartitionNumber)
 	}
 	if i.State != nil {
 		inst.State = string(i.State.Name)

@@ -72,6 +72,9 @@ type Input struct {
 	IPPrefixCount            *int32
 	// Tags are the class's tags; Joiner's own tags are added over them.
 	Tags map[string]string
+	// PlacementGroupID is the class's resolved placement group; empty for
+	// none.
+	PlacementGroupID string
 }
 
 // LaunchTemplate is a template that exists in EC2.
@@ -347,6 +350,9 @@ func (p *Provider) request(in Input) *ec2.CreateLaunchTemplateInput {
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: own},
 			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: own},
 		},
+	}
+	if in.PlacementGroupID != "" {
+		data.Placement = &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String(in.PlacementGroupID)}
 	}
 	if in.CapacityType == v1.CapacityTypeSpot {
 		data.TagSpecifications = append(data.TagSpecifications, ec2types.LaunchTemplateTagSpecificationRequest{

@@ -179,6 +179,7 @@ func TestEveryFieldNamesTheTemplate(t *testing.T) {
 		"public IP":           func(in *Input) { in.AssociatePublicIPAddress = aws.Bool(false) },
 		"IP prefixes":         func(in *Input) { in.IPPrefixCount = aws.Int32(1) },
 		"tags":                func(in *Input) { in.Tags = map[string]string{"team": "search"} },
+		"placement group":     func(in *Input) { in.PlacementGroupID = "pg-0123456789abcdef0" },
 	}
 	seen := map[string]string{base: "base"}
 	for field, change := range cases {
@@ -208,6 +209,7 @@ func TestTemplateData(t *testing.T) {
 	in.DetailedMonitoring = true
 	in.AssociatePublicIPAddress = aws.Bool(true)
 	in.MetadataOptions = &awsv1.MetadataOptions{HTTPPutResponseHopLimit: aws.Int64(2)}
+	in.PlacementGroupID = "pg-0123456789abcdef0"
 	in.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{
 		DeviceName: aws.String("/dev/xvda"),
 		EBS: &awsv1.BlockDevice{
@@ -234,6 +236,10 @@ func TestTemplateData(t *testing.T) {
 	check("user data", aws.ToString(d.UserData), in.UserData)
 	check("instance profile", aws.ToString(d.IamInstanceProfile.Name), in.InstanceProfile)
 	check("monitoring", aws.ToBool(d.Monitoring.Enabled), true)
+	if d.Placement == nil {
+		t.Fatal("no placement: the instance would launch outside the class's placement group")
+	}
+	check("placement group", aws.ToString(d.Placement.GroupId), in.PlacementGroupID)
 	if len(d.BlockDeviceMappings) != 1 {
 		t.Fatalf("block devices: %+v", d.BlockDeviceMappings)
 	}
