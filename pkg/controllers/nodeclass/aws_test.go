@@ -364,7 +364,9 @@ func TestNotReady(t *testing.T) {
 				awsv1.ConditionTypeValidationSucceeded: dependencies,
 			}},
 		{name: "placement group does not exist",
-			edit: func(nc *awsv1.EC2NodeClass) { nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "training"} },
+			edit: func(nc *awsv1.EC2NodeClass) {
+				nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "training"}
+			},
 			before: func(e *env) {
 				e.ctrl.PlacementGroups = fakePlacementGroups{err: &placementgroup.NotFoundError{Selector: "training"}}
 			},
