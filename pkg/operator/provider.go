@@ -125,7 +125,7 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 			// cluster's own values finds what would fail at launch.
 			_, err := amifamily.UserData(amifamily.Family(nc), (&awsprovider.Launcher{Cluster: cluster}).ValidationInput(nc))
 			return err
-		}},
+		}, awsprovider.Unsupported},
 	}
 	if err := ctrlr.Register(mgr); err != nil {
 		return nil, err

@@ -438,7 +438,7 @@ func (c *CloudProvider) launchRequest(ctx context.Context, nc *awsv1.EC2NodeClas
 	if err != nil {
 		return instance.Request{}, nil, nil, err
 	}
-	req := instance.Request{CapacityType: capacityType, Tags: c.launchTags(nc, nodeClaim), Token: string(nodeClaim.UID)}
+	req := instance.Request{CapacityType: capacityType, Tags: c.launchTags(nc, nodeClaim), Token: string(nodeClaim.UID), Context: aws.ToString(nc.Spec.Context)}
 	for _, cd := range cands {
 		if s := aws.ToString(subnets[cd.o.Zone].SubnetId); s != "" {
 			req.Overrides = append(req.Overrides, instance.Override{LaunchTemplate: templates[cd.it.Name], InstanceType: cd.it.Name,

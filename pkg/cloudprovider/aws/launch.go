@@ -104,7 +104,7 @@ func (l *Launcher) ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 			BlockDeviceMappings: nc.Spec.BlockDeviceMappings, MetadataOptions: nc.Spec.MetadataOptions,
 			DetailedMonitoring:       nc.Spec.DetailedMonitoring != nil && *nc.Spec.DetailedMonitoring,
 			AssociatePublicIPAddress: nc.Spec.AssociatePublicIPAddress, IPPrefixCount: nc.Spec.IPPrefixCount, Tags: nc.Spec.Tags,
-			PlacementGroupID: pgID,
+			PlacementGroupID: pgID, ConnectionTracking: nc.Spec.ConnectionTracking, NestedVirtualization: nestedVirtualization(nc),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("launch template for EC2NodeClass %s: %w", nc.Name, err)
@@ -183,4 +183,11 @@ func resourceKey(rl corev1.ResourceList) string {
 // launch needs it.
 func (l *Launcher) ValidationInput(nc *awsv1.EC2NodeClass) amifamily.Input {
 	return l.input(nc, &v1.NodeClaim{}, 0, nil)
+}
+
+func nestedVirtualization(nc *awsv1.EC2NodeClass) *string {
+	if nc.Spec.CPUOptions == nil {
+		return nil
+	}
+	return nc.Spec.CPUOptions.NestedVirtualization
 }

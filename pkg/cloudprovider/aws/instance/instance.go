@@ -77,6 +77,9 @@ type Request struct {
 	Tags map[string]string
 	// Token identifies the launch for idempotency (the NodeClaim's UID).
 	Token string
+	// Context is the class's spec.context, CreateFleet's reserved Context
+	// field; empty for none.
+	Context string
 }
 
 // Instance is what Joiner needs to know of an EC2 instance.
@@ -271,7 +274,7 @@ func trimOverrides(capacityType string, in []Override) []Override {
 // batchKey is equal for requests one fleet call can serve.
 func batchKey(r Request) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n", r.CapacityType)
+	fmt.Fprintf(h, "%s\n%s\n", r.CapacityType, r.Context)
 	for _, o := range r.Overrides {
 		fmt.Fprintf(h, "%s|%s|%s|%s\n", o.LaunchTemplate, o.InstanceType, o.SubnetID, o.Zone)
 	}
@@ -346,6 +349,9 @@ func fleetInput(reqs []Request) *ec2.CreateFleetInput {
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags.EC2(instanceTags)},
 			{ResourceType: ec2types.ResourceTypeFleet, Tags: tags.EC2(first.Tags)},
 		},
+	}
+	if first.Context != "" {
+		in.Context = aws.String(first.Context)
 	}
 	if first.CapacityType == CapacityTypeSpot {
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}

@@ -236,3 +236,20 @@ func TestUnsettledExpires(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetContext: spec.context goes in CreateFleet's Context field, and
+// requests of different contexts never share a fleet call.
+func TestFleetContext(t *testing.T) {
+	o := Override{LaunchTemplate: "lt-1", InstanceType: "m5.large", SubnetID: "subnet-a", Zone: "us-east-1a"}
+	with := Request{CapacityType: "on-demand", Overrides: []Override{o}, Token: "a", Context: "ctx-0123"}
+	without := Request{CapacityType: "on-demand", Overrides: []Override{o}, Token: "b"}
+	if got := aws.ToString(fleetInput([]Request{with}).Context); got != "ctx-0123" {
+		t.Errorf("Context %q, want ctx-0123", got)
+	}
+	if fleetInput([]Request{without}).Context != nil {
+		t.Error("a class without a context sent one")
+	}
+	if batchKey(with) == batchKey(without) {
+		t.Error("requests of different contexts share a batch")
+	}
+}

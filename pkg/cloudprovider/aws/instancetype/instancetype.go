@@ -131,7 +131,8 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 		InstanceStorePolicy *awsv1.InstanceStorePolicy
 		AMIFamily           string
 		Zones               []string
-	}{in.Kubelet, in.BlockDeviceMappings, in.InstanceStorePolicy, in.AMIFamily, zones}) +
+		Nested              bool
+	}{in.Kubelet, in.BlockDeviceMappings, in.InstanceStorePolicy, in.AMIFamily, zones, nestedVirtualization(nc)}) +
 		"/" + strconv.FormatUint(generation, 10) +
 		"/" + strconv.FormatUint(p.opts.Unavailable.SeqNum(), 10) +
 		"/" + strconv.FormatUint(p.opts.Pricing.SeqNum(), 10)
@@ -143,7 +144,11 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 	}
 
 	out := make([]*cloudprovider.InstanceType, 0, len(infos))
+	nested := nestedVirtualization(nc)
 	for _, info := range infos {
+		if nested && !SupportsNestedVirtualization(info) {
+			continue
+		}
 		labels, capacity, allocatable, err := Compute(info, in)
 		if err != nil {
 			return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
@@ -353,4 +358,17 @@ func (p *Provider) describeZones(ctx context.Context) (map[string][]string, erro
 		sort.Strings(z)
 	}
 	return zones, nil
+}
+
+// nestedVirtualization is spec.cpuOptions.nestedVirtualization: enabled.
+func nestedVirtualization(nc *awsv1.EC2NodeClass) bool {
+	o := nc.Spec.CPUOptions
+	return o != nil && o.NestedVirtualization != nil && *o.NestedVirtualization == "enabled"
+}
+
+// SupportsNestedVirtualization reports a type EC2 can launch with nested
+// virtualization on: only those may serve a class that asks for it, or
+// the launch would fail.
+func SupportsNestedVirtualization(info ec2types.InstanceTypeInfo) bool {
+	return info.ProcessorInfo != nil && slices.Contains(info.ProcessorInfo.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization)
 }

@@ -18,6 +18,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -491,4 +492,37 @@ func waitFetchers(t *testing.T, n func() int) {
 		runtime.Gosched()
 	}
 	t.Errorf("%d callers never all waited for the description in flight", n())
+}
+
+// TestNestedVirtualization: a class asking for nested virtualization gets
+// only the types EC2 lists with the feature; the others would fail the
+// launch. Asking for it disabled, or not at all, keeps every type.
+func TestNestedVirtualization(t *testing.T) {
+	f := newFakeEC2(t, "m5.large", "c5.large")
+	for i := range f.infos {
+		if f.infos[i].InstanceType == "c5.large" {
+			f.infos[i].ProcessorInfo.SupportedFeatures = []ec2types.SupportedAdditionalProcessorFeature{ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization}
+		}
+	}
+	p := New(Options{EC2: f, Region: "us-east-1", VMMemoryOverheadPercent: DefaultVMMemoryOverheadPercent, Clock: clocktesting.NewFakeClock(time.Now())})
+	for _, tt := range []struct {
+		setting *string
+		want    []string
+	}{
+		{nil, []string{"c5.large", "m5.large"}},
+		{ptr.To("disabled"), []string{"c5.large", "m5.large"}},
+		{ptr.To("enabled"), []string{"c5.large"}},
+	} {
+		nc := nodeClass("us-east-1a")
+		if tt.setting != nil {
+			nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: tt.setting}
+		}
+		its, err := p.List(context.Background(), nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(its); !slices.Equal(got, tt.want) {
+			t.Errorf("nestedVirtualization %v: listed %v, want %v", ptr.Deref(tt.setting, "unset"), got, tt.want)
+		}
+	}
 }

@@ -75,6 +75,11 @@ type Input struct {
 	// PlacementGroupID is the class's resolved placement group; empty for
 	// none.
 	PlacementGroupID string
+	// ConnectionTracking is spec.connectionTracking, set on the interfaces
+	// that carry IP traffic.
+	ConnectionTracking *awsv1.ConnectionTracking
+	// NestedVirtualization is spec.cpuOptions.nestedVirtualization.
+	NestedVirtualization *string
 }
 
 // LaunchTemplate is a template that exists in EC2.
@@ -339,10 +344,11 @@ func (p *Provider) request(in Input) *ec2.CreateLaunchTemplateInput {
 		// The security groups go on the primary interface, where the
 		// public IP choice also lives; EC2 refuses both forms at once.
 		NetworkInterfaces: []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			DeviceIndex:              aws.Int32(0),
-			Groups:                   sortedCopy(in.SecurityGroupIDs),
-			AssociatePublicIpAddress: in.AssociatePublicIPAddress,
-			Ipv4PrefixCount:          in.IPPrefixCount,
+			DeviceIndex:                     aws.Int32(0),
+			Groups:                          sortedCopy(in.SecurityGroupIDs),
+			AssociatePublicIpAddress:        in.AssociatePublicIPAddress,
+			Ipv4PrefixCount:                 in.IPPrefixCount,
+			ConnectionTrackingSpecification: connectionTracking(in.ConnectionTracking),
 		}},
 		// CreateFleet tags only the instance; the template tags the
 		// volumes and interfaces it creates with it.
@@ -350,6 +356,9 @@ func (p *Provider) request(in Input) *ec2.CreateLaunchTemplateInput {
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: own},
 			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: own},
 		},
+	}
+	if in.NestedVirtualization != nil {
+		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*in.NestedVirtualization)}
 	}
 	if in.PlacementGroupID != "" {
 		data.Placement = &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String(in.PlacementGroupID)}
@@ -460,4 +469,15 @@ func isNotFound(err error) bool {
 		return true
 	}
 	return false
+}
+
+// connectionTracking is the interface's conntrack timeouts; nil when the
+// class sets none, which keeps EC2's defaults.
+func connectionTracking(ct *awsv1.ConnectionTracking) *ec2types.ConnectionTrackingSpecificationRequest {
+	if ct == nil || (ct.TCPEstablishedTimeout == nil && ct.UDPStreamTimeout == nil && ct.UDPTimeout == nil) {
+		return nil
+	}
+	return &ec2types.ConnectionTrackingSpecificationRequest{
+		TcpEstablishedTimeout: ct.TCPEstablishedTimeout, UdpStreamTimeout: ct.UDPStreamTimeout, UdpTimeout: ct.UDPTimeout,
+	}
 }

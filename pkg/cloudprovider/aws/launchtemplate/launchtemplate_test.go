@@ -174,12 +174,14 @@ func TestEveryFieldNamesTheTemplate(t *testing.T) {
 		"block devices": func(in *Input) {
 			in.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{DeviceName: aws.String("/dev/xvda"), EBS: &awsv1.BlockDevice{VolumeSize: &size}}}
 		},
-		"metadata options":    func(in *Input) { in.MetadataOptions = &awsv1.MetadataOptions{HTTPPutResponseHopLimit: aws.Int64(2)} },
-		"detailed monitoring": func(in *Input) { in.DetailedMonitoring = true },
-		"public IP":           func(in *Input) { in.AssociatePublicIPAddress = aws.Bool(false) },
-		"IP prefixes":         func(in *Input) { in.IPPrefixCount = aws.Int32(1) },
-		"tags":                func(in *Input) { in.Tags = map[string]string{"team": "search"} },
-		"placement group":     func(in *Input) { in.PlacementGroupID = "pg-0123456789abcdef0" },
+		"metadata options":      func(in *Input) { in.MetadataOptions = &awsv1.MetadataOptions{HTTPPutResponseHopLimit: aws.Int64(2)} },
+		"detailed monitoring":   func(in *Input) { in.DetailedMonitoring = true },
+		"public IP":             func(in *Input) { in.AssociatePublicIPAddress = aws.Bool(false) },
+		"IP prefixes":           func(in *Input) { in.IPPrefixCount = aws.Int32(1) },
+		"tags":                  func(in *Input) { in.Tags = map[string]string{"team": "search"} },
+		"placement group":       func(in *Input) { in.PlacementGroupID = "pg-0123456789abcdef0" },
+		"connection tracking":   func(in *Input) { in.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: aws.Int32(60)} },
+		"nested virtualization": func(in *Input) { in.NestedVirtualization = aws.String("enabled") },
 	}
 	seen := map[string]string{base: "base"}
 	for field, change := range cases {
@@ -210,6 +212,8 @@ func TestTemplateData(t *testing.T) {
 	in.AssociatePublicIPAddress = aws.Bool(true)
 	in.MetadataOptions = &awsv1.MetadataOptions{HTTPPutResponseHopLimit: aws.Int64(2)}
 	in.PlacementGroupID = "pg-0123456789abcdef0"
+	in.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: aws.Int32(3600), UDPStreamTimeout: aws.Int32(120), UDPTimeout: aws.Int32(60)}
+	in.NestedVirtualization = aws.String("enabled")
 	in.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{
 		DeviceName: aws.String("/dev/xvda"),
 		EBS: &awsv1.BlockDevice{
@@ -265,6 +269,16 @@ func TestTemplateData(t *testing.T) {
 	check("groups", ni.Groups, []string{"sg-1", "sg-2"})
 	check("public IP", aws.ToBool(ni.AssociatePublicIpAddress), true)
 	check("no top-level security groups beside the interface's", len(d.SecurityGroupIds), 0)
+	if ct := ni.ConnectionTrackingSpecification; ct == nil {
+		t.Error("no connection tracking on the primary interface")
+	} else {
+		check("conntrack timeouts", []int32{aws.ToInt32(ct.TcpEstablishedTimeout), aws.ToInt32(ct.UdpStreamTimeout), aws.ToInt32(ct.UdpTimeout)}, []int32{3600, 120, 60})
+	}
+	if d.CpuOptions == nil {
+		t.Error("no CPU options")
+	} else {
+		check("nested virtualization", d.CpuOptions.NestedVirtualization, ec2types.NestedVirtualizationSpecificationEnabled)
+	}
 
 	wantTags := map[string]string{
 		"team":                           "payments",
