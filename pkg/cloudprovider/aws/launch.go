@@ -57,7 +57,15 @@ func (l *Launcher) ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 		ami          string
 		maxPods      int32
 		kubeReserved corev1.ResourceList
+		efa          int32
 		types        []string
+	}
+	// A NodeClaim whose pods request EFA gets every EFA interface its type
+	// has: the device plugin advertises what is attached, and the planner
+	// counted the type's whole EFA capacity.
+	wantsEFA := false
+	if q, ok := nodeClaim.Spec.Resources.Requests[instancetype.ResourceEFA]; ok && !q.IsZero() && len(nc.Spec.NetworkInterfaces) == 0 {
+		wantsEFA = true
 	}
 	groups := map[string]*group{}
 	var order []string
@@ -67,10 +75,15 @@ func (l *Launcher) ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 			continue
 		}
 		pods := it.Capacity.Pods().Value()
-		key := fmt.Sprintf("%s/%d/%s", ami, pods, resourceKey(it.KubeReserved))
+		var efa int32
+		if wantsEFA {
+			q := it.Capacity[instancetype.ResourceEFA]
+			efa = int32(q.Value())
+		}
+		key := fmt.Sprintf("%s/%d/%s/%d", ami, pods, resourceKey(it.KubeReserved), efa)
 		g := groups[key]
 		if g == nil {
-			g = &group{ami: ami, maxPods: int32(pods), kubeReserved: it.KubeReserved}
+			g = &group{ami: ami, maxPods: int32(pods), kubeReserved: it.KubeReserved, efa: efa}
 			groups[key] = g
 			order = append(order, key)
 		}
@@ -105,6 +118,7 @@ func (l *Launcher) ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 			DetailedMonitoring:       nc.Spec.DetailedMonitoring != nil && *nc.Spec.DetailedMonitoring,
 			AssociatePublicIPAddress: nc.Spec.AssociatePublicIPAddress, IPPrefixCount: nc.Spec.IPPrefixCount, Tags: nc.Spec.Tags,
 			PlacementGroupID: pgID, ConnectionTracking: nc.Spec.ConnectionTracking, NestedVirtualization: nestedVirtualization(nc),
+			NetworkInterfaces: nc.Spec.NetworkInterfaces, EFAInterfaces: g.efa,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("launch template for EC2NodeClass %s: %w", nc.Name, err)

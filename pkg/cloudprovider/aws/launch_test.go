@@ -13,6 +13,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/launchtemplate"
 )
 
@@ -194,6 +195,51 @@ func TestUserDataInput(t *testing.T) {
 			}
 			if len(claim.Spec.Taints) != len(tc.taints) {
 				t.Error("the NodeClaim's taints were changed")
+			}
+		})
+	}
+}
+
+// TestForLaunchEFA: a NodeClaim that requests EFA gets templates with every
+// EFA interface of each type, grouped by that count; one that does not,
+// and a class that lists its own interfaces, get none added.
+func TestForLaunchEFA(t *testing.T) {
+	withEFA := func(it *cloudprovider.InstanceType, n int64) *cloudprovider.InstanceType {
+		it.Capacity[instancetype.ResourceEFA] = *resource.NewQuantity(n, resource.DecimalSI)
+		return it
+	}
+	types := func() []*cloudprovider.InstanceType {
+		return []*cloudprovider.InstanceType{withEFA(itype("p5.48xlarge", "amd64", 192, 100), 32), withEFA(itype("c6in.32xlarge", "amd64", 128, 100), 2)}
+	}
+	listed := readyClass(func(nc *awsv1.EC2NodeClass) {
+		nc.Spec.NetworkInterfaces = []awsv1.NetworkInterface{{InterfaceType: "interface"}}
+	})
+	for _, tt := range []struct {
+		name    string
+		class   *awsv1.EC2NodeClass
+		request bool
+		want    map[int32]bool
+	}{
+		{name: "requested", class: readyClass(), request: true, want: map[int32]bool{32: true, 2: true}},
+		{name: "not requested", class: readyClass(), want: map[int32]bool{0: true}},
+		{name: "the class lists its interfaces", class: listed, request: true, want: map[int32]bool{0: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ensurer := &fakeEnsurer{}
+			l := &Launcher{Templates: ensurer, Cluster: testCluster}
+			claim := nodeClaim()
+			if tt.request {
+				claim.Spec.Resources.Requests = corev1.ResourceList{instancetype.ResourceEFA: resource.MustParse("1")}
+			}
+			if _, err := l.ForLaunch(context.Background(), tt.class, claim, types(), spot); err != nil {
+				t.Fatal(err)
+			}
+			got := map[int32]bool{}
+			for _, in := range ensurer.inputs {
+				got[in.EFAInterfaces] = true
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("EFA interface counts %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -80,6 +80,12 @@ type Input struct {
 	ConnectionTracking *awsv1.ConnectionTracking
 	// NestedVirtualization is spec.cpuOptions.nestedVirtualization.
 	NestedVirtualization *string
+	// NetworkInterfaces are spec.networkInterfaces; when the class lists
+	// none, EFAInterfaces EFA interfaces (one per network card) are
+	// attached for a NodeClaim that requests vpc.amazonaws.com/efa, else
+	// the one primary interface.
+	NetworkInterfaces []awsv1.NetworkInterface
+	EFAInterfaces     int32
 }
 
 // LaunchTemplate is a template that exists in EC2.
@@ -341,15 +347,9 @@ func (p *Provider) request(in Input) *ec2.CreateLaunchTemplateInput {
 		BlockDeviceMappings: blockDeviceMappings(in),
 		MetadataOptions:     metadataOptions(in.MetadataOptions),
 		Monitoring:          &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(in.DetailedMonitoring)},
-		// The security groups go on the primary interface, where the
-		// public IP choice also lives; EC2 refuses both forms at once.
-		NetworkInterfaces: []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			DeviceIndex:                     aws.Int32(0),
-			Groups:                          sortedCopy(in.SecurityGroupIDs),
-			AssociatePublicIpAddress:        in.AssociatePublicIPAddress,
-			Ipv4PrefixCount:                 in.IPPrefixCount,
-			ConnectionTrackingSpecification: connectionTracking(in.ConnectionTracking),
-		}},
+		// The security groups go on the interfaces, where the public IP
+		// choice also lives; EC2 refuses both forms at once.
+		NetworkInterfaces: networkInterfaces(in),
 		// CreateFleet tags only the instance; the template tags the
 		// volumes and interfaces it creates with it.
 		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{
@@ -480,4 +480,40 @@ func connectionTracking(ct *awsv1.ConnectionTracking) *ec2types.ConnectionTracki
 	return &ec2types.ConnectionTrackingSpecificationRequest{
 		TcpEstablishedTimeout: ct.TCPEstablishedTimeout, UdpStreamTimeout: ct.UDPStreamTimeout, UdpTimeout: ct.UDPTimeout,
 	}
+}
+
+// networkInterfaces are the template's interfaces. Every one carries the
+// class's security groups. An efa-only interface carries no IP traffic, so
+// EC2 refuses a public IP, prefixes or conntrack settings on it.
+func networkInterfaces(in Input) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+	iface := func(card, device int32, kind string) ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+		ni := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			NetworkCardIndex: aws.Int32(card), DeviceIndex: aws.Int32(device), Groups: sortedCopy(in.SecurityGroupIDs),
+		}
+		if kind != "" && kind != "interface" {
+			ni.InterfaceType = aws.String(kind)
+		}
+		if kind != "efa-only" {
+			ni.AssociatePublicIpAddress, ni.Ipv4PrefixCount = in.AssociatePublicIPAddress, in.IPPrefixCount
+			ni.ConnectionTrackingSpecification = connectionTracking(in.ConnectionTracking)
+		}
+		return ni
+	}
+	var out []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest
+	switch {
+	case len(in.NetworkInterfaces) > 0:
+		for _, n := range in.NetworkInterfaces {
+			out = append(out, iface(n.NetworkCardIndex, n.DeviceIndex, n.InterfaceType))
+		}
+	case in.EFAInterfaces > 0:
+		// One per card; device 0 on the first card is the primary.
+		for card := int32(0); card < in.EFAInterfaces; card++ {
+			out = append(out, iface(card, min(card, 1), "efa"))
+		}
+	default:
+		primary := iface(0, 0, "")
+		primary.NetworkCardIndex = nil
+		out = append(out, primary)
+	}
+	return out
 }

@@ -472,3 +472,54 @@ func templateIDs(t *testing.T, api EC2API) []string {
 	sort.Strings(ids)
 	return ids
 }
+
+// TestNetworkInterfaces: the class's interfaces as listed, EFA on every
+// card for a NodeClaim that asked for it, else the primary alone; IP
+// settings only where IP traffic flows.
+func TestNetworkInterfaces(t *testing.T) {
+	type iface struct {
+		card, device int32
+		kind         string
+		publicIP     bool
+		conntrack    bool
+	}
+	base := func() Input {
+		in := input()
+		in.AssociatePublicIPAddress = aws.Bool(false)
+		in.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: aws.Int32(60)}
+		return in
+	}
+	tests := []struct {
+		name string
+		edit func(*Input)
+		want []iface
+	}{
+		{name: "the primary alone", edit: func(*Input) {}, want: []iface{{0, 0, "", true, true}}},
+		{name: "the class's interfaces", edit: func(in *Input) {
+			in.NetworkInterfaces = []awsv1.NetworkInterface{{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: "interface"}, {NetworkCardIndex: 1, DeviceIndex: 0, InterfaceType: "efa-only"}}
+		}, want: []iface{{0, 0, "", true, true}, {1, 0, "efa-only", false, false}}},
+		{name: "EFA on every card", edit: func(in *Input) { in.EFAInterfaces = 3 },
+			want: []iface{{0, 0, "efa", true, true}, {1, 1, "efa", true, true}, {2, 1, "efa", true, true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := base()
+			tt.edit(&in)
+			got := networkInterfaces(in)
+			if len(got) != len(tt.want) {
+				t.Fatalf("%d interfaces, want %d: %+v", len(got), len(tt.want), got)
+			}
+			for i, w := range tt.want {
+				g := got[i]
+				if aws.ToInt32(g.NetworkCardIndex) != w.card || aws.ToInt32(g.DeviceIndex) != w.device || aws.ToString(g.InterfaceType) != w.kind ||
+					(g.AssociatePublicIpAddress != nil) != w.publicIP || (g.ConnectionTrackingSpecification != nil) != w.conntrack {
+					t.Errorf("interface %d: card %d device %d type %q public IP %v conntrack %v; want %+v", i, aws.ToInt32(g.NetworkCardIndex), aws.ToInt32(g.DeviceIndex),
+						aws.ToString(g.InterfaceType), g.AssociatePublicIpAddress != nil, g.ConnectionTrackingSpecification != nil, w)
+				}
+				if len(g.Groups) != 2 {
+					t.Errorf("interface %d has groups %v, want the class's two", i, g.Groups)
+				}
+			}
+		})
+	}
+}
