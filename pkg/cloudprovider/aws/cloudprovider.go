@@ -167,7 +167,45 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) (_ [
 			out = append(out, it)
 		}
 	}
+	return byZoneID(np, nc, out)
+}
+
+// byZoneID keeps the offerings in the zones whose IDs the pool's
+// topology.k8s.aws/zone-id requirement allows. The planner knows zones,
+// not zone IDs; without this it would plan onto zones the launch then
+// refuses.
+func byZoneID(np *v1.NodePool, nc *awsv1.EC2NodeClass, its []*cloudprovider.InstanceType) ([]*cloudprovider.InstanceType, error) {
+	reqs, err := requirements.Parse(np.Spec.Template.Spec.Requirements)
+	if err != nil || len(reqs[LabelZoneID]) == 0 {
+		return its, err
+	}
+	ids := zoneIDsOf(nc)
+	out := make([]*cloudprovider.InstanceType, 0, len(its))
+	for _, it := range its {
+		cp := *it
+		cp.Offerings = nil
+		for _, o := range it.Offerings {
+			if reqs.Allow(LabelZoneID, ids[o.Zone]) {
+				cp.Offerings = append(cp.Offerings, o)
+			}
+		}
+		if len(cp.Offerings) > 0 {
+			out = append(out, &cp)
+		}
+	}
 	return out, nil
+}
+
+// zoneIDsOf maps the class's zones to their zone IDs (use1-az1), which
+// name the same physical zone in every account.
+func zoneIDsOf(nc *awsv1.EC2NodeClass) map[string]string {
+	out := map[string]string{}
+	for _, s := range nc.Status.Subnets {
+		if s.ZoneID != "" {
+			out[s.Zone] = s.ZoneID
+		}
+	}
+	return out
 }
 
 // typesOf lists the class's instance types. In a placement group, each
@@ -327,6 +365,12 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	out.Labels[corev1.LabelTopologyZone] = inst.Zone
 	out.Labels[corev1.LabelTopologyRegion] = c.opts.Region
 	out.Labels[v1.LabelCapacityType] = inst.CapacityType
+	if id := zoneIDsOf(nc)[inst.Zone]; id != "" {
+		out.Labels[LabelZoneID] = id
+	}
+	if tenancy, err := Tenancy(nodeClaim); err == nil {
+		out.Labels[LabelInstanceTenancy] = tenancy
+	}
 	// The group is where EC2 put the instance, not where the type was
 	// planned: an instance outside it carries no label, and drifts.
 	delete(out.Labels, placementgroup.LabelID)
@@ -420,12 +464,13 @@ func (c *CloudProvider) launchRequest(ctx context.Context, nc *awsv1.EC2NodeClas
 		o  cloudprovider.Offering
 	}
 	var cands []candidate
+	zoneIDs := zoneIDsOf(nc)
 	for _, it := range its {
 		if templates[it.Name] == "" {
 			continue
 		}
 		for _, o := range it.Offerings {
-			if o.Available && o.CapacityType == capacityType && reqs.Allow(corev1.LabelTopologyZone, o.Zone) {
+			if o.Available && o.CapacityType == capacityType && reqs.Allow(corev1.LabelTopologyZone, o.Zone) && reqs.Allow(LabelZoneID, zoneIDs[o.Zone]) {
 				cands = append(cands, candidate{it, o})
 				if !slices.Contains(zones, o.Zone) {
 					zones = append(zones, o.Zone)

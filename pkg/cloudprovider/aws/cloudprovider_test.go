@@ -75,6 +75,11 @@ func TestCreateRequest(t *testing.T) {
 		wantCT:   spot,
 		wantOver: []instance.Override{override("m5.large", zoneA, 0.040), override("m5.xlarge", zoneA, 0.075)},
 	}, {
+		name:     "only the zones of the NodeClaim's zone IDs",
+		reqs:     []v1.NodeSelectorRequirementWithMinValues{req(LabelZoneID, corev1.NodeSelectorOpIn, "use1-az2")},
+		wantCT:   spot,
+		wantOver: []instance.Override{override("m5.large", zoneB, 0.035), override("m6g.large", zoneB, 0.030)},
+	}, {
 		name:     "only types satisfying the requirements (a type's label)",
 		reqs:     []v1.NodeSelectorRequirementWithMinValues{req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64")},
 		wantCT:   spot,
@@ -314,6 +319,8 @@ func TestCreateResult(t *testing.T) {
 		v1.LabelNodePool: "default", "team": "payments",
 		corev1.LabelInstanceTypeStable: "m5.xlarge", corev1.LabelTopologyZone: zoneA, corev1.LabelTopologyRegion: "us-east-1",
 		v1.LabelCapacityType: spot, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux", "karpenter.k8s.aws/instance-cpu": "4",
+		// Where the instance is, as Karpenter labels it.
+		LabelZoneID: "use1-az1", LabelInstanceTenancy: "default",
 	}
 	if !reflect.DeepEqual(out.Labels, wantLabels) {
 		t.Errorf("labels\n got %v\nwant %v", out.Labels, wantLabels)
@@ -680,6 +687,92 @@ func TestCreateResumesAnUnrecordedLaunch(t *testing.T) {
 			}
 			if id, _ := instance.ParseProviderID(out.Status.ProviderID); id != tc.wantID {
 				t.Errorf("provider ID %s, want instance %s", out.Status.ProviderID, tc.wantID)
+			}
+		})
+	}
+}
+
+func TestTenancy(t *testing.T) {
+	tests := []struct {
+		name string
+		reqs []v1.NodeSelectorRequirementWithMinValues
+		want string
+		err  bool
+	}{
+		{name: "no requirement: shared hardware", want: "default"},
+		{name: "dedicated only", reqs: []v1.NodeSelectorRequirementWithMinValues{req(LabelInstanceTenancy, corev1.NodeSelectorOpIn, "dedicated")}, want: "dedicated"},
+		{name: "either: the cheaper default", reqs: []v1.NodeSelectorRequirementWithMinValues{req(LabelInstanceTenancy, corev1.NodeSelectorOpIn, "dedicated", "default")}, want: "default"},
+		{name: "not default", reqs: []v1.NodeSelectorRequirementWithMinValues{req(LabelInstanceTenancy, corev1.NodeSelectorOpNotIn, "default")}, want: "dedicated"},
+		{name: "neither", reqs: []v1.NodeSelectorRequirementWithMinValues{req(LabelInstanceTenancy, corev1.NodeSelectorOpIn, "host")}, err: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Tenancy(nodeClaim(tt.reqs...))
+			if (err != nil) != tt.err || got != tt.want {
+				t.Fatalf("Tenancy = %q, %v; want %q, error %v", got, err, tt.want, tt.err)
+			}
+		})
+	}
+}
+
+// TestForLaunchTenancy: a NodeClaim that allows only dedicated tenancy gets
+// templates that ask for it.
+func TestForLaunchTenancy(t *testing.T) {
+	for _, tt := range []struct {
+		reqs []v1.NodeSelectorRequirementWithMinValues
+		want string
+	}{
+		{nil, "default"},
+		{[]v1.NodeSelectorRequirementWithMinValues{req(LabelInstanceTenancy, corev1.NodeSelectorOpIn, "dedicated")}, "dedicated"},
+	} {
+		ensurer := &fakeEnsurer{}
+		l := &Launcher{Templates: ensurer, Cluster: testCluster}
+		if _, err := l.ForLaunch(context.Background(), readyClass(), nodeClaim(tt.reqs...), []*cloudprovider.InstanceType{itype("m5.large", "amd64", 2, 29)}, spot); err != nil {
+			t.Fatal(err)
+		}
+		if len(ensurer.inputs) != 1 || ensurer.inputs[0].Tenancy != tt.want {
+			t.Errorf("requirements %v: templates %+v, want tenancy %s", tt.reqs, ensurer.inputs, tt.want)
+		}
+	}
+}
+
+// TestInstanceTypesByZoneID: a pool that requires zone IDs is planned only
+// onto the offerings in those zones.
+func TestInstanceTypesByZoneID(t *testing.T) {
+	class := readyClass()
+	types := []*cloudprovider.InstanceType{
+		itype("m5.large", "amd64", 2, 29, offering(zoneA, "on-demand", 0.096), offering(zoneB, "on-demand", 0.097)),
+		itype("c5.large", "amd64", 2, 29, offering(zoneA, "on-demand", 0.085)),
+	}
+	for _, tt := range []struct {
+		name string
+		reqs []v1.NodeSelectorRequirementWithMinValues
+		want string
+	}{
+		{name: "no zone-id requirement", want: "m5.large:us-east-1a+us-east-1b,c5.large:us-east-1a"},
+		{name: "use1-az2 only", reqs: []v1.NodeSelectorRequirementWithMinValues{req(LabelZoneID, corev1.NodeSelectorOpIn, "use1-az2")}, want: "m5.large:us-east-1b"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newProvider(t, kubeWith(t, class), &fakes{instanceTypes: &fakeInstanceTypes{types: types}})
+			pool := &v1.NodePool{Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+				NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: class.Name}, Requirements: tt.reqs}}}}
+			its, err := p.InstanceTypes(context.Background(), pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, it := range its {
+				var zones []string
+				for _, o := range it.Offerings {
+					zones = append(zones, o.Zone)
+				}
+				got = append(got, it.Name+":"+strings.Join(zones, "+"))
+			}
+			if strings.Join(got, ",") != tt.want {
+				t.Fatalf("offerings %v, want %s", got, tt.want)
+			}
+			if len(types[0].Offerings) != 2 {
+				t.Fatal("the provider's own types were changed")
 			}
 		})
 	}

@@ -55,7 +55,7 @@ func readyClass(change ...func(*awsv1.EC2NodeClass)) *awsv1.EC2NodeClass {
 			Tags:             map[string]string{"team": "payments"},
 		},
 		Status: awsv1.EC2NodeClassStatus{
-			Subnets:         []awsv1.Subnet{{ID: "subnet-a", Zone: zoneA}, {ID: "subnet-b", Zone: zoneB}},
+			Subnets:         []awsv1.Subnet{{ID: "subnet-a", Zone: zoneA, ZoneID: "use1-az1"}, {ID: "subnet-b", Zone: zoneB, ZoneID: "use1-az2"}},
 			SecurityGroups:  []awsv1.SecurityGroup{{ID: "sg-1"}, {ID: "sg-2"}},
 			AMIs:            []awsv1.AMI{amiOf(amiAMD, "amd64"), amiOf(amiARM, "arm64")},
 			InstanceProfile: "demo_1234",

@@ -13,6 +13,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/launchtemplate"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -93,6 +94,10 @@ func (l *Launcher) ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 	for _, sg := range nc.Status.SecurityGroups {
 		sgs = append(sgs, sg.ID)
 	}
+	tenancy, err := Tenancy(nodeClaim)
+	if err != nil {
+		return nil, err
+	}
 	var pgID string
 	if l.PlacementGroups != nil {
 		pg, err := l.PlacementGroups.Get(ctx, nc)
@@ -118,7 +123,7 @@ func (l *Launcher) ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 			DetailedMonitoring:       nc.Spec.DetailedMonitoring != nil && *nc.Spec.DetailedMonitoring,
 			AssociatePublicIPAddress: nc.Spec.AssociatePublicIPAddress, IPPrefixCount: nc.Spec.IPPrefixCount, Tags: nc.Spec.Tags,
 			PlacementGroupID: pgID, ConnectionTracking: nc.Spec.ConnectionTracking, NestedVirtualization: nestedVirtualization(nc),
-			NetworkInterfaces: nc.Spec.NetworkInterfaces, EFAInterfaces: g.efa,
+			NetworkInterfaces: nc.Spec.NetworkInterfaces, EFAInterfaces: g.efa, Tenancy: tenancy,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("launch template for EC2NodeClass %s: %w", nc.Name, err)
@@ -204,4 +209,27 @@ func nestedVirtualization(nc *awsv1.EC2NodeClass) *string {
 		return nil
 	}
 	return nc.Spec.CPUOptions.NestedVirtualization
+}
+
+// LabelInstanceTenancy and LabelZoneID are the well-known labels of an
+// instance's tenancy and its zone's ID, Karpenter's.
+const (
+	LabelInstanceTenancy = awsv1.Group + "/instance-tenancy"
+	LabelZoneID          = "topology.k8s.aws/zone-id"
+)
+
+// Tenancy is the tenancy a NodeClaim launches with: default (shared
+// hardware) when its requirements allow it, else dedicated; a NodeClaim
+// that allows neither cannot launch.
+func Tenancy(nodeClaim *v1.NodeClaim) (string, error) {
+	reqs, err := requirements.Parse(nodeClaim.Spec.Requirements)
+	if err != nil {
+		return "", fmt.Errorf("nodeclaim %s: %w", nodeClaim.Name, err)
+	}
+	for _, t := range []string{"default", "dedicated"} {
+		if reqs.Allow(LabelInstanceTenancy, t) {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("nodeclaim %s: requirement %s allows neither default nor dedicated, the only tenancies EC2 launches", nodeClaim.Name, LabelInstanceTenancy)
 }

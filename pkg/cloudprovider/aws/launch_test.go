@@ -121,7 +121,7 @@ func TestForLaunch(t *testing.T) {
 				want := launchtemplate.Input{
 					NodeClassName: "default", NodeClassHash: tc.class.Hash(), NodePool: "default", CapacityType: spot,
 					AMIFamily: awsv1.AMIFamilyAL2023, ImageID: g.ami, UserData: userData, SecurityGroupIDs: []string{"sg-1", "sg-2"},
-					InstanceProfile: "demo_1234", Tags: map[string]string{"team": "payments"},
+					InstanceProfile: "demo_1234", Tags: map[string]string{"team": "payments"}, Tenancy: "default",
 				}
 				if in := ensurer.inputs[i]; !reflect.DeepEqual(in, want) {
 					t.Errorf("template %d\n got %+v\nwant %+v\nuser data got:\n%s\nwant:\n%s", i+1, in, want, decode(in.UserData), decode(want.UserData))

@@ -86,6 +86,9 @@ type Input struct {
 	// the one primary interface.
 	NetworkInterfaces []awsv1.NetworkInterface
 	EFAInterfaces     int32
+	// Tenancy "dedicated" launches on single-tenant hardware; "" or
+	// "default" on shared.
+	Tenancy string
 }
 
 // LaunchTemplate is a template that exists in EC2.
@@ -360,8 +363,14 @@ func (p *Provider) request(in Input) *ec2.CreateLaunchTemplateInput {
 	if in.NestedVirtualization != nil {
 		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*in.NestedVirtualization)}
 	}
-	if in.PlacementGroupID != "" {
-		data.Placement = &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String(in.PlacementGroupID)}
+	if in.PlacementGroupID != "" || in.Tenancy == string(ec2types.TenancyDedicated) {
+		data.Placement = &ec2types.LaunchTemplatePlacementRequest{}
+		if in.PlacementGroupID != "" {
+			data.Placement.GroupId = aws.String(in.PlacementGroupID)
+		}
+		if in.Tenancy == string(ec2types.TenancyDedicated) {
+			data.Placement.Tenancy = ec2types.TenancyDedicated
+		}
 	}
 	if in.CapacityType == v1.CapacityTypeSpot {
 		data.TagSpecifications = append(data.TagSpecifications, ec2types.LaunchTemplateTagSpecificationRequest{

@@ -182,6 +182,7 @@ func TestEveryFieldNamesTheTemplate(t *testing.T) {
 		"placement group":       func(in *Input) { in.PlacementGroupID = "pg-0123456789abcdef0" },
 		"connection tracking":   func(in *Input) { in.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: aws.Int32(60)} },
 		"nested virtualization": func(in *Input) { in.NestedVirtualization = aws.String("enabled") },
+		"dedicated tenancy":     func(in *Input) { in.Tenancy = "dedicated" },
 	}
 	seen := map[string]string{base: "base"}
 	for field, change := range cases {
@@ -214,6 +215,7 @@ func TestTemplateData(t *testing.T) {
 	in.PlacementGroupID = "pg-0123456789abcdef0"
 	in.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: aws.Int32(3600), UDPStreamTimeout: aws.Int32(120), UDPTimeout: aws.Int32(60)}
 	in.NestedVirtualization = aws.String("enabled")
+	in.Tenancy = "dedicated"
 	in.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{
 		DeviceName: aws.String("/dev/xvda"),
 		EBS: &awsv1.BlockDevice{
@@ -244,6 +246,7 @@ func TestTemplateData(t *testing.T) {
 		t.Fatal("no placement: the instance would launch outside the class's placement group")
 	}
 	check("placement group", aws.ToString(d.Placement.GroupId), in.PlacementGroupID)
+	check("tenancy", d.Placement.Tenancy, ec2types.TenancyDedicated)
 	if len(d.BlockDeviceMappings) != 1 {
 		t.Fatalf("block devices: %+v", d.BlockDeviceMappings)
 	}
