@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -485,5 +487,64 @@ func TestDefaultBlockDeviceMappings(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %v, want %v", family, got, want)
 		}
+	}
+}
+
+// ssmRecorder answers GetParameter and records the names asked. It has no
+// GetParameters: the published controller policies grant ssm:GetParameter
+// alone, on arn:aws:ssm:<region>::parameter/aws/service/*.
+type ssmRecorder struct {
+	mu     sync.Mutex
+	values map[string]string
+	asked  []string
+}
+
+func (r *ssmRecorder) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := aws.ToString(in.Name)
+	r.asked = append(r.asked, name)
+	v, ok := r.values[name]
+	if !ok {
+		return nil, &ssmtypes.ParameterNotFound{}
+	}
+	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Name: in.Name, Value: aws.String(v)}}, nil
+}
+
+// TestAliasReadsFitThePublishedPolicy: every alias is read one
+// ssm:GetParameter per name, each name under /aws/service/ (the only
+// parameters the published policies let the controller read), and a
+// variant SSM does not publish is skipped, not failed.
+func TestAliasReadsFitThePublishedPolicy(t *testing.T) {
+	for _, alias := range []string{"al2023@latest", "al2@latest", "bottlerocket@latest", "windows2022@latest", "al2023@v20250101"} {
+		t.Run(alias, func(t *testing.T) {
+			a, err := ParseAlias(alias)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names, err := AliasParameters(a, "1.31")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &ssmRecorder{values: map[string]string{names[0]: "ami-0123456789abcdef0"}}
+			got, err := ReadParameters(context.Background(), rec, names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[names[0]] != "ami-0123456789abcdef0" {
+				t.Errorf("read %v, want the one published parameter", got)
+			}
+			sort.Strings(rec.asked)
+			want := slices.Clone(names)
+			sort.Strings(want)
+			if !reflect.DeepEqual(rec.asked, want) {
+				t.Errorf("GetParameter for %v, want one call per name %v", rec.asked, want)
+			}
+			for _, n := range rec.asked {
+				if !strings.HasPrefix(n, "/aws/service/") {
+					t.Errorf("parameter %s is outside /aws/service/, which the controller policy does not grant", n)
+				}
+			}
+		})
 	}
 }
