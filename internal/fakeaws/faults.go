@@ -49,6 +49,11 @@ type Faults struct {
 	// DescribeDelay hides an instance from DescribeInstances for this long
 	// after its launch, as EC2's eventual consistency does.
 	DescribeDelay Duration `json:"describeDelay,omitempty"`
+	// SpotRoleMissing plays an account without the spot service-linked
+	// role (AWSServiceRoleForEC2Spot) whose caller may not create it: every
+	// spot fleet fails each override with
+	// AuthFailure.ServiceLinkedRoleCreationNotPermitted.
+	SpotRoleMissing bool `json:"spotRoleMissing,omitempty"`
 }
 
 // ActionFaults override the general rates for one action.

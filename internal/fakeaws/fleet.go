@@ -131,6 +131,10 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 				o.zone = s.subnetZone(ctx, region, o.fields.Get("SubnetId"))
 			}
 			out := false
+			if faults.SpotRoleMissing && capacityType == "spot" {
+				errs = append(errs, iceError{cfg, o})
+				continue
+			}
 			for _, cap := range faults.InsufficientCapacity {
 				if cap.matches(typ, o.zone, capacityType) {
 					out = true
@@ -169,8 +173,10 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 		errXML.WriteString("<errorSet>")
 		for _, e := range errs {
 			typ := e.o.fields.Get("InstanceType")
-			msg := "There is no Spot capacity available that matches your request."
-			if capacityType != "spot" {
+			code, msg := "InsufficientInstanceCapacity", "There is no Spot capacity available that matches your request."
+			if faults.SpotRoleMissing && capacityType == "spot" {
+				code, msg = "AuthFailure.ServiceLinkedRoleCreationNotPermitted", "The provided credentials do not have permission to create the service-linked role for EC2 Spot Instances."
+			} else if capacityType != "spot" {
 				msg = fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing %s.",
 					typ, e.o.zone, typ, strings.Join(s.otherZones(ctx, region, typ, e.o.zone, capacityType, faults), ", "))
 			}
@@ -186,8 +192,8 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 					fmt.Fprintf(&errXML, "<%s>%s</%s>", lowerFirst(k), xmlEscape(e.o.fields.Get(k)), lowerFirst(k))
 				}
 			}
-			fmt.Fprintf(&errXML, "</overrides></launchTemplateAndOverrides><lifecycle>%s</lifecycle><errorCode>InsufficientInstanceCapacity</errorCode><errorMessage>%s</errorMessage></item>",
-				capacityType, xmlEscape(msg))
+			fmt.Fprintf(&errXML, "</overrides></launchTemplateAndOverrides><lifecycle>%s</lifecycle><errorCode>%s</errorCode><errorMessage>%s</errorMessage></item>",
+				capacityType, code, xmlEscape(msg))
 		}
 		errXML.WriteString("</errorSet>")
 	}

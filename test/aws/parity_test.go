@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joiner-autoscaler/joiner/internal/fakeaws"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -174,4 +175,47 @@ spec:
 			`jsonpath={.status.conditions[?(@.type=="PlacementGroupReady")].reason}|{.status.conditions[?(@.type=="PlacementGroupReady")].message}|{.status.conditions[?(@.type=="Ready")].status}`)
 		return strings.HasPrefix(out, "PlacementGroupNotFound|") && strings.Contains(out, `"no-such-group"`) && strings.HasSuffix(out, "|False"), out
 	})
+}
+
+// TestSpotServiceLinkedRoleMissing is issue 19's fifth acceptance point
+// end to end: in an account without the spot service-linked role, a pool
+// that allows spot and on-demand gets an on-demand node after one refused
+// spot fleet, and the NodeClaim's InsufficientCapacityError event says why
+// and how to fix it.
+func TestSpotServiceLinkedRoleMissing(t *testing.T) {
+	fake.ResetCalls()
+	explainBoots(t, fake)
+	if err := fake.SetFaults(fakeaws.Faults{SpotRoleMissing: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.SetFaults(fakeaws.Faults{}) })
+	framework.StartJoiner(t, awsEnv()...)
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	pool := strings.Replace(framework.PoolAndClass, "values: [on-demand]", "values: [spot, on-demand]", 1)
+	framework.Kubectl(t, pool, "apply", "-f", "-")
+	framework.Kubectl(t, framework.Deployment("slr", 1, "500m", "512Mi", ""), "apply", "-f", "-")
+	framework.Eventually(t, 3*time.Minute, "the pod runs", func() (bool, string) {
+		n, _ := framework.Running(t, map[string]string{"app": "slr"})
+		return n == 1, fmt.Sprintf("%d running", n)
+	})
+	claims := framework.NodeClaims(t)
+	if len(claims) != 1 || claims[0].Labels["karpenter.sh/capacity-type"] != "on-demand" {
+		t.Fatalf("NodeClaims %d, capacity type %q; want one on-demand", len(claims), claims[0].Labels["karpenter.sh/capacity-type"])
+	}
+	var spot, onDemand int
+	for _, c := range fake.Calls("ec2", "CreateFleet") {
+		switch c.Params["DefaultTargetCapacityType"] {
+		case "spot":
+			spot++
+		case "on-demand":
+			onDemand++
+		}
+	}
+	if spot != 1 || onDemand != 1 {
+		t.Fatalf("%d spot and %d on-demand fleets; want the one refused spot fleet, then one on-demand", spot, onDemand)
+	}
+	events := framework.Kubectl(t, "", "get", "events", "-A", "--field-selector", "reason=InsufficientCapacityError", "-o", "custom-columns=MSG:.message")
+	if !strings.Contains(events, "no spot service-linked role") || !strings.Contains(events, "aws iam create-service-linked-role --aws-service-name spot.amazonaws.com") {
+		t.Fatalf("InsufficientCapacityError events do not name the missing role and its fix:\n%s", events)
+	}
 }

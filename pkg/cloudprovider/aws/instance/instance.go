@@ -142,6 +142,10 @@ type InsufficientCapacityError struct {
 type Offering struct{ InstanceType, Zone, CapacityType string }
 
 func (e *InsufficientCapacityError) Error() string {
+	if e.CapacityTypeOut == CapacityTypeSpot {
+		// The fix first: the event that carries this is cut at 300 bytes.
+		return "spot is unavailable: the account has no spot service-linked role and Joiner may not create it; launching on-demand where pools allow it until it is created (aws iam create-service-linked-role --aws-service-name spot.amazonaws.com): " + e.Message
+	}
 	return "no capacity for any launch option: " + e.Message
 }
 
