@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -37,10 +38,17 @@ func TestConvertLegacySeed(t *testing.T) {
 	t.Cleanup(func() { framework.ResetCluster(t) })
 
 	seed := filepath.Join(framework.Cluster.Root, "test", "testdata", "seed-manifests", "05-legacy-v1alpha5.yaml")
+	// The legacy cluster's workloads select their Provisioner by its
+	// pre-v1beta1 label, which no v1 node has: unconverted, they would
+	// never schedule.
+	workloads := filepath.Join(t.TempDir(), "workloads.yaml")
+	if err := os.WriteFile(workloads, []byte(legacyWorkloads), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var stdout, stderr bytes.Buffer
 	// The AWSNodeTemplate's AMI family is v1alpha1's default, AL2, which has no
 	// images for the control plane's Kubernetes (1.33): the flag picks AL2023.
-	cmd := exec.Command(framework.Binary, "convert", "-f", seed, "--role", "KarpenterNodeRole-"+clusterName, "--ami-family", "AL2023")
+	cmd := exec.Command(framework.Binary, "convert", "-f", seed, "-f", workloads, "--role", "KarpenterNodeRole-"+clusterName, "--ami-family", "AL2023")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("joiner convert: %v\n%s", err, stderr.String())
@@ -60,6 +68,23 @@ func TestConvertLegacySeed(t *testing.T) {
 		n, nodes := framework.Running(t, map[string]string{"app": "legacy"})
 		return n == 2, fmt.Sprintf("%d running on %v", n, nodes)
 	})
+	// The converted workloads land on the converted pool's nodes.
+	for _, app := range []string{"legacy-selector", "legacy-affinity"} {
+		framework.Eventually(t, 3*time.Minute, app+"'s pod runs", func() (bool, string) {
+			n, nodes := framework.Running(t, map[string]string{"app": app})
+			return n == 1, fmt.Sprintf("%d running on %v", n, nodes)
+		})
+		_, nodes := framework.Running(t, map[string]string{"app": app})
+		for name := range nodes {
+			node := &corev1.Node{}
+			if err := framework.Kube.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
+				t.Fatal(err)
+			}
+			if node.Labels[v1.LabelNodePool] != "default" {
+				t.Errorf("%s runs on %s, whose nodepool label is %q; want the converted NodePool default", app, name, node.Labels[v1.LabelNodePool])
+			}
+		}
+	}
 
 	claims := framework.NodeClaims(t)
 	if len(claims) == 0 {
@@ -93,3 +118,34 @@ func TestConvertLegacySeed(t *testing.T) {
 		t.Errorf("NodePool expireAfter %s; the Provisioner had no TTL, so Never", np.Spec.Template.Spec.ExpireAfter.String())
 	}
 }
+
+// legacyWorkloads select the v1alpha5 Provisioner "default" by its label,
+// in a nodeSelector and in a required node affinity term.
+const legacyWorkloads = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: legacy-selector, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: legacy-selector}}
+  template:
+    metadata: {labels: {app: legacy-selector}}
+    spec:
+      nodeSelector: {karpenter.sh/provisioner-name: default}
+      containers: [{name: c, image: registry.k8s.io/pause:3.9, resources: {requests: {cpu: 250m, memory: 256Mi}}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: legacy-affinity, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: legacy-affinity}}
+  template:
+    metadata: {labels: {app: legacy-affinity}}
+    spec:
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions: [{key: karpenter.sh/provisioner-name, operator: In, values: [default]}]
+      containers: [{name: c, image: registry.k8s.io/pause:3.9, resources: {requests: {cpu: 250m, memory: 256Mi}}}]
+`
