@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,12 +34,16 @@ type Options struct {
 	// DisableClusterStateObservability turns off the scrape-time
 	// cluster-state gauges (nodes, pods, NodePools) and the pod timings.
 	DisableClusterStateObservability bool
-	LeaderElectionName               string
-	LeaderElectionNS                 string
-	PreferencePolicy                 string
-	MinValuesPolicy                  string
-	FeatureGates                     FeatureGates
-	InterruptionQueue                string
+	// AMIRefreshInterval is how often the alias parameters are read;
+	// SubnetRefreshInterval how often each class is resolved again.
+	AMIRefreshInterval    time.Duration
+	SubnetRefreshInterval time.Duration
+	LeaderElectionName    string
+	LeaderElectionNS      string
+	PreferencePolicy      string
+	MinValuesPolicy       string
+	FeatureGates          FeatureGates
+	InterruptionQueue     string
 	// The aws provider's settings, as Karpenter's AWS provider names them.
 	ClusterCABundle         string
 	IsolatedVPC             bool
@@ -212,6 +217,8 @@ var settings = []setting{
 	durationSetting("kwok-launch-delay", "KWOK_LAUNCH_DELAY", "0s", "how long a kwok instance takes to boot", func(o *Options) *time.Duration { return &o.KwokLaunchDelay }),
 	durationSetting("launch-ttl", "LAUNCH_TTL", "5m", "delete a NodeClaim that has not launched after this long", func(o *Options) *time.Duration { return &o.LaunchTTL }),
 	durationSetting("registration-ttl", "REGISTRATION_TTL", "15m", "delete a NodeClaim whose node has not registered after this long", func(o *Options) *time.Duration { return &o.RegistrationTTL }),
+	durationSetting("ami-refresh-interval", "AMI_REFRESH_INTERVAL", "1m", "how often the SSM parameters behind @latest aliases are read; a new image reaches status.amis (and drifts nodes) within it (aws)", func(o *Options) *time.Duration { return &o.AMIRefreshInterval }),
+	durationSetting("subnet-refresh-interval", "SUBNET_REFRESH_INTERVAL", "1m", "how often each EC2NodeClass's subnets, security groups, AMIs and instance profile are resolved again (aws)", func(o *Options) *time.Duration { return &o.SubnetRefreshInterval }),
 	durationSetting("disruption-poll", "DISRUPTION_POLL", "10s", "how often voluntary disruption decides", func(o *Options) *time.Duration { return &o.DisruptionPoll }),
 	durationSetting("garbage-collect-min-age", "GARBAGE_COLLECT_MIN_AGE", "30s", "spare instances younger than this, whose NodeClaim may still be recording its launch", func(o *Options) *time.Duration { return &o.GarbageCollectMinAge }),
 	durationSetting("garbage-collect-interval", "GARBAGE_COLLECT_INTERVAL", "30s", "how often to look for instances without a NodeClaim", func(o *Options) *time.Duration { return &o.GarbageCollectInterval }),
@@ -231,6 +238,15 @@ func Parse(args []string, getenv func(string) string) (*Options, error) {
 	}
 	if o.BatchMaxDuration < o.BatchIdleDuration {
 		errs = append(errs, fmt.Errorf("invalid setting BATCH_MAX_DURATION %s: must not be shorter than BATCH_IDLE_DURATION %s", o.BatchMaxDuration, o.BatchIdleDuration))
+	}
+	errs = append(errs, unimplemented(getenv)...)
+	for _, d := range []struct {
+		env string
+		v   time.Duration
+	}{{"AMI_REFRESH_INTERVAL", o.AMIRefreshInterval}, {"SUBNET_REFRESH_INTERVAL", o.SubnetRefreshInterval}} {
+		if d.v < 5*time.Second {
+			errs = append(errs, fmt.Errorf("invalid setting %s %s: must be at least 5s (Karpenter's default is 1m)", d.env, d.v))
+		}
 	}
 	if o.DisruptionPoll <= 0 {
 		errs = append(errs, fmt.Errorf("invalid setting DISRUPTION_POLL %s: must be positive", o.DisruptionPoll))
@@ -355,4 +371,33 @@ func ParseFeatureGates(v string) (FeatureGates, error) {
 		*dst = b
 	}
 	return fg, nil
+}
+
+// fixedSettings are Karpenter's settings that Joiner implements at one
+// value only. Set to that value (or unset) they are accepted, so a
+// Karpenter deployment's environment carries over; set to another, the
+// start fails, naming the setting, rather than run without what it asks.
+var fixedSettings = []struct {
+	env      string
+	accepted []string
+	why      string
+}{
+	{"ENABLE_ZONAL_SHIFT", []string{"false"}, "Joiner does not follow ARC zonal shifts yet"},
+	{"IGNORE_DRA_REQUESTS", []string{"true"}, "Joiner does not plan for DRA resource claims yet, so it ignores them as Karpenter's default does"},
+	{"LOG_OUTPUT_PATHS", []string{"stdout"}, "Joiner logs to standard output only"},
+	{"LOG_ERROR_OUTPUT_PATHS", []string{"stderr"}, "Joiner logs errors to standard error only"},
+	// Joiner makes no dry-run calls, so either value behaves the same.
+	{"DISABLE_DRY_RUN", []string{"true", "false"}, "it is a boolean"},
+}
+
+func unimplemented(getenv func(string) string) []error {
+	var errs []error
+	for _, s := range fixedSettings {
+		v := getenv(s.env)
+		if v == "" || slices.Contains(s.accepted, strings.ToLower(strings.TrimSpace(v))) {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("invalid setting %s %q: %s; unset it or set %s", s.env, v, s.why, strings.Join(s.accepted, " or ")))
+	}
+	return errs
 }

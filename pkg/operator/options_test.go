@@ -47,6 +47,22 @@ func TestParse(t *testing.T) {
 		}},
 		{name: "an interruption queue needs aws", env: map[string]string{"INTERRUPTION_QUEUE": "demo"}, wantErr: `invalid setting INTERRUPTION_QUEUE "demo": interruption messages come from AWS`},
 		{name: "bad log level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: "want one of debug, info, error"},
+		{name: "Karpenter's settings at the values Joiner implements", env: map[string]string{"ENABLE_ZONAL_SHIFT": "false", "IGNORE_DRA_REQUESTS": "true",
+			"LOG_OUTPUT_PATHS": "stdout", "LOG_ERROR_OUTPUT_PATHS": "stderr", "DISABLE_DRY_RUN": "true", "AMI_REFRESH_INTERVAL": "24h", "SUBNET_REFRESH_INTERVAL": "5m"},
+			check: func(t *testing.T, o *Options) {
+				if o.AMIRefreshInterval != 24*time.Hour || o.SubnetRefreshInterval != 5*time.Minute {
+					t.Fatalf("%+v", o)
+				}
+			}},
+		{name: "refresh intervals default to Karpenter's", check: func(t *testing.T, o *Options) {
+			if o.AMIRefreshInterval != time.Minute || o.SubnetRefreshInterval != time.Minute {
+				t.Fatalf("%+v", o)
+			}
+		}},
+		{name: "zonal shift is refused", env: map[string]string{"ENABLE_ZONAL_SHIFT": "true"}, wantErr: `invalid setting ENABLE_ZONAL_SHIFT "true": Joiner does not follow ARC zonal shifts yet; unset it or set false`},
+		{name: "DRA requests are refused", env: map[string]string{"IGNORE_DRA_REQUESTS": "false"}, wantErr: `invalid setting IGNORE_DRA_REQUESTS "false"`},
+		{name: "log paths are refused", env: map[string]string{"LOG_OUTPUT_PATHS": "/var/log/joiner.log"}, wantErr: `invalid setting LOG_OUTPUT_PATHS "/var/log/joiner.log"`},
+		{name: "a refresh interval too short", env: map[string]string{"SUBNET_REFRESH_INTERVAL": "1s"}, wantErr: "invalid setting SUBNET_REFRESH_INTERVAL 1s: must be at least 5s"},
 		{name: "policies default to Respect and Strict", check: func(t *testing.T, o *Options) {
 			if s := o.Scheduling(); s.PreferencePolicy != scheduling.PreferencePolicyRespect || s.MinValuesPolicy != scheduling.MinValuesPolicyStrict {
 				t.Fatalf("%+v", s)

@@ -119,7 +119,8 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		InstanceProfiles: &instanceprofile.Provider{IAM: clients.IAM, ClusterName: opts.ClusterName, Region: clients.Region},
 		LaunchTemplates:  templates, KubernetesVersion: nodeclass.KubernetesVersion(disc),
 		PlacementGroups: placementGroups,
-		AMIWatch:        &nodeclass.AMIWatch{SSM: clients.SSM},
+		AMIWatch:        &nodeclass.AMIWatch{SSM: clients.SSM, Period: opts.AMIRefreshInterval},
+		Resync:          opts.SubnetRefreshInterval,
 		Validators: []nodeclass.Validator{func(_ context.Context, nc *awsv1.EC2NodeClass) error {
 			// The user's userData must merge with ours; checking it with the
 			// cluster's own values finds what would fail at launch.

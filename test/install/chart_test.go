@@ -139,6 +139,15 @@ func TestGuideValues(t *testing.T) {
 		args:  []string{"--set", "settings.awsFeatureGates.nodeClassCEL=false"},
 		check: func(t *testing.T, r rendered) {},
 	}, {
+		name: "the refresh intervals carry over",
+		args: []string{"--set", "settings.amiRefreshInterval=24h", "--set", "settings.subnetRefreshInterval=5m"},
+		check: func(t *testing.T, r rendered) {
+			e := env(r.deploy.Spec.Template.Spec.Containers[0])
+			if e["AMI_REFRESH_INTERVAL"] != "24h" || e["SUBNET_REFRESH_INTERVAL"] != "5m" {
+				t.Errorf("AMI_REFRESH_INTERVAL %q, SUBNET_REFRESH_INTERVAL %q", e["AMI_REFRESH_INTERVAL"], e["SUBNET_REFRESH_INTERVAL"])
+			}
+		},
+	}, {
 		name: "cluster-state observability can be turned off",
 		args: []string{"--set", "settings.disableClusterStateObservability=true"},
 		check: func(t *testing.T, r rendered) {
@@ -223,7 +232,6 @@ func TestRefusedValues(t *testing.T) {
 		{"the pre-v1 drift gate", "settings.featureGates.driftEnabled=true", []string{"settings.featureGates.driftEnabled", "drift is always on"}},
 		{"the AWS CEL gate on", "settings.awsFeatureGates.nodeClassCEL=true", []string{"settings.awsFeatureGates.nodeClassCEL", "set false"}},
 		{"a gate that is not a bool", "settings.featureGates.nodeRepair=yes", []string{"settings.featureGates.nodeRepair", "true or false"}},
-		{"an unsupported refresh interval", "settings.amiRefreshInterval=5m", []string{"settings.amiRefreshInterval", `"1m"`}},
 		{"zonal shift", "settings.enableZonalShift=true", []string{"settings.enableZonalShift", "set false"}},
 		{"DRA", "settings.ignoreDRARequests=false", []string{"settings.ignoreDRARequests", "set true"}},
 		{"v1.0's conversion webhook", "webhook.enabled=true", []string{"webhook.enabled", "webhook.enabled=false"}},

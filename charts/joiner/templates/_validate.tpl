@@ -36,8 +36,6 @@ dropped silently.
 {{- end }}
 {{- /* Settings whose only honoured value is Karpenter's default. */}}
 {{- $fixed := list
-  (list "amiRefreshInterval" "1m" "Joiner reads the @latest AMI parameters every 30s and resolves each EC2NodeClass every 5m; remove the key or set \"1m\"")
-  (list "subnetRefreshInterval" "1m" "Joiner resolves each EC2NodeClass's subnets every 5m and after a launch fails; remove the key or set \"1m\"")
   (list "enableZonalShift" false "Joiner does not follow ARC zonal shifts yet; remove the key or set false")
   (list "ignoreDRARequests" true "Joiner does not model DRA requests; remove the key or set true") }}
 {{- range $fixed }}

@@ -120,6 +120,10 @@ type AWSController struct {
 	KubernetesVersion func(ctx context.Context) (string, error)
 	// Validators run in order; the first error fails ValidationSucceeded.
 	Validators []Validator
+	// Resync is how often a class is resolved again (SUBNET_REFRESH_INTERVAL,
+	// whose name is Karpenter's: subnets' free IPs change the most);
+	// ResyncPeriod when zero.
+	Resync time.Duration
 	// AMIWatch, when set, re-resolves a class as soon as AWS releases a new
 	// image behind its @latest alias, instead of at the next resync. Its
 	// Client, KubernetesVersion and Clock default to the controller's.
@@ -238,6 +242,9 @@ func (c *AWSController) Reconcile(ctx context.Context, req reconcile.Request) (r
 	}
 	if r.userFixable {
 		return reconcile.Result{RequeueAfter: NotReadyPeriod}, nil
+	}
+	if c.Resync > 0 {
+		return reconcile.Result{RequeueAfter: c.Resync}, nil
 	}
 	return reconcile.Result{RequeueAfter: ResyncPeriod}, nil
 }
