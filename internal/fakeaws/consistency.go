@@ -60,7 +60,7 @@ func (s *Server) describeInstances(ctx context.Context, c *call, r *http.Request
 	if len(hide) == 0 {
 		a := s.forward(ctx, r, c.Body)
 		if a.status == http.StatusOK {
-			a.body = s.withPlacement(a.body)
+			a.body = s.withReservations(s.withPlacement(a.body))
 		}
 		return a
 	}
@@ -89,7 +89,7 @@ func (s *Server) describeInstances(ctx context.Context, c *call, r *http.Request
 	if err == nil && removed {
 		a.body, a.fault = body, faultDescribe
 	}
-	a.body = s.withPlacement(a.body)
+	a.body = s.withReservations(s.withPlacement(a.body))
 	return a
 }
 

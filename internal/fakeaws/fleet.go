@@ -119,10 +119,16 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 	type iceError struct {
 		cfg *fleetConfig
 		o   *fleetOverride
+		// code is the error when it is not capacity's.
+		code, msg string
 	}
 	var errs []iceError
 	var kept []*fleetConfig
+	reservations := map[*fleetConfig]*capacityReservation{}
 	for _, cfg := range configs {
+		res := s.templateReservation(ctx, cfg.fields.Get("LaunchTemplateSpecification.LaunchTemplateId"),
+			cfg.fields.Get("LaunchTemplateSpecification.LaunchTemplateName"), cfg.fields.Get("LaunchTemplateSpecification.Version"))
+		reservations[cfg] = res
 		var ok []*fleetOverride
 		for _, o := range cfg.overrides {
 			typ := o.fields.Get("InstanceType")
@@ -131,8 +137,12 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 				o.zone = s.subnetZone(ctx, region, o.fields.Get("SubnetId"))
 			}
 			out := false
+			if res != nil && !s.reservationRoom(ctx, res, typ, o.zone) {
+				errs = append(errs, iceError{cfg, o, "ReservationCapacityExceeded", fmt.Sprintf("Insufficient capacity in capacity reservation %s.", res.id)})
+				continue
+			}
 			if faults.SpotRoleMissing && capacityType == "spot" {
-				errs = append(errs, iceError{cfg, o})
+				errs = append(errs, iceError{cfg, o, "", ""})
 				continue
 			}
 			for _, cap := range faults.InsufficientCapacity {
@@ -141,7 +151,7 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 				}
 			}
 			if out {
-				errs = append(errs, iceError{cfg, o})
+				errs = append(errs, iceError{cfg, o, "", ""})
 				continue
 			}
 			o.price = math.Inf(1)
@@ -176,6 +186,8 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 			code, msg := "InsufficientInstanceCapacity", "There is no Spot capacity available that matches your request."
 			if faults.SpotRoleMissing && capacityType == "spot" {
 				code, msg = "AuthFailure.ServiceLinkedRoleCreationNotPermitted", "The provided credentials do not have permission to create the service-linked role for EC2 Spot Instances."
+			} else if e.code != "" {
+				code, msg = e.code, e.msg
 			} else if capacityType != "spot" {
 				msg = fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing %s.",
 					typ, e.o.zone, typ, strings.Join(s.otherZones(ctx, region, typ, e.o.zone, capacityType, faults), ", "))
@@ -205,9 +217,18 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 		a.fault = faultCapacity
 		return a
 	}
-	// The template's placement group must exist; the instances join it.
+	// The template's placement group must exist; the instances join it,
+	// and the reservation it targets.
 	groups := map[string]*placementGroup{}
+	targets := map[string]*capacityReservation{}
 	for _, cfg := range kept {
+		if r := reservations[cfg]; r != nil {
+			id := cfg.fields.Get("LaunchTemplateSpecification.LaunchTemplateId")
+			if id == "" {
+				id = s.launchTemplateID(ctx, cfg.fields.Get("LaunchTemplateSpecification.LaunchTemplateName"))
+			}
+			targets[id] = r
+		}
 		id, name, version := cfg.fields.Get("LaunchTemplateSpecification.LaunchTemplateId"), cfg.fields.Get("LaunchTemplateSpecification.LaunchTemplateName"), cfg.fields.Get("LaunchTemplateSpecification.Version")
 		g, err := s.templatePlacementGroup(ctx, id, name, version)
 		if err != nil {
@@ -251,6 +272,9 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 				s.recordLaunch(id, in.Template.ID, in.Template.Version)
 				if g := groups[in.Template.ID]; g != nil {
 					s.joinPlacementGroup(g, id)
+				}
+				if r := targets[in.Template.ID]; r != nil {
+					s.joinReservation(r, id)
 				}
 				if err := s.applyTemplate(ctx, id, in.Template.ID, in.Template.Version); err != nil {
 					s.log.Error(err, "applying a launch template", "instance", id)

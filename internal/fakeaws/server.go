@@ -113,6 +113,7 @@ type Server struct {
 	nodes   *nodeBooter
 	iam     *iamEnforcer
 	pgs     placementGroups
+	crs     capacityReservations
 
 	mu       sync.Mutex
 	launches map[string]launch
@@ -413,6 +414,12 @@ func (s *Server) dispatch(ctx context.Context, c *call, r *http.Request) *answer
 		return s.tokens.once(c, func() *answer { return s.runInstances(ctx, c, r) })
 	case "ec2:DescribeInstances":
 		return s.describeInstances(ctx, c, r)
+	case "ec2:CreateCapacityReservation":
+		return s.createCapacityReservation(c)
+	case "ec2:DescribeCapacityReservations":
+		return s.describeCapacityReservations(ctx, c)
+	case "ec2:CancelCapacityReservation":
+		return s.cancelCapacityReservation(c)
 	case "ec2:CreatePlacementGroup":
 		return s.createPlacementGroup(c)
 	case "ec2:DescribePlacementGroups":

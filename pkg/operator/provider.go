@@ -13,6 +13,7 @@ import (
 	awsprovider "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
@@ -95,6 +96,13 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent, ReservedENIs: opts.ReservedENIs, Clock: clk, Log: logger.WithName("instancetype")})
 	subnets := subnet.NewProvider(clients.EC2, clk, 0)
 	placementGroups := placementgroup.NewProvider(clients.EC2, clk, 0)
+	// With the ReservedCapacity gate off, as in Karpenter, the classes'
+	// capacityReservationSelectorTerms are not resolved and no launch uses
+	// a reservation.
+	var reservations *capacityreservation.Provider
+	if opts.FeatureGates.ReservedCapacity {
+		reservations = capacityreservation.NewProvider(clients.EC2, clk)
+	}
 	templates := launchtemplate.New(clients.EC2, opts.ClusterName, clk, 0)
 	// Templates no launch used for a while are deleted, before they reach
 	// EC2's limit per region.
@@ -104,10 +112,11 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 	provider, err := awsprovider.New(awsprovider.Options{
 		ClusterName: opts.ClusterName, Region: clients.Region, NodeClasses: mgr.GetClient(),
 		InstanceTypes: types, Subnets: subnets, Unavailable: unavail,
-		Instances:       instance.New(instance.Options{EC2: clients.EC2, ClusterName: opts.ClusterName, Clock: clk}),
-		LaunchTemplates: &awsprovider.Launcher{Templates: templates, Cluster: cluster, PlacementGroups: placementGroups},
-		PlacementGroups: placementGroups,
-		Clock:           clk,
+		Instances:            instance.New(instance.Options{EC2: clients.EC2, ClusterName: opts.ClusterName, Clock: clk}),
+		LaunchTemplates:      &awsprovider.Launcher{Templates: templates, Cluster: cluster, PlacementGroups: placementGroups},
+		PlacementGroups:      placementGroups,
+		CapacityReservations: reservationCounter(reservations),
+		Clock:                clk,
 	})
 	if err != nil {
 		return nil, err
@@ -118,15 +127,16 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		AMIs:             &amifamily.Resolver{SSM: clients.SSM, EC2: clients.EC2, Clock: clk},
 		InstanceProfiles: &instanceprofile.Provider{IAM: clients.IAM, ClusterName: opts.ClusterName, Region: clients.Region},
 		LaunchTemplates:  templates, KubernetesVersion: nodeclass.KubernetesVersion(disc),
-		PlacementGroups: placementGroups,
-		AMIWatch:        &nodeclass.AMIWatch{SSM: clients.SSM, Period: opts.AMIRefreshInterval},
-		Resync:          opts.SubnetRefreshInterval,
+		PlacementGroups:      placementGroups,
+		CapacityReservations: reservationLister(reservations),
+		AMIWatch:             &nodeclass.AMIWatch{SSM: clients.SSM, Period: opts.AMIRefreshInterval},
+		Resync:               opts.SubnetRefreshInterval,
 		Validators: []nodeclass.Validator{func(_ context.Context, nc *awsv1.EC2NodeClass) error {
 			// The user's userData must merge with ours; checking it with the
 			// cluster's own values finds what would fail at launch.
 			_, err := amifamily.UserData(amifamily.Family(nc), (&awsprovider.Launcher{Cluster: cluster}).ValidationInput(nc))
 			return err
-		}, awsprovider.Unsupported},
+		}},
 	}
 	if err := ctrlr.Register(mgr); err != nil {
 		return nil, err
@@ -189,4 +199,20 @@ func discoverCluster(ctx context.Context, kube client.Reader, cfg *rest.Config, 
 		c.DNS = []string{dns.Spec.ClusterIP}
 	}
 	return c, nil
+}
+
+// reservationCounter and reservationLister keep a nil provider a nil
+// interface, which the consumers read as "no reservations".
+func reservationCounter(p *capacityreservation.Provider) awsprovider.ReservationCounter {
+	if p == nil {
+		return nil
+	}
+	return p
+}
+
+func reservationLister(p *capacityreservation.Provider) nodeclass.CapacityReservationLister {
+	if p == nil {
+		return nil
+	}
+	return p
 }

@@ -219,3 +219,79 @@ func TestSpotServiceLinkedRoleMissing(t *testing.T) {
 		t.Fatalf("InsufficientCapacityError events do not name the missing role and its fix:\n%s", events)
 	}
 }
+
+// TestCapacityReservation is issue 19's third acceptance point for
+// capacityReservationSelectorTerms, tried as a user would: a reservation
+// for one m5.large made with awscli, a class that selects it by tag, a pool
+// that allows reserved and on-demand. The first node launches into the
+// reservation (awscli shows the instance in it, and the reservation full),
+// labelled as Karpenter labels it; the second, with the reservation full,
+// launches on-demand.
+func TestCapacityReservation(t *testing.T) {
+	fake.ResetCalls()
+	explainBoots(t, fake)
+	framework.StartJoiner(t, awsEnv()...)
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	team := fmt.Sprintf("ml-%d", time.Now().UnixNano())
+	var created struct{ CapacityReservation struct{ CapacityReservationId string } }
+	out := awsCLI(t, fake, "ec2", "create-capacity-reservation", "--instance-type", "m5.large", "--instance-platform", "Linux/UNIX",
+		"--availability-zone", "us-east-1a", "--instance-count", "1", "--tag-specifications", "ResourceType=capacity-reservation,Tags=[{Key=team,Value="+team+"}]", "--output", "json")
+	if err := json.Unmarshal([]byte(out), &created); err != nil || created.CapacityReservation.CapacityReservationId == "" {
+		t.Fatalf("create-capacity-reservation: %v\n%s", err, out)
+	}
+	crID := created.CapacityReservation.CapacityReservationId
+	t.Cleanup(func() { awsCLI(t, fake, "ec2", "cancel-capacity-reservation", "--capacity-reservation-id", crID) })
+
+	manifests := strings.Replace(framework.PoolAndClass, "  securityGroupSelectorTerms:", "  capacityReservationSelectorTerms: [{tags: {team: "+team+"}}]\n  securityGroupSelectorTerms:", 1)
+	manifests = strings.Replace(manifests, "values: [on-demand]", "values: [reserved, on-demand]", 1)
+	framework.Kubectl(t, manifests, "apply", "-f", "-")
+	framework.Eventually(t, time.Minute, "the class lists the reservation", func() (bool, string) {
+		got := framework.Kubectl(t, "", "get", "ec2nodeclass", "default", "-o",
+			`jsonpath={.status.capacityReservations[*].id}|{.status.conditions[?(@.type=="CapacityReservationsReady")].status}`)
+		return got == crID+"|True", got
+	})
+	spread := `      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: reserved}}}
+`
+	framework.Kubectl(t, framework.Deployment("reserved", 1, "500m", "512Mi", spread), "apply", "-f", "-")
+	framework.Eventually(t, 3*time.Minute, "the pod runs", func() (bool, string) {
+		n, _ := framework.Running(t, map[string]string{"app": "reserved"})
+		return n == 1, fmt.Sprintf("%d running", n)
+	})
+	claims := framework.NodeClaims(t)
+	if len(claims) != 1 {
+		t.Fatalf("%d NodeClaims; want one", len(claims))
+	}
+	first := claims[0]
+	if l := first.Labels; l["karpenter.sh/capacity-type"] != "reserved" || l["karpenter.k8s.aws/capacity-reservation-id"] != crID ||
+		l["karpenter.k8s.aws/capacity-reservation-type"] != "default" || l["node.kubernetes.io/instance-type"] != "m5.large" || l["topology.kubernetes.io/zone"] != "us-east-1a" {
+		t.Fatalf("NodeClaim labels %v; want a reserved m5.large in us-east-1a of %s", l, crID)
+	}
+	var described struct {
+		Reservations []struct{ Instances []struct{ CapacityReservationId string } }
+	}
+	out = awsCLI(t, fake, "ec2", "describe-instances", "--instance-ids", instanceID(first.Status.ProviderID), "--output", "json")
+	if err := json.Unmarshal([]byte(out), &described); err != nil || len(described.Reservations) != 1 || described.Reservations[0].Instances[0].CapacityReservationId != crID {
+		t.Fatalf("describe-instances: the instance is not in %s: %v\n%s", crID, err, out)
+	}
+	var reservations struct {
+		CapacityReservations []struct{ AvailableInstanceCount int }
+	}
+	out = awsCLI(t, fake, "ec2", "describe-capacity-reservations", "--capacity-reservation-ids", crID, "--output", "json")
+	if err := json.Unmarshal([]byte(out), &reservations); err != nil || len(reservations.CapacityReservations) != 1 || reservations.CapacityReservations[0].AvailableInstanceCount != 0 {
+		t.Fatalf("describe-capacity-reservations: want the reservation full: %v\n%s", err, out)
+	}
+
+	framework.Kubectl(t, "", "scale", "deployment/reserved", "--replicas=2")
+	framework.Eventually(t, 3*time.Minute, "the second pod runs", func() (bool, string) {
+		n, _ := framework.Running(t, map[string]string{"app": "reserved"})
+		return n == 2, fmt.Sprintf("%d running", n)
+	})
+	for _, nc := range framework.NodeClaims(t) {
+		if nc.Name != first.Name && nc.Labels["karpenter.sh/capacity-type"] != "on-demand" {
+			t.Fatalf("the second NodeClaim is %s; want on-demand, the reservation being full", nc.Labels["karpenter.sh/capacity-type"])
+		}
+	}
+}

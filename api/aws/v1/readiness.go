@@ -16,6 +16,9 @@ const (
 	ConditionTypeSubnetsReady         = "SubnetsReady"
 	ConditionTypeValidationSucceeded  = "ValidationSucceeded"
 	ConditionTypePlacementGroupReady  = "PlacementGroupReady"
+	// ConditionTypeCapacityReservationsReady is always a Ready dependent:
+	// with the ReservedCapacity gate off it is True, the terms unresolved.
+	ConditionTypeCapacityReservationsReady = "CapacityReservationsReady"
 )
 
 // TerminationFinalizer holds a deleted EC2NodeClass until no NodeClaim
@@ -40,6 +43,7 @@ var ReadyDependents = []string{
 	ConditionTypeSubnetsReady,
 	ConditionTypeValidationSucceeded,
 	ConditionTypePlacementGroupReady,
+	ConditionTypeCapacityReservationsReady,
 }
 
 // Readiness decides whether the class can launch nodes. It is the one

@@ -23,6 +23,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
@@ -87,8 +88,17 @@ type Unavailable interface {
 // template (AMI and user data) it boots with.
 type LaunchTemplates interface {
 	ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, its []*cloudprovider.InstanceType, capacityType string) (map[string]string, error)
+	// ForReservation is the template that targets the reservation.
+	ForReservation(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, it *cloudprovider.InstanceType, r awsv1.CapacityReservation) (string, error)
 	// Forget drops templates a launch found gone.
 	Forget(names []string)
+}
+
+// ReservationCounter tracks how many more instances each reservation takes.
+type ReservationCounter interface {
+	Available(id string) int32
+	Launched(id string)
+	Exhausted(id string)
 }
 
 // Options wire the provider.
@@ -104,7 +114,10 @@ type Options struct {
 	// PlacementGroups resolves classes' placement groups for drift; nil
 	// judges no placement-group drift.
 	PlacementGroups PlacementGroupGetter
-	Clock           clock.Clock
+	// CapacityReservations keeps count of the reservations' room; nil
+	// plans and launches none (the ReservedCapacity gate off).
+	CapacityReservations ReservationCounter
+	Clock                clock.Clock
 	// TagRetry bounds how long Create waits for a new instance to show in
 	// DescribeInstances (EC2 is eventually consistent) before it gives up
 	// tagging it with its NodeClaim; the garbage collector's grace period
@@ -213,8 +226,12 @@ func zoneIDsOf(nc *awsv1.EC2NodeClass) map[string]string {
 // so that pods selecting the group plan onto the class.
 func (c *CloudProvider) typesOf(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
 	all, err := c.opts.InstanceTypes.List(ctx, nc)
-	if err != nil || c.opts.PlacementGroups == nil || nc.Spec.PlacementGroupSelector == nil {
-		return all, err
+	if err != nil {
+		return nil, err
+	}
+	all = c.withReservations(nc, all)
+	if c.opts.PlacementGroups == nil || nc.Spec.PlacementGroupSelector == nil {
+		return all, nil
 	}
 	pg, err := c.opts.PlacementGroups.Get(ctx, nc)
 	if err != nil || pg == nil {
@@ -231,6 +248,86 @@ func (c *CloudProvider) typesOf(ctx context.Context, nc *awsv1.EC2NodeClass) ([]
 		out[i] = &cp
 	}
 	return out, nil
+}
+
+// reservedPriceFactor prices a reserved offering at a millionth of its
+// type's on-demand price: the reservation is paid for whether used or not,
+// so the planner prefers it to anything else, and among reservations the
+// type that would cost least on demand.
+const reservedPriceFactor = 1e-6
+
+// withReservations adds a "reserved" offering to each type for each zone
+// where one of the class's reservations has room. The types are copied:
+// the instance type provider's lists are shared.
+func (c *CloudProvider) withReservations(nc *awsv1.EC2NodeClass, its []*cloudprovider.InstanceType) []*cloudprovider.InstanceType {
+	if c.opts.CapacityReservations == nil || len(nc.Status.CapacityReservations) == 0 {
+		return its
+	}
+	now := c.opts.Clock.Now()
+	room := map[string]map[string]bool{} // type → zone → room left
+	for _, r := range nc.Status.CapacityReservations {
+		if capacityreservation.Expired(r, now) || c.opts.CapacityReservations.Available(r.ID) <= 0 {
+			continue
+		}
+		if room[r.InstanceType] == nil {
+			room[r.InstanceType] = map[string]bool{}
+		}
+		room[r.InstanceType][r.AvailabilityZone] = true
+	}
+	out := make([]*cloudprovider.InstanceType, len(its))
+	for i, it := range its {
+		out[i] = it
+		zones := room[it.Name]
+		if len(zones) == 0 {
+			continue
+		}
+		cp := *it
+		cp.Offerings = slices.Clone(it.Offerings)
+		for _, o := range it.Offerings {
+			if o.CapacityType == instance.CapacityTypeOnDemand && zones[o.Zone] {
+				cp.Offerings = append(cp.Offerings, cloudprovider.Offering{Zone: o.Zone, CapacityType: v1.CapacityTypeReserved, Price: o.Price * reservedPriceFactor, Available: true})
+			}
+		}
+		out[i] = &cp
+	}
+	return out
+}
+
+// reserved labels a NodeClaim launched into a reservation as Karpenter
+// does, and counts the room it took.
+func (c *CloudProvider) reserved(out *v1.NodeClaim, nc *awsv1.EC2NodeClass, id string) {
+	out.Labels[v1.LabelCapacityType] = v1.CapacityTypeReserved
+	out.Labels[capacityreservation.LabelID] = id
+	for _, r := range nc.Status.CapacityReservations {
+		if r.ID == id {
+			out.Labels[capacityreservation.LabelType] = r.ReservationType
+			out.Labels[capacityreservation.LabelInterruptible] = strconv.FormatBool(r.Interruptible)
+		}
+	}
+	if c.opts.CapacityReservations != nil {
+		c.opts.CapacityReservations.Launched(id)
+	}
+}
+
+// reservationsFor are the class's reservations with room for the type in
+// the zone, default reservations before Capacity Blocks.
+func (c *CloudProvider) reservationsFor(nc *awsv1.EC2NodeClass, typ, zone string) []awsv1.CapacityReservation {
+	var out []awsv1.CapacityReservation
+	for _, r := range nc.Status.CapacityReservations {
+		if r.InstanceType == typ && r.AvailabilityZone == zone && !capacityreservation.Expired(r, c.opts.Clock.Now()) && c.opts.CapacityReservations.Available(r.ID) > 0 {
+			out = append(out, r)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return blockRank(out[i]) < blockRank(out[j]) })
+	return out
+}
+
+// blockRank orders default reservations before Capacity Blocks.
+func blockRank(r awsv1.CapacityReservation) int {
+	if r.ReservationType == "capacity-block" {
+		return 1
+	}
+	return 0
 }
 
 func (c *CloudProvider) nodeClassOf(ctx context.Context, ref *v1.NodeClassReference) (*awsv1.EC2NodeClass, error) {
@@ -282,7 +379,9 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 		templates map[string]string
 		zones     []string
 	)
+	launchedAs := ""
 	for _, capacityType := range capacityTypes {
+		launchedAs = capacityType
 		launchable := its
 		if capacityType == instance.CapacityTypeSpot {
 			launchable = withoutDearSpot(its, reqs)
@@ -309,6 +408,13 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 		var ice *instance.InsufficientCapacityError
 		if errors.As(err, &ice) {
 			for _, o := range ice.Offerings {
+				if launchedAs == v1.CapacityTypeReserved {
+					// A full reservation says nothing of on-demand capacity.
+					for _, r := range c.reservationsFor(nc, o.InstanceType, o.Zone) {
+						c.opts.CapacityReservations.Exhausted(r.ID)
+					}
+					continue
+				}
 				c.opts.Unavailable.MarkUnavailable(o.InstanceType, o.Zone, o.CapacityType, "InsufficientInstanceCapacity")
 			}
 			if ct := ice.CapacityTypeOut; ct != "" {
@@ -367,6 +473,17 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	out.Labels[v1.LabelCapacityType] = inst.CapacityType
 	if id := zoneIDsOf(nc)[inst.Zone]; id != "" {
 		out.Labels[LabelZoneID] = id
+	}
+	reservation := inst.CapacityReservationID
+	if reservation == "" && launchedAs == v1.CapacityTypeReserved && !tagged {
+		// Not described yet (the tagging that reads it failed): the
+		// fleet's only way into the type and zone was a reservation.
+		if rs := c.reservationsFor(nc, inst.Type, inst.Zone); len(rs) > 0 {
+			reservation = rs[0].ID
+		}
+	}
+	if reservation != "" {
+		c.reserved(out, nc, reservation)
 	}
 	if tenancy, err := Tenancy(nodeClaim); err == nil {
 		out.Labels[LabelInstanceTenancy] = tenancy
@@ -432,7 +549,7 @@ func (c *CloudProvider) resumed(ctx context.Context, nodeClaim *v1.NodeClaim, re
 // acceptable.
 func capacityTypesOf(reqs requirements.Requirements, its []*cloudprovider.InstanceType) []string {
 	var out []string
-	for _, ct := range []string{instance.CapacityTypeSpot, instance.CapacityTypeOnDemand} {
+	for _, ct := range []string{v1.CapacityTypeReserved, instance.CapacityTypeSpot, instance.CapacityTypeOnDemand} {
 		if !reqs.Allow(v1.LabelCapacityType, ct) {
 			continue
 		}
@@ -454,6 +571,9 @@ func capacityTypesOf(reqs requirements.Requirements, its []*cloudprovider.Instan
 // error that says so.
 func (c *CloudProvider) launchRequest(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, reqs requirements.Requirements,
 	its []*cloudprovider.InstanceType, capacityType string) (instance.Request, map[string]string, []string, error) {
+	if capacityType == v1.CapacityTypeReserved {
+		return c.reservedRequest(ctx, nc, nodeClaim, reqs, its)
+	}
 	templates, err := c.opts.LaunchTemplates.ForLaunch(ctx, nc, nodeClaim, its, capacityType)
 	if err != nil {
 		return instance.Request{}, nil, nil, err
@@ -490,6 +610,68 @@ func (c *CloudProvider) launchRequest(ctx context.Context, nc *awsv1.EC2NodeClas
 				SubnetID: s, Zone: cd.o.Zone, Price: cd.o.Price})
 		}
 	}
+	return req, templates, zones, nil
+}
+
+// reservedRequest is the fleet request into the class's reservations: one
+// override per reservation with room, each from a template that targets it.
+// EC2 fills a targeted reservation as an on-demand launch (a Capacity
+// Block as its own market), so the fleet's capacity type is that, while the
+// NodeClaim says reserved. One kind per request: default reservations when
+// any has room, else Capacity Blocks.
+func (c *CloudProvider) reservedRequest(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, reqs requirements.Requirements,
+	its []*cloudprovider.InstanceType) (instance.Request, map[string]string, []string, error) {
+	zoneIDs := zoneIDsOf(nc)
+	type pick struct {
+		it *cloudprovider.InstanceType
+		o  cloudprovider.Offering
+		r  awsv1.CapacityReservation
+	}
+	var picks []pick
+	kind := ""
+	for _, it := range its {
+		for _, o := range it.Offerings {
+			if !o.Available || o.CapacityType != v1.CapacityTypeReserved || !reqs.Allow(corev1.LabelTopologyZone, o.Zone) || !reqs.Allow(LabelZoneID, zoneIDs[o.Zone]) {
+				continue
+			}
+			for _, r := range c.reservationsFor(nc, it.Name, o.Zone) {
+				picks = append(picks, pick{it, o, r})
+				if kind == "" || blockRank(r) < blockRank(awsv1.CapacityReservation{ReservationType: kind}) {
+					kind = r.ReservationType
+				}
+			}
+		}
+	}
+	req := instance.Request{CapacityType: instance.CapacityTypeOnDemand, Tags: c.launchTags(nc, nodeClaim), Token: string(nodeClaim.UID), Context: aws.ToString(nc.Spec.Context)}
+	if kind == "capacity-block" {
+		req.CapacityType = "capacity-block"
+	}
+	templates := map[string]string{}
+	var zones []string
+	for _, p := range picks {
+		if p.r.ReservationType != kind {
+			continue
+		}
+		lt, err := c.opts.LaunchTemplates.ForReservation(ctx, nc, nodeClaim, p.it, p.r)
+		if err != nil {
+			return instance.Request{}, nil, nil, err
+		}
+		if lt == "" {
+			continue // no AMI of the class fits the type
+		}
+		subnets, err := c.opts.Subnets.ZonalForLaunch(ctx, nc, []string{p.o.Zone})
+		if err != nil {
+			return instance.Request{}, nil, nil, err
+		}
+		if s := aws.ToString(subnets[p.o.Zone].SubnetId); s != "" {
+			templates[p.it.Name] = lt
+			req.Overrides = append(req.Overrides, instance.Override{LaunchTemplate: lt, InstanceType: p.it.Name, SubnetID: s, Zone: p.o.Zone, Price: p.o.Price})
+			if !slices.Contains(zones, p.o.Zone) {
+				zones = append(zones, p.o.Zone)
+			}
+		}
+	}
+	sort.Strings(zones)
 	return req, templates, zones, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"runtime"
 	"strings"
 	"testing"
@@ -776,4 +777,70 @@ func TestInstanceTypesByZoneID(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCreateReserved: a NodeClaim that allows reserved capacity launches
+// into the class's reservation with room, from a template that targets it,
+// as an on-demand fleet; the NodeClaim is labelled as Karpenter labels it
+// and the room is counted. A full reservation falls to the next capacity
+// type, and a launch the reservation refuses marks it full, not on-demand.
+func TestCreateReserved(t *testing.T) {
+	reservations := []awsv1.CapacityReservation{
+		{ID: "cr-1", InstanceType: "m5.large", AvailabilityZone: zoneA, ReservationType: "default", State: "active"},
+		{ID: "cr-block", InstanceType: "m5.xlarge", AvailabilityZone: zoneA, ReservationType: "capacity-block", State: "active"},
+	}
+	class := readyClass(func(nc *awsv1.EC2NodeClass) { nc.Status.CapacityReservations = reservations })
+	reservedOrOnDemand := req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeReserved, onDemand)
+	const id = "i-0123456789abcdef0"
+
+	t.Run("into the reservation", func(t *testing.T) {
+		inst := &instance.Instance{ID: id, Type: "m5.large", Zone: zoneA, SubnetID: "subnet-a", CapacityType: onDemand, CapacityReservationID: "cr-1"}
+		f := &fakes{instanceTypes: &fakeInstanceTypes{types: launchCatalog()}, instances: &fakeInstances{described: map[string]*instance.Instance{id: inst}},
+			reservations: &fakeReservations{room: map[string]int32{"cr-1": 1, "cr-block": 1}}}
+		p := newProvider(t, kubeWith(t, class), f)
+		out, _, err := createStepping(t, p, f, nodeClaim(reservedOrOnDemand))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := f.instances.requests[0]
+		want := []instance.Override{{LaunchTemplate: "lt-m5.large-cr-1", InstanceType: "m5.large", SubnetID: "subnet-a", Zone: zoneA, Price: 0.096 * reservedPriceFactor}}
+		if r.CapacityType != onDemand || !reflect.DeepEqual(r.Overrides, want) {
+			t.Fatalf("request %s %+v; want an on-demand fleet into the default reservation alone, %+v", r.CapacityType, r.Overrides, want)
+		}
+		if l := out.Labels; l[v1.LabelCapacityType] != v1.CapacityTypeReserved || l["karpenter.k8s.aws/capacity-reservation-id"] != "cr-1" ||
+			l["karpenter.k8s.aws/capacity-reservation-type"] != "default" || l["karpenter.k8s.aws/capacity-reservation-interruptible"] != "false" {
+			t.Fatalf("labels %v", l)
+		}
+		if !reflect.DeepEqual(f.reservations.launched, []string{"cr-1"}) {
+			t.Fatalf("launched into %v, want cr-1 counted", f.reservations.launched)
+		}
+	})
+	t.Run("a full reservation falls to on-demand", func(t *testing.T) {
+		inst := &instance.Instance{ID: id, Type: "m5.large", Zone: zoneA, SubnetID: "subnet-a", CapacityType: onDemand}
+		f := &fakes{instanceTypes: &fakeInstanceTypes{types: launchCatalog()}, instances: &fakeInstances{described: map[string]*instance.Instance{id: inst}},
+			reservations: &fakeReservations{room: map[string]int32{}}}
+		p := newProvider(t, kubeWith(t, class), f)
+		out, _, err := createStepping(t, p, f, nodeClaim(reservedOrOnDemand))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := f.instances.requests[0]; r.CapacityType != onDemand || slices.ContainsFunc(r.Overrides, func(o instance.Override) bool { return strings.Contains(o.LaunchTemplate, "cr-") }) {
+			t.Fatalf("request %+v; want a plain on-demand fleet", r)
+		}
+		if out.Labels[v1.LabelCapacityType] != onDemand || out.Labels["karpenter.k8s.aws/capacity-reservation-id"] != "" {
+			t.Fatalf("labels %v", out.Labels)
+		}
+	})
+	t.Run("a refused launch marks the reservation full", func(t *testing.T) {
+		f := &fakes{instanceTypes: &fakeInstanceTypes{types: launchCatalog()},
+			instances:    &fakeInstances{createErr: &instance.InsufficientCapacityError{Offerings: []instance.Offering{{InstanceType: "m5.large", Zone: zoneA, CapacityType: onDemand}}}},
+			reservations: &fakeReservations{room: map[string]int32{"cr-1": 1}}}
+		p := newProvider(t, kubeWith(t, class), f)
+		if _, err := p.Create(context.Background(), nodeClaim(reservedOrOnDemand)); err == nil {
+			t.Fatal("Create succeeded")
+		}
+		if !reflect.DeepEqual(f.reservations.exhausted, []string{"cr-1"}) || len(f.unavailable.marked) != 0 {
+			t.Fatalf("exhausted %v, unavailable %v; want cr-1 full and on-demand untouched", f.reservations.exhausted, f.unavailable.marked)
+		}
+	})
 }

@@ -292,6 +292,17 @@ type fakeTemplates struct {
 
 func (f *fakeTemplates) Forget(names []string) { f.forgotten = append(f.forgotten, names...) }
 
+func (f *fakeTemplates) ForReservation(_ context.Context, _ *awsv1.EC2NodeClass, _ *v1.NodeClaim, it *cloudprovider.InstanceType, r awsv1.CapacityReservation) (string, error) {
+	f.capacityTypes = append(f.capacityTypes, v1.CapacityTypeReserved)
+	if f.err != nil {
+		return "", f.err
+	}
+	if f.missing[it.Name] {
+		return "", nil
+	}
+	return "lt-" + it.Name + "-" + r.ID, nil
+}
+
 func (f *fakeTemplates) ForLaunch(_ context.Context, _ *awsv1.EC2NodeClass, _ *v1.NodeClaim, its []*cloudprovider.InstanceType, capacityType string) (map[string]string, error) {
 	f.capacityTypes = append(f.capacityTypes, capacityType)
 	if f.err != nil {
@@ -327,7 +338,19 @@ type fakes struct {
 	clock         *clocktesting.FakeClock
 	// placementGroup is every class's group; nil for none.
 	placementGroup *placementgroup.Group
+	// reservations count the reservations' room; nil for none.
+	reservations *fakeReservations
 }
+
+type fakeReservations struct {
+	room      map[string]int32
+	launched  []string
+	exhausted []string
+}
+
+func (f *fakeReservations) Available(id string) int32 { return f.room[id] }
+func (f *fakeReservations) Launched(id string)        { f.launched = append(f.launched, id); f.room[id]-- }
+func (f *fakeReservations) Exhausted(id string)       { f.exhausted = append(f.exhausted, id); f.room[id] = 0 }
 
 type fakePlacementGroups struct{ group *placementgroup.Group }
 
@@ -348,12 +371,16 @@ func newProvider(t *testing.T, kube client.Client, f *fakes) *CloudProvider {
 	}
 	f.subnets, f.unavailable = &fakeSubnets{}, &fakeUnavailable{}
 	f.clock = clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
-	p, err := New(Options{
+	opts := Options{
 		ClusterName: "demo", Region: "us-east-1", NodeClasses: kube,
 		InstanceTypes: f.instanceTypes, Instances: f.instances, Subnets: f.subnets, Unavailable: f.unavailable,
 		LaunchTemplates: f.templates, Clock: f.clock, TagRetry: 30 * time.Second,
 		PlacementGroups: fakePlacementGroups{f.placementGroup},
-	})
+	}
+	if f.reservations != nil {
+		opts.CapacityReservations = f.reservations
+	}
+	p, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

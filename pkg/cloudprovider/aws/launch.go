@@ -53,6 +53,18 @@ type PlacementGroupGetter interface {
 // ForLaunch groups the types by (AMI, max pods, kube-reserved) and ensures
 // a template per group. Types no AMI of the class fits are left out.
 func (l *Launcher) ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, its []*cloudprovider.InstanceType, capacityType string) (map[string]string, error) {
+	return l.forLaunch(ctx, nc, nodeClaim, its, capacityType, nil)
+}
+
+// ForReservation is the template that launches the type into the
+// reservation: EC2 takes the reservation's room only when the template
+// targets it by id, and a Capacity Block only with its own market type.
+func (l *Launcher) ForReservation(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, it *cloudprovider.InstanceType, r awsv1.CapacityReservation) (string, error) {
+	out, err := l.forLaunch(ctx, nc, nodeClaim, []*cloudprovider.InstanceType{it}, v1.CapacityTypeReserved, &r)
+	return out[it.Name], err
+}
+
+func (l *Launcher) forLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, its []*cloudprovider.InstanceType, capacityType string, reservation *awsv1.CapacityReservation) (map[string]string, error) {
 	family := amifamily.Family(nc)
 	type group struct {
 		ami          string
@@ -124,6 +136,7 @@ func (l *Launcher) ForLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 			AssociatePublicIPAddress: nc.Spec.AssociatePublicIPAddress, IPPrefixCount: nc.Spec.IPPrefixCount, Tags: nc.Spec.Tags,
 			PlacementGroupID: pgID, ConnectionTracking: nc.Spec.ConnectionTracking, NestedVirtualization: nestedVirtualization(nc),
 			NetworkInterfaces: nc.Spec.NetworkInterfaces, EFAInterfaces: g.efa, Tenancy: tenancy,
+			CapacityReservationID: reservationID(reservation), CapacityBlock: reservation != nil && reservation.ReservationType == "capacity-block",
 		})
 		if err != nil {
 			return nil, fmt.Errorf("launch template for EC2NodeClass %s: %w", nc.Name, err)
@@ -232,4 +245,11 @@ func Tenancy(nodeClaim *v1.NodeClaim) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("nodeclaim %s: requirement %s allows neither default nor dedicated, the only tenancies EC2 launches", nodeClaim.Name, LabelInstanceTenancy)
+}
+
+func reservationID(r *awsv1.CapacityReservation) string {
+	if r == nil {
+		return ""
+	}
+	return r.ID
 }

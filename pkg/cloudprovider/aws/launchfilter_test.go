@@ -1,14 +1,11 @@
 package aws
 
 import (
-	"context"
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/aws/smithy-go"
 
-	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
@@ -152,36 +149,6 @@ func TestCreateForgetsGoneLaunchTemplates(t *testing.T) {
 			}
 			if got := strings.Join(f.templates.forgotten, ","); got != "lt-m5.large,lt-m5.xlarge,lt-m6g.large" {
 				t.Errorf("forgot %q, want the launch's three templates", got)
-			}
-		})
-	}
-}
-
-func TestUnsupported(t *testing.T) {
-	tests := []struct {
-		name  string
-		spec  func(*awsv1.EC2NodeClass)
-		field string
-	}{
-		{name: "a class of supported fields", spec: func(*awsv1.EC2NodeClass) {}},
-		{name: "capacity reservations", spec: func(nc *awsv1.EC2NodeClass) {
-			nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123456789abcdef0"}}
-		}, field: "spec.capacityReservationSelectorTerms"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			nc := &awsv1.EC2NodeClass{}
-			tt.spec(nc)
-			err := Unsupported(context.Background(), nc)
-			if tt.field == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			var u *UnsupportedError
-			if !errors.As(err, &u) || u.Field != tt.field || u.Reason() != "UnsupportedField" || !strings.Contains(err.Error(), tt.field) {
-				t.Fatalf("error %v, want one naming %s", err, tt.field)
 			}
 		})
 	}

@@ -115,6 +115,9 @@ type AWSController struct {
 	// PlacementGroups resolves placementGroupSelector; nil marks every
 	// class's PlacementGroupReady True, as for a class that selects none.
 	PlacementGroups PlacementGroupResolver
+	// CapacityReservations resolves capacityReservationSelectorTerms into
+	// status; nil marks CapacityReservationsReady True and lists none.
+	CapacityReservations CapacityReservationLister
 	// KubernetesVersion is the cluster's "major.minor" (e.g. "1.33"), which
 	// alias AMIs are chosen for; KubernetesVersion(discovery) builds it.
 	KubernetesVersion func(ctx context.Context) (string, error)
@@ -229,6 +232,7 @@ func (c *AWSController) Reconcile(ctx context.Context, req reconcile.Request) (r
 	}
 
 	c.resolvePlacementGroup(ctx, r)
+	c.resolveCapacityReservations(ctx, r)
 	c.validate(ctx, r)
 	setReady(nc, r.now)
 	if err := patchStatus(ctx, c.Client, stored, nc); err != nil {
@@ -492,4 +496,27 @@ func (c *AWSController) resolvePlacementGroup(ctx context.Context, r *resolution
 		log.FromContext(ctx).Info("discovered placement group", "id", pg.ID, "name", pg.Name, "strategy", pg.Strategy)
 	}
 	r.ready(awsv1.ConditionTypePlacementGroupReady)
+}
+
+// CapacityReservationLister resolves a class's reservations.
+type CapacityReservationLister interface {
+	List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.CapacityReservation, error)
+}
+
+// resolveCapacityReservations writes status.capacityReservations and
+// CapacityReservationsReady. Terms that select nothing are not ready, as
+// in Karpenter: the nodes would launch on-demand at full price.
+func (c *AWSController) resolveCapacityReservations(ctx context.Context, r *resolution) {
+	if c.CapacityReservations == nil {
+		r.nc.Status.CapacityReservations = nil
+		r.ready(awsv1.ConditionTypeCapacityReservationsReady)
+		return
+	}
+	crs, err := c.CapacityReservations.List(ctx, r.nc)
+	if err != nil {
+		r.failed(awsv1.ConditionTypeCapacityReservationsReady, err, func() { r.nc.Status.CapacityReservations = nil })
+		return
+	}
+	r.nc.Status.CapacityReservations = crs
+	r.ready(awsv1.ConditionTypeCapacityReservationsReady)
 }

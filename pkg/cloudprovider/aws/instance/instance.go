@@ -102,6 +102,8 @@ type Instance struct {
 	// 0 outside a partition group.
 	PlacementGroupID   string
 	PlacementPartition int32
+	// CapacityReservationID is the reservation the instance runs in, if any.
+	CapacityReservationID string
 	// OutOfCapacity are the offerings the fleet call that launched this
 	// instance reported without capacity before it fell through to one
 	// that had some. They are as unavailable as those of a failed launch:
@@ -434,7 +436,7 @@ func isCapacityCode(code string) bool {
 	case "InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientReservedInstanceCapacity",
 		"InsufficientCapacity", "MaxSpotInstanceCountExceeded", "UnfulfillableCapacity",
 		"Unsupported", "SpotMaxPriceTooLow", "InsufficientFreeAddressesInSubnet",
-		"VcpuLimitExceeded", "MaxFleetCountExceeded":
+		"VcpuLimitExceeded", "MaxFleetCountExceeded", "ReservationCapacityExceeded":
 		return true
 	}
 	return false
@@ -659,6 +661,7 @@ func fromEC2(i ec2types.Instance) *Instance {
 	if i.State != nil {
 		inst.State = string(i.State.Name)
 	}
+	inst.CapacityReservationID = aws.ToString(i.CapacityReservationId)
 	if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot || i.SpotInstanceRequestId != nil {
 		inst.CapacityType = CapacityTypeSpot
 	}

@@ -89,6 +89,11 @@ type Input struct {
 	// Tenancy "dedicated" launches on single-tenant hardware; "" or
 	// "default" on shared.
 	Tenancy string
+	// CapacityReservationID targets the instance at one reservation;
+	// CapacityBlock says it is a Capacity Block, which EC2 launches only
+	// under its own market type.
+	CapacityReservationID string
+	CapacityBlock         bool
 }
 
 // LaunchTemplate is a template that exists in EC2.
@@ -359,6 +364,14 @@ func (p *Provider) request(in Input) *ec2.CreateLaunchTemplateInput {
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: own},
 			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: own},
 		},
+	}
+	if in.CapacityReservationID != "" {
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(in.CapacityReservationID)},
+		}
+		if in.CapacityBlock {
+			data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+		}
 	}
 	if in.NestedVirtualization != nil {
 		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*in.NestedVirtualization)}

@@ -183,6 +183,10 @@ func TestEveryFieldNamesTheTemplate(t *testing.T) {
 		"connection tracking":   func(in *Input) { in.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: aws.Int32(60)} },
 		"nested virtualization": func(in *Input) { in.NestedVirtualization = aws.String("enabled") },
 		"dedicated tenancy":     func(in *Input) { in.Tenancy = "dedicated" },
+		"capacity reservation":  func(in *Input) { in.CapacityReservationID = "cr-0123456789abcdef0" },
+		"capacity block": func(in *Input) {
+			in.CapacityReservationID, in.CapacityBlock = "cr-0123456789abcdef0", true
+		},
 	}
 	seen := map[string]string{base: "base"}
 	for field, change := range cases {
@@ -524,5 +528,36 @@ func TestNetworkInterfaces(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReservationTarget: a template for a reservation targets it by id,
+// and a Capacity Block's also asks for its market.
+func TestReservationTarget(t *testing.T) {
+	p := New(nil, "demo", nil, 0)
+	for _, tt := range []struct {
+		name   string
+		id     string
+		block  bool
+		market ec2types.MarketType
+	}{
+		{name: "none"},
+		{name: "a reservation", id: "cr-1"},
+		{name: "a capacity block", id: "cr-2", block: true, market: ec2types.MarketTypeCapacityBlock},
+	} {
+		in := input()
+		in.CapacityReservationID, in.CapacityBlock = tt.id, tt.block
+		d := p.request(in).LaunchTemplateData
+		var target string
+		if d.CapacityReservationSpecification != nil && d.CapacityReservationSpecification.CapacityReservationTarget != nil {
+			target = aws.ToString(d.CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId)
+		}
+		var market ec2types.MarketType
+		if d.InstanceMarketOptions != nil {
+			market = d.InstanceMarketOptions.MarketType
+		}
+		if target != tt.id || market != tt.market {
+			t.Errorf("%s: target %q market %q; want %q %q", tt.name, target, market, tt.id, tt.market)
+		}
 	}
 }

@@ -97,7 +97,7 @@ func TestNodeClassReadiness(t *testing.T) {
 		message    string
 	}{
 		{name: "every dependent true", generation: 1, conds: deps(1, metav1.ConditionTrue), ready: true},
-		{name: "a dependent false", generation: 1, conds: deps(1, metav1.ConditionFalse), reason: "NodeClassNotReady", message: "PlacementGroupReady=False"},
+		{name: "a dependent false", generation: 1, conds: deps(1, metav1.ConditionFalse), reason: "NodeClassNotReady", message: "CapacityReservationsReady=False"},
 		{name: "spec changed since", generation: 2, conds: deps(1, metav1.ConditionTrue), reason: "NodeClassNotReady", message: "AMIsReady=Unknown"},
 		{name: "being deleted", generation: 1, conds: deps(1, metav1.ConditionTrue), deleting: true, reason: "NodeClassTerminating", message: "is terminating"},
 	}
