@@ -25,10 +25,10 @@ import (
 
 type capacityReservation struct {
 	id, instanceType, zone, platform, matchCriteria, state, kind string
-	total                                                       int
-	created                                                     time.Time
-	end                                                         *time.Time
-	tags                                                        map[string]string
+	total                                                        int
+	created                                                      time.Time
+	end                                                          *time.Time
+	tags                                                         map[string]string
 	// members are the instances launched into it.
 	members map[string]bool
 }

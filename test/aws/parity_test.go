@@ -233,7 +233,9 @@ func TestCapacityReservation(t *testing.T) {
 	framework.StartJoiner(t, awsEnv()...)
 	t.Cleanup(func() { framework.ResetCluster(t) })
 	team := fmt.Sprintf("ml-%d", time.Now().UnixNano())
-	var created struct{ CapacityReservation struct{ CapacityReservationId string } }
+	var created struct {
+		CapacityReservation struct{ CapacityReservationId string }
+	}
 	out := awsCLI(t, fake, "ec2", "create-capacity-reservation", "--instance-type", "m5.large", "--instance-platform", "Linux/UNIX",
 		"--availability-zone", "us-east-1a", "--instance-count", "1", "--tag-specifications", "ResourceType=capacity-reservation,Tags=[{Key=team,Value="+team+"}]", "--output", "json")
 	if err := json.Unmarshal([]byte(out), &created); err != nil || created.CapacityReservation.CapacityReservationId == "" {
@@ -270,7 +272,9 @@ func TestCapacityReservation(t *testing.T) {
 		t.Fatalf("NodeClaim labels %v; want a reserved m5.large in us-east-1a of %s", l, crID)
 	}
 	var described struct {
-		Reservations []struct{ Instances []struct{ CapacityReservationId string } }
+		Reservations []struct {
+			Instances []struct{ CapacityReservationId string }
+		}
 	}
 	out = awsCLI(t, fake, "ec2", "describe-instances", "--instance-ids", instanceID(first.Status.ProviderID), "--output", "json")
 	if err := json.Unmarshal([]byte(out), &described); err != nil || len(described.Reservations) != 1 || described.Reservations[0].Instances[0].CapacityReservationId != crID {

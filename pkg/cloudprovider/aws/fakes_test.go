@@ -350,7 +350,10 @@ type fakeReservations struct {
 
 func (f *fakeReservations) Available(id string) int32 { return f.room[id] }
 func (f *fakeReservations) Launched(id string)        { f.launched = append(f.launched, id); f.room[id]-- }
-func (f *fakeReservations) Exhausted(id string)       { f.exhausted = append(f.exhausted, id); f.room[id] = 0 }
+func (f *fakeReservations) Exhausted(id string) {
+	f.exhausted = append(f.exhausted, id)
+	f.room[id] = 0
+}
 
 type fakePlacementGroups struct{ group *placementgroup.Group }
 
