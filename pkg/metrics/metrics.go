@@ -127,6 +127,37 @@ var (
 	}, []string{"category"})
 )
 
+// The cloud provider's metrics, Karpenter's karpenter_cloudprovider_*.
+var (
+	CloudProviderDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "duration_seconds",
+		Help:    "Seconds each cloud provider call took, by method and provider.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	}, []string{"controller", "method", "provider"})
+	CloudProviderErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "errors_total",
+		Help: "Cloud provider calls that failed, by method, provider and error kind.",
+	}, []string{"controller", "method", "provider", "error"})
+	InstanceLaunchFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "instance_launch_failures_total",
+		Help: "Launches that failed, by NodePool, capacity type, instance type and zone of the NodeClaim's requirements when they name one, and reason.",
+	}, []string{"nodepool", "reason"})
+	InstanceTerminationFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "instance_termination_failures_total",
+		Help: "Instance terminations that failed, by provider.",
+	}, []string{"provider"})
+	BatchTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "batcher_batch_time_seconds",
+		Help:    "Seconds a batch of AWS requests waited to fill, by batcher.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 12),
+	}, []string{"batcher"})
+	BatchSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "batcher_batch_size",
+		Help:    "Requests in each batch, by batcher.",
+		Buckets: []float64{1, 2, 4, 5, 10, 20, 40, 50, 100, 200, 400, 500, 1000},
+	}, []string{"batcher"})
+)
+
 // summaryObjectives are the quantiles Karpenter's summaries publish, with
 // their tolerated errors.
 var summaryObjectives = map[float64]float64{0: 0, 0.5: 0.05, 0.9: 0.01, 0.99: 0.001, 1: 0}
@@ -136,5 +167,6 @@ func init() {
 		NodeClaimsTerminated, NodeClaimsDisrupted, SchedulingDuration, UnschedulablePods,
 		InterruptionReceived, InterruptionDeleted, InterruptionQueueDuration, InstanceStatusUnhealthy,
 		NodesCreated, NodesTerminated, NodesTerminationDuration, PodsStartupDuration,
-		DisruptionDecisions, DisruptionEligibleNodes, AllocationScheduling, AllocationBinpacking, AllocationBind)
+		DisruptionDecisions, DisruptionEligibleNodes, AllocationScheduling, AllocationBinpacking, AllocationBind,
+		CloudProviderDuration, CloudProviderErrors, InstanceLaunchFailures, InstanceTerminationFailures, BatchTime, BatchSize)
 }

@@ -9,6 +9,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	disruptionctrl "github.com/joiner-autoscaler/joiner/pkg/controllers/disruption"
 	clustermetrics "github.com/joiner-autoscaler/joiner/pkg/controllers/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/node/repair"
@@ -96,6 +97,10 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	provider, err := newCloudProvider(ctx, mgr, cfg, opts, clk)
 	if err != nil {
+		return err
+	}
+	provider = cloudprovider.Instrumented(provider)
+	if err := crmetrics.Registry.Register(&clustermetrics.InstanceTypes{Reader: mgr.GetClient(), Provider: provider}); err != nil {
 		return err
 	}
 	recorder := mgr.GetEventRecorderFor("karpenter")

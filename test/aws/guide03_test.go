@@ -123,6 +123,13 @@ func TestGuide03UpAndDown(t *testing.T) {
 
 	// Karpenter's dashboards draw from what this walk-through did.
 	families := checkDashboardMetrics(t, port)
+	for _, name := range []string{"karpenter_cloudprovider_duration_seconds", "karpenter_cloudprovider_instance_type_cpu_cores", "karpenter_cloudprovider_instance_type_memory_bytes",
+		"karpenter_cloudprovider_instance_type_offering_available", "karpenter_cloudprovider_instance_type_offering_price_estimate",
+		"karpenter_cloudprovider_batcher_batch_time_seconds", "karpenter_cloudprovider_batcher_batch_size"} {
+		if f := families[name]; f == nil || len(f.Metric) == 0 {
+			t.Errorf("/metrics does not serve %s", name)
+		}
+	}
 	for _, want := range []struct {
 		family string
 		labels map[string]string

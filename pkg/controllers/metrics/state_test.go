@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	clustermetrics "github.com/joiner-autoscaler/joiner/pkg/controllers/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
@@ -210,4 +211,41 @@ func histogram(t *testing.T, m prometheus.Metric) *dto.Histogram {
 		t.Fatal(err)
 	}
 	return out.GetHistogram()
+}
+
+type twoPools struct{ cloudprovider.CloudProvider }
+
+func (twoPools) InstanceTypes(_ context.Context, np *v1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	m5 := &cloudprovider.InstanceType{Name: "m5.large",
+		Capacity:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")},
+		Offerings: []cloudprovider.Offering{{Zone: "us-east-1a", CapacityType: "spot", Price: 0.04, Available: true}, {Zone: "us-east-1b", CapacityType: "spot", Price: 0.035}}}
+	if np.Name == "a" {
+		return []*cloudprovider.InstanceType{m5}, nil
+	}
+	return []*cloudprovider.InstanceType{m5, {Name: "c5.large", Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}, nil
+}
+
+// TestInstanceTypeGauges: every type and offering of every pool, once.
+func TestInstanceTypeGauges(t *testing.T) {
+	kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(
+		&v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "b"}}).Build()
+	got := series(t, &clustermetrics.InstanceTypes{Reader: kube, Provider: twoPools{}})
+	want := map[string]float64{
+		"karpenter_cloudprovider_instance_type_cpu_cores{instance_type=m5.large}":                                                  2,
+		"karpenter_cloudprovider_instance_type_cpu_cores{instance_type=c5.large}":                                                  2,
+		"karpenter_cloudprovider_instance_type_memory_bytes{instance_type=m5.large}":                                               8 << 30,
+		"karpenter_cloudprovider_instance_type_memory_bytes{instance_type=c5.large}":                                               0,
+		"karpenter_cloudprovider_instance_type_offering_available{capacity_type=spot,instance_type=m5.large,zone=us-east-1a}":      1,
+		"karpenter_cloudprovider_instance_type_offering_available{capacity_type=spot,instance_type=m5.large,zone=us-east-1b}":      0,
+		"karpenter_cloudprovider_instance_type_offering_price_estimate{capacity_type=spot,instance_type=m5.large,zone=us-east-1a}": 0.04,
+		"karpenter_cloudprovider_instance_type_offering_price_estimate{capacity_type=spot,instance_type=m5.large,zone=us-east-1b}": 0.035,
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d series, want %d: %v", len(got), len(want), got)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
 }

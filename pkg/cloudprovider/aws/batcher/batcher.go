@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 )
 
 // Options shape the windows. A batch runs after Idle with no new request, or
@@ -21,6 +23,9 @@ type Options struct {
 	MaxItems  int
 	// Clock runs the windows; tests pass a fake one.
 	Clock clock.WithDelayedExecution
+	// Name labels the batcher's metrics (create_fleet, describe_instances,
+	// terminate_instances, as Karpenter names its own).
+	Name string
 }
 
 // Batcher groups requests by key and runs exec once per group.
@@ -126,6 +131,10 @@ func (b *Batcher[K, Req, Resp]) flushLocked(key K, bt *batch[Req, Resp]) {
 		bt.timer.Stop()
 	}
 	go func() {
+		// Here, not under the lock: a fake clock runs flushLocked's timer
+		// under its own lock, which reading it would take again.
+		metrics.BatchTime.WithLabelValues(b.opts.Name).Observe(b.opts.Clock.Since(bt.first).Seconds())
+		metrics.BatchSize.WithLabelValues(b.opts.Name).Observe(float64(len(bt.reqs)))
 		results := b.exec(bt.ctx, key, bt.reqs)
 		for i, ch := range bt.waiters {
 			if i < len(results) {

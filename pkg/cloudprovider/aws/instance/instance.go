@@ -217,9 +217,9 @@ func New(opts Options) *Provider {
 	// The windows: a provisioning batch creates its NodeClaims within
 	// milliseconds of each other, so 35ms of quiet closes a launch batch
 	// without delaying a lone launch noticeably.
-	p.fleet = batcher.New(batcher.Options{Idle: 35 * time.Millisecond, Max: time.Second, MaxItems: 1000, Clock: opts.Clock}, p.createFleet)
-	p.describe = batcher.New(batcher.Options{Idle: 100 * time.Millisecond, Max: time.Second, MaxItems: 500, Clock: opts.Clock}, p.describeBatch)
-	p.terminate = batcher.New(batcher.Options{Idle: 100 * time.Millisecond, Max: time.Second, MaxItems: 500, Clock: opts.Clock}, p.terminateBatch)
+	p.fleet = batcher.New(batcher.Options{Idle: 35 * time.Millisecond, Max: time.Second, MaxItems: 1000, Clock: opts.Clock, Name: "create_fleet"}, p.createFleet)
+	p.describe = batcher.New(batcher.Options{Idle: 100 * time.Millisecond, Max: time.Second, MaxItems: 500, Clock: opts.Clock, Name: "describe_instances"}, p.describeBatch)
+	p.terminate = batcher.New(batcher.Options{Idle: 100 * time.Millisecond, Max: time.Second, MaxItems: 500, Clock: opts.Clock, Name: "terminate_instances"}, p.terminateBatch)
 	return p
 }
 

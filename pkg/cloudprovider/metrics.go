@@ -1,0 +1,85 @@
+package cloudprovider
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
+)
+
+// Instrumented wraps a provider with Karpenter's karpenter_cloudprovider_*
+// call metrics: every call's duration, every failure by kind, failed
+// launches by NodePool and reason, and failed terminations.
+func Instrumented(p CloudProvider) CloudProvider { return &instrumented{p} }
+
+type instrumented struct{ CloudProvider }
+
+// errorKind is the error label: the provider error's type, as Karpenter
+// names its own, or "" for none.
+func errorKind(err error) string {
+	var ice *InsufficientCapacityError
+	var notReady *NodeClassNotReadyError
+	var notFound *NodeClaimNotFoundError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &ice):
+		return "InsufficientCapacityError"
+	case errors.As(err, &notReady):
+		return "NodeClassNotReadyError"
+	case errors.As(err, &notFound):
+		return "NodeClaimNotFoundError"
+	}
+	return "UnknownError"
+}
+
+func (p *instrumented) observe(method string, start time.Time, err error) {
+	name := p.CloudProvider.Name()
+	metrics.CloudProviderDuration.WithLabelValues("", method, name).Observe(time.Since(start).Seconds())
+	if err != nil {
+		metrics.CloudProviderErrors.WithLabelValues("", method, name, errorKind(err)).Inc()
+	}
+}
+
+func (p *instrumented) Create(ctx context.Context, nc *v1.NodeClaim) (_ *v1.NodeClaim, err error) {
+	defer func(start time.Time) {
+		p.observe("Create", start, err)
+		if err != nil {
+			metrics.InstanceLaunchFailures.WithLabelValues(nc.Labels[v1.LabelNodePool], errorKind(err)).Inc()
+		}
+	}(time.Now())
+	return p.CloudProvider.Create(ctx, nc)
+}
+
+func (p *instrumented) Delete(ctx context.Context, nc *v1.NodeClaim) (err error) {
+	defer func(start time.Time) {
+		p.observe("Delete", start, err)
+		var gone *NodeClaimNotFoundError
+		if err != nil && !errors.As(err, &gone) {
+			metrics.InstanceTerminationFailures.WithLabelValues(p.CloudProvider.Name()).Inc()
+		}
+	}(time.Now())
+	return p.CloudProvider.Delete(ctx, nc)
+}
+
+func (p *instrumented) Get(ctx context.Context, providerID string) (_ *v1.NodeClaim, err error) {
+	defer func(start time.Time) { p.observe("Get", start, err) }(time.Now())
+	return p.CloudProvider.Get(ctx, providerID)
+}
+
+func (p *instrumented) List(ctx context.Context) (_ []*v1.NodeClaim, err error) {
+	defer func(start time.Time) { p.observe("List", start, err) }(time.Now())
+	return p.CloudProvider.List(ctx)
+}
+
+func (p *instrumented) InstanceTypes(ctx context.Context, np *v1.NodePool) (_ []*InstanceType, err error) {
+	defer func(start time.Time) { p.observe("GetInstanceTypes", start, err) }(time.Now())
+	return p.CloudProvider.InstanceTypes(ctx, np)
+}
+
+func (p *instrumented) IsDrifted(ctx context.Context, nc *v1.NodeClaim) (_ string, err error) {
+	defer func(start time.Time) { p.observe("IsDrifted", start, err) }(time.Now())
+	return p.CloudProvider.IsDrifted(ctx, nc)
+}

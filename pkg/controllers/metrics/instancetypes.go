@@ -1,0 +1,85 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+)
+
+var (
+	typeCPU = prometheus.NewDesc("karpenter_cloudprovider_instance_type_cpu_cores",
+		"vCPUs of each instance type the NodePools can launch.", []string{"instance_type"}, nil)
+	typeMemory = prometheus.NewDesc("karpenter_cloudprovider_instance_type_memory_bytes",
+		"Memory of each instance type the NodePools can launch, in bytes.", []string{"instance_type"}, nil)
+	offeringAvailable = prometheus.NewDesc("karpenter_cloudprovider_instance_type_offering_available",
+		"1 when the offering (type, capacity type, zone) can be launched now, 0 when it is out (capacity errors, a full reservation).",
+		[]string{"instance_type", "capacity_type", "zone"}, nil)
+	offeringPrice = prometheus.NewDesc("karpenter_cloudprovider_instance_type_offering_price_estimate",
+		"The price Joiner plans with for the offering, in $/h.", []string{"instance_type", "capacity_type", "zone"}, nil)
+)
+
+// InstanceTypes is the scrape-time collector of the offering gauges: the
+// instance types of every NodePool, as the provider lists them (from its
+// caches), each type and offering once.
+type InstanceTypes struct {
+	Reader   client.Reader
+	Provider cloudprovider.CloudProvider
+	// Timeout bounds one scrape; 10s when zero.
+	Timeout time.Duration
+}
+
+// Describe implements prometheus.Collector.
+func (c *InstanceTypes) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{typeCPU, typeMemory, offeringAvailable, offeringPrice} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *InstanceTypes) Collect(ch chan<- prometheus.Metric) {
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var pools v1.NodePoolList
+	if c.Reader.List(ctx, &pools) != nil {
+		return
+	}
+	types := map[string]bool{}
+	offerings := map[[3]string]bool{}
+	for i := range pools.Items {
+		its, err := c.Provider.InstanceTypes(ctx, &pools.Items[i])
+		if err != nil {
+			continue
+		}
+		for _, it := range its {
+			if !types[it.Name] {
+				types[it.Name] = true
+				cpu, mem := it.Capacity[corev1.ResourceCPU], it.Capacity[corev1.ResourceMemory]
+				ch <- prometheus.MustNewConstMetric(typeCPU, prometheus.GaugeValue, cpu.AsApproximateFloat64(), it.Name)
+				ch <- prometheus.MustNewConstMetric(typeMemory, prometheus.GaugeValue, mem.AsApproximateFloat64(), it.Name)
+			}
+			for _, o := range it.Offerings {
+				key := [3]string{it.Name, o.CapacityType, o.Zone}
+				if offerings[key] {
+					continue
+				}
+				offerings[key] = true
+				available := 0.0
+				if o.Available {
+					available = 1
+				}
+				ch <- prometheus.MustNewConstMetric(offeringAvailable, prometheus.GaugeValue, available, key[:]...)
+				ch <- prometheus.MustNewConstMetric(offeringPrice, prometheus.GaugeValue, o.Price, key[:]...)
+			}
+		}
+	}
+}
