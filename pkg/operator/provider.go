@@ -25,6 +25,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/unavailable"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/interruption"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/reservation"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/tagging"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclass"
 	corev1 "k8s.io/api/core/v1"
@@ -143,6 +144,11 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 	}
 	if err := (&tagging.Controller{Client: mgr.GetClient(), Tagger: provider, Recorder: mgr.GetEventRecorderFor("karpenter")}).Register(mgr); err != nil {
 		return nil, err
+	}
+	if reservations != nil {
+		if err := (&reservation.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("karpenter"), Clock: clk}).Register(mgr); err != nil {
+			return nil, err
+		}
 	}
 	if opts.InterruptionQueue != "" {
 		ic := &interruption.Controller{Client: mgr.GetClient(), SQS: clients.SQS, Queue: opts.InterruptionQueue, Unavailable: unavail,

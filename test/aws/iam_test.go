@@ -208,7 +208,7 @@ func underStack(t *testing.T, template string, policies []string) (*fakeaws.Serv
 			t.Fatalf("attaching %s: %v", p, err)
 		}
 	}
-	if _, err := adminIAM.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(instanceprofile.Name(clusterName, region, "legacy")), Tags: []iamtypes.Tag{
+	if _, err := adminIAM.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(instanceprofile.Name(clusterName, region, "legacy", "KarpenterNodeRole-"+clusterName)), Tags: []iamtypes.Tag{
 		{Key: aws.String("kubernetes.io/cluster/" + clusterName), Value: aws.String("owned")}, {Key: aws.String("topology.kubernetes.io/region"), Value: aws.String(region)},
 		{Key: aws.String("karpenter.k8s.aws/ec2nodeclass"), Value: aws.String("legacy")}}}); err != nil {
 		t.Fatal(err)

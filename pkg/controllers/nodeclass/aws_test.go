@@ -262,7 +262,7 @@ func TestReady(t *testing.T) {
 	if e.amis.version != "1.33" {
 		t.Errorf("AMIs resolved for Kubernetes %q, want 1.33", e.amis.version)
 	}
-	profile := instanceprofile.Name("demo", "us-east-1", "default")
+	profile := instanceprofile.Name("demo", "us-east-1", "default", role)
 	if nc.Status.InstanceProfile != profile {
 		t.Errorf("instance profile %q, want %q", nc.Status.InstanceProfile, profile)
 	}
@@ -601,7 +601,7 @@ func TestDeletion(t *testing.T) {
 	if _, err := e.reconcile(); err != nil {
 		t.Fatal(err)
 	}
-	profile := instanceprofile.Name("demo", "us-east-1", "default")
+	profile := instanceprofile.Name("demo", "us-east-1", "default", role)
 	if err := e.kube.Delete(e.ctx, e.get()); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -75,21 +76,26 @@ const hashLength = 16
 
 var unsafeNameChars = regexp.MustCompile(`[^\w+=,.@-]`)
 
-// Name is the instance profile Joiner creates for class in clusterName and
-// region:
+// Name is the instance profile Joiner creates for role in class, cluster
+// and region:
 //
 //	<cluster>_<class>_<hash>
 //
 // where hash is the first 16 hex digits of SHA-256 over the cluster name,
-// region and class name, and "<cluster>_<class>" (characters IAM does not
-// allow in a name replaced by "-") is cut to 111 characters, so the whole
-// name fits IAM's 128. The readable part is for people listing profiles; the
-// hash makes the name unique per cluster, region and class even when the
-// readable part is cut. The name is Joiner's own: a class that Karpenter
-// managed gets a new profile (and its nodes drift to it) when Joiner takes
-// over.
-func Name(clusterName, region, class string) string {
-	sum := sha256.Sum256([]byte(clusterName + "\x00" + region + "\x00" + class))
+// region, class name and role, and "<cluster>_<class>" (characters IAM does
+// not allow in a name replaced by "-") is cut to 111 characters, so the
+// whole name fits IAM's 128. The readable part is for people listing
+// profiles; the hash makes the name unique per cluster, region, class and
+// role even when the readable part is cut. A role of its own gives each
+// role change a new profile, so running nodes keep the role they launched
+// with. An empty role names the profile Joiner made for every role of a
+// class before it did so.
+func Name(clusterName, region, class, role string) string {
+	in := clusterName + "\x00" + region + "\x00" + class
+	if role != "" {
+		in += "\x00" + role
+	}
+	sum := sha256.Sum256([]byte(in))
 	suffix := hex.EncodeToString(sum[:])[:hashLength]
 	readable := unsafeNameChars.ReplaceAllString(clusterName+"_"+class, "-")
 	if max := maxNameLength - 1 - hashLength; len(readable) > max {
@@ -124,9 +130,13 @@ func RoleName(role string) string {
 }
 
 // Ensure returns the name of the instance profile nc's nodes launch with.
-// For spec.role it creates the profile (see Name) if missing, tags it, and
-// puts the role in it, replacing another role. For spec.instanceProfile it
-// checks the profile exists and returns it unchanged.
+// For spec.role it keeps the profile in status.instanceProfile while that
+// holds the role (so a class Karpenter managed keeps Karpenter's profile,
+// and a restart changes nothing); otherwise it creates the role's profile
+// (see Name) if missing, tags it, and puts the role in it. The profile of
+// a previous role is left as it is: nodes launched with it keep their
+// credentials. For spec.instanceProfile it checks the profile exists and
+// returns it unchanged.
 func (p *Provider) Ensure(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
 	if nc.Spec.Role == "" {
 		if nc.Spec.InstanceProfile == nil || *nc.Spec.InstanceProfile == "" {
@@ -142,8 +152,17 @@ func (p *Provider) Ensure(ctx context.Context, nc *awsv1.EC2NodeClass) (string, 
 		}
 		return name, nil
 	}
-	name := Name(p.ClusterName, p.Region, nc.Name)
 	role := RoleName(nc.Spec.Role)
+	if cur := nc.Status.InstanceProfile; cur != "" {
+		out, err := p.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(cur)})
+		switch {
+		case err == nil && len(out.InstanceProfile.Roles) == 1 && aws.ToString(out.InstanceProfile.Roles[0].RoleName) == role:
+			return cur, nil
+		case err != nil && !isNoSuchEntity(err):
+			return "", fmt.Errorf("getting instance profile %q: %w", cur, err)
+		}
+	}
+	name := Name(p.ClusterName, p.Region, nc.Name, role)
 	profile, err := p.getOrCreate(ctx, nc, name)
 	if err != nil {
 		return "", err
@@ -185,6 +204,11 @@ func (p *Provider) Ensure(ctx context.Context, nc *awsv1.EC2NodeClass) (string, 
 		if _, err := p.IAM.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{
 			InstanceProfileName: aws.String(name), RoleName: aws.String(role)}); err != nil {
 			if isNoSuchEntity(err) {
+				if len(others) == 0 {
+					// The role's own profile, empty: not left behind for a
+					// role that does not exist.
+					_, _ = p.IAM.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)})
+				}
 				return "", roleNotFound(nc.Spec.Role, err)
 			}
 			if !isCode(err, "LimitExceeded") {
@@ -250,15 +274,31 @@ func (p *Provider) tagIfMissing(ctx context.Context, nc *awsv1.EC2NodeClass, pro
 	return nil
 }
 
-// Delete removes the profile Joiner created for nc: its roles first, as IAM
-// requires. A profile named in spec.instanceProfile is never touched, nor
-// one without this cluster's and this class's tags. A missing profile is
-// not an error.
+// Delete removes the profiles Joiner created for nc: for its role, the
+// one in its status, and the one it made before profiles were per role;
+// their roles first, as IAM requires. A profile named in
+// spec.instanceProfile is never touched, nor one without this cluster's
+// and this class's tags. A missing profile is not an error.
 func (p *Provider) Delete(ctx context.Context, nc *awsv1.EC2NodeClass) error {
-	name := Name(p.ClusterName, p.Region, nc.Name)
-	if nc.Spec.InstanceProfile != nil && *nc.Spec.InstanceProfile == name {
-		return nil
+	names := []string{Name(p.ClusterName, p.Region, nc.Name, "")}
+	if nc.Spec.Role != "" {
+		names = append(names, Name(p.ClusterName, p.Region, nc.Name, RoleName(nc.Spec.Role)))
 	}
+	if s := nc.Status.InstanceProfile; s != "" && !slices.Contains(names, s) {
+		names = append(names, s)
+	}
+	for _, name := range names {
+		if nc.Spec.InstanceProfile != nil && *nc.Spec.InstanceProfile == name {
+			continue
+		}
+		if err := p.deleteOwned(ctx, nc, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Provider) deleteOwned(ctx context.Context, nc *awsv1.EC2NodeClass, name string) error {
 	out, err := p.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
 	if err != nil {
 		if isNoSuchEntity(err) {

@@ -69,7 +69,7 @@ func get(t *testing.T, api *iam.Client, name string) *profile {
 }
 
 func TestEnsureWithRole(t *testing.T) {
-	want := instanceprofile.Name("demo", "us-east-1", "default")
+	want := instanceprofile.Name("demo", "us-east-1", "default", "KarpenterNodeRole-demo")
 	cases := []struct {
 		name string
 		// before runs first, with the roles KarpenterNodeRole-demo and OtherRole existing.
@@ -125,7 +125,10 @@ func TestEnsureWithRole(t *testing.T) {
 			}
 			prof := get(t, api, want)
 			if prof == nil {
-				t.Fatal("no profile")
+				if tc.wantRoles != nil {
+					t.Fatal("no profile")
+				}
+				return // a role that does not exist leaves no empty profile behind
 			}
 			if !reflect.DeepEqual(prof.roles, tc.wantRoles) {
 				t.Errorf("roles %v, want %v", prof.roles, tc.wantRoles)
@@ -220,7 +223,7 @@ func TestEnsureWithInstanceProfile(t *testing.T) {
 }
 
 func TestDelete(t *testing.T) {
-	ours := instanceprofile.Name("demo", "us-east-1", "default")
+	ours := instanceprofile.Name("demo", "us-east-1", "default", "OtherRole")
 	ourTags := map[string]string{"karpenter.k8s.aws/ec2nodeclass": "default", "kubernetes.io/cluster/demo": "owned"}
 	cases := []struct {
 		name string
@@ -233,8 +236,10 @@ func TestDelete(t *testing.T) {
 		{name: "removes the role and the profile it created", nc: withRole("OtherRole"), profiles: map[string]map[string]string{ours: ourTags}, gone: []string{ours}},
 		{name: "nothing to delete", nc: withRole("OtherRole")},
 		{name: "never a profile given in spec.instanceProfile", nc: withProfile("MyProfile"), profiles: map[string]map[string]string{"MyProfile": nil}, kept: []string{"MyProfile"}},
-		{name: "its own after a switch to spec.instanceProfile", nc: withProfile("MyProfile"),
+		{name: "its own, still in status, after a switch to spec.instanceProfile", nc: inStatus(withProfile("MyProfile"), ours),
 			profiles: map[string]map[string]string{"MyProfile": nil, ours: ourTags}, kept: []string{"MyProfile"}, gone: []string{ours}},
+		{name: "the one it made before profiles were per role", nc: withRole("OtherRole"),
+			profiles: map[string]map[string]string{instanceprofile.Name("demo", "us-east-1", "default", ""): ourTags}, gone: []string{instanceprofile.Name("demo", "us-east-1", "default", "")}},
 		{name: "not a profile of its name it did not tag", nc: withRole("OtherRole"), profiles: map[string]map[string]string{ours: nil}, kept: []string{ours}},
 		{name: "not another cluster's", nc: withRole("OtherRole"),
 			profiles: map[string]map[string]string{ours: {"karpenter.k8s.aws/ec2nodeclass": "default", "kubernetes.io/cluster/other": "owned"}}, kept: []string{ours}},
@@ -267,17 +272,19 @@ func TestName(t *testing.T) {
 	long := strings.Repeat("c", 100)
 	longClass := strings.Repeat("k", 253)
 	names := map[string]bool{}
-	for _, in := range [][3]string{
-		{"demo", "us-east-1", "default"},
-		{"demo", "us-west-2", "default"},
-		{"demo", "us-east-1", "gpu"},
-		{"other", "us-east-1", "default"},
-		{long, "us-east-1", longClass},
-		{long, "us-east-1", longClass + "x"},
-		{"demo", "us-east-1", "a.b"},
+	for _, in := range [][4]string{
+		{"demo", "us-east-1", "default", ""},
+		{"demo", "us-east-1", "default", "KarpenterNodeRole-demo"},
+		{"demo", "us-east-1", "default", "OtherRole"},
+		{"demo", "us-west-2", "default", ""},
+		{"demo", "us-east-1", "gpu", ""},
+		{"other", "us-east-1", "default", ""},
+		{long, "us-east-1", longClass, ""},
+		{long, "us-east-1", longClass + "x", ""},
+		{"demo", "us-east-1", "a.b", ""},
 	} {
-		n := instanceprofile.Name(in[0], in[1], in[2])
-		if n != instanceprofile.Name(in[0], in[1], in[2]) {
+		n := instanceprofile.Name(in[0], in[1], in[2], in[3])
+		if n != instanceprofile.Name(in[0], in[1], in[2], in[3]) {
 			t.Errorf("%v: not deterministic", in)
 		}
 		if len(n) > 128 {
@@ -291,7 +298,7 @@ func TestName(t *testing.T) {
 		}
 		names[n] = true
 	}
-	if n := instanceprofile.Name("demo", "us-east-1", "default"); !strings.HasPrefix(n, "demo_default_") {
+	if n := instanceprofile.Name("demo", "us-east-1", "default", "KarpenterNodeRole-demo"); !strings.HasPrefix(n, "demo_default_") {
 		t.Errorf("%q does not start with cluster and class", n)
 	}
 }
@@ -327,7 +334,7 @@ func (r *recordingIAM) record(tags []iamtypes.Tag) {
 // four tags (aws:RequestTag conditions, StringEquals and StringLike): a
 // request short of one is refused, and the class never becomes Ready.
 func TestRequestsCarryThePolicysTags(t *testing.T) {
-	name := instanceprofile.Name("demo", "us-east-1", "default")
+	name := instanceprofile.Name("demo", "us-east-1", "default", "KarpenterNodeRole-demo")
 	policyTags := map[string]string{"kubernetes.io/cluster/demo": "owned", "eks:eks-cluster-name": "demo",
 		"topology.kubernetes.io/region": "us-east-1", "karpenter.k8s.aws/ec2nodeclass": "default"}
 	cases := []struct {
@@ -363,4 +370,51 @@ func TestRequestsCarryThePolicysTags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEnsureKeepsAndRolls: the profile in status is kept while it holds the
+// role, whoever made it (a class Karpenter managed keeps Karpenter's
+// profile); a new role gets a new profile, and the old one keeps its role
+// for the nodes launched with it.
+func TestEnsureKeepsAndRolls(t *testing.T) {
+	karpenters := map[string]string{"karpenter.k8s.aws/ec2nodeclass": "default", "kubernetes.io/cluster/demo": "owned",
+		"karpenter.sh/managed-by": "demo", "topology.kubernetes.io/region": "us-east-1"}
+	t.Run("keeps the status profile that holds the role", func(t *testing.T) {
+		api, p := setup(t, "KarpenterNodeRole-demo")
+		create(t, api, "demo_2864361935826373211", karpenters)
+		addRole(t, api, "demo_2864361935826373211", "KarpenterNodeRole-demo")
+		nc := withRole("KarpenterNodeRole-demo")
+		nc.Status.InstanceProfile = "demo_2864361935826373211"
+		got, err := p.Ensure(context.Background(), nc)
+		if err != nil || got != "demo_2864361935826373211" {
+			t.Fatalf("Ensure = %q, %v; want Karpenter's profile kept", got, err)
+		}
+		if get(t, api, instanceprofile.Name("demo", "us-east-1", "default", "KarpenterNodeRole-demo")) != nil {
+			t.Fatal("a second profile was made")
+		}
+	})
+	t.Run("a new role gets a new profile", func(t *testing.T) {
+		api, p := setup(t, "KarpenterNodeRole-demo", "OtherRole")
+		old := instanceprofile.Name("demo", "us-east-1", "default", "OtherRole")
+		create(t, api, old, karpenters)
+		addRole(t, api, old, "OtherRole")
+		nc := withRole("KarpenterNodeRole-demo")
+		nc.Status.InstanceProfile = old
+		got, err := p.Ensure(context.Background(), nc)
+		want := instanceprofile.Name("demo", "us-east-1", "default", "KarpenterNodeRole-demo")
+		if err != nil || got != want {
+			t.Fatalf("Ensure = %q, %v; want %s", got, err, want)
+		}
+		if prof := get(t, api, want); prof == nil || !reflect.DeepEqual(prof.roles, []string{"KarpenterNodeRole-demo"}) {
+			t.Fatalf("the new profile is %+v", prof)
+		}
+		if prof := get(t, api, old); prof == nil || !reflect.DeepEqual(prof.roles, []string{"OtherRole"}) {
+			t.Fatalf("the old profile is %+v; its nodes' role was swapped", prof)
+		}
+	})
+}
+
+func inStatus(nc *awsv1.EC2NodeClass, profile string) *awsv1.EC2NodeClass {
+	nc.Status.InstanceProfile = profile
+	return nc
 }

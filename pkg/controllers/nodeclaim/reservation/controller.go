@@ -1,0 +1,113 @@
+// Package reservation follows the capacity reservations NodeClaims run in.
+// A Capacity Block ends at a fixed time, when EC2 takes its instances back:
+// its NodeClaims are drained ahead of that, as Karpenter does. A reservation
+// that no longer backs a node (cancelled, expired, no longer selected) makes
+// it an ordinary on-demand node: its capacity-type label says so, and
+// consolidation prices it as such.
+package reservation
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/capacityreservation"
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
+)
+
+// DrainAhead is how long before a Capacity Block ends its nodes are
+// drained: Karpenter's lead, enough for most pods' grace periods.
+const DrainAhead = 10 * time.Minute
+
+// Controller reconciles NodeClaims launched into reservations.
+type Controller struct {
+	Client   client.Client
+	Recorder record.EventRecorder
+	Clock    clock.Clock
+}
+
+// Register adds the controller to the manager.
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.reservation").For(&v1.NodeClaim{}).Complete(c)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &v1.NodeClaim{}
+	if err := c.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	id := nc.Labels[capacityreservation.LabelID]
+	if id == "" || nc.DeletionTimestamp != nil || nc.Spec.NodeClassRef == nil || nc.Spec.NodeClassRef.Kind != "EC2NodeClass" {
+		return reconcile.Result{}, nil
+	}
+	class := &awsv1.EC2NodeClass{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: nc.Spec.NodeClassRef.Name}, class); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	var r *awsv1.CapacityReservation
+	for i := range class.Status.CapacityReservations {
+		if class.Status.CapacityReservations[i].ID == id {
+			r = &class.Status.CapacityReservations[i]
+		}
+	}
+	now := c.Clock.Now()
+	if r != nil && r.ReservationType == "capacity-block" && r.EndTime != nil {
+		drainAt := r.EndTime.Add(-DrainAhead)
+		if wait := drainAt.Sub(now); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		c.Recorder.Eventf(nc, corev1.EventTypeNormal, "CapacityReservationExpiring", "Capacity Block %s ends at %s; draining the node before EC2 reclaims it",
+			id, r.EndTime.UTC().Format(time.RFC3339))
+		if err := c.Client.Delete(ctx, nc); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		metrics.NodeClaimsDisrupted.WithLabelValues("capacity_reservation_expiring", nc.Labels[v1.LabelNodePool], nc.Labels[v1.LabelCapacityType]).Inc()
+		log.FromContext(ctx).Info("disrupting nodeclaim(s) via delete, terminating 1 nodes", "NodeClaim", map[string]string{"name": nc.Name},
+			"reason", "capacity reservation expiring", "capacity-reservation-id", id)
+		return reconcile.Result{}, nil
+	}
+	if r != nil && (r.EndTime == nil || r.EndTime.After(now)) {
+		// Still backing the node; look again when the class changes.
+		if r.EndTime != nil {
+			return reconcile.Result{RequeueAfter: r.EndTime.Sub(now)}, nil
+		}
+		return reconcile.Result{}, nil
+	}
+	if nc.Labels[v1.LabelCapacityType] != v1.CapacityTypeReserved {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, c.demote(ctx, nc, id)
+}
+
+// demote relabels a node whose reservation is gone: EC2 keeps it running as
+// an on-demand instance, billed as one.
+func (c *Controller) demote(ctx context.Context, nc *v1.NodeClaim, id string) error {
+	stored := nc.DeepCopy()
+	nc.Labels[v1.LabelCapacityType] = v1.CapacityTypeOnDemand
+	if err := c.Client.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if nc.Status.NodeName != "" {
+		node := &corev1.Node{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err == nil && node.Labels[v1.LabelCapacityType] == v1.CapacityTypeReserved {
+			storedNode := node.DeepCopy()
+			node.Labels[v1.LabelCapacityType] = v1.CapacityTypeOnDemand
+			if err := c.Client.Patch(ctx, node, client.MergeFrom(storedNode)); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+		}
+	}
+	c.Recorder.Eventf(nc, corev1.EventTypeNormal, "CapacityReservationGone", "Capacity reservation %s no longer backs the node; it runs on demand", id)
+	log.FromContext(ctx).Info("nodeclaim's capacity reservation is gone; it is on-demand now", "NodeClaim", map[string]string{"name": nc.Name}, "capacity-reservation-id", id)
+	return nil
+}

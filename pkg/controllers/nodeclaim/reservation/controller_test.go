@@ -1,0 +1,88 @@
+package reservation_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/reservation"
+	"github.com/joiner-autoscaler/joiner/pkg/operator"
+)
+
+func TestReconcile(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+	tests := []struct {
+		name        string
+		reservation *awsv1.CapacityReservation // in the class's status; nil: gone
+		deleted     bool
+		capacity    string // the NodeClaim's and Node's capacity type after
+		requeue     time.Duration
+		event       string
+	}{
+		{name: "a Capacity Block ending within the lead is drained", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "capacity-block", EndTime: at(5 * time.Minute)},
+			deleted: true, capacity: "reserved", event: "CapacityReservationExpiring"},
+		{name: "a Capacity Block ending later waits for the lead", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "capacity-block", EndTime: at(time.Hour)},
+			capacity: "reserved", requeue: 50 * time.Minute},
+		{name: "a reservation still there", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "default"}, capacity: "reserved"},
+		{name: "a reservation gone makes the node on-demand", capacity: "on-demand", event: "CapacityReservationGone"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+			if tt.reservation != nil {
+				class.Status.CapacityReservations = []awsv1.CapacityReservation{*tt.reservation}
+			}
+			labels := map[string]string{v1.LabelCapacityType: "reserved", "karpenter.k8s.aws/capacity-reservation-id": "cr-1", v1.LabelNodePool: "default"}
+			nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-x", Labels: labels},
+				Spec:   v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}},
+				Status: v1.NodeClaimStatus{NodeName: "node-x"}}
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-x", Labels: map[string]string{v1.LabelCapacityType: "reserved"}}}
+			kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(class, nc, node).Build()
+			rec := record.NewFakeRecorder(10)
+			c := &reservation.Controller{Client: kube, Recorder: rec, Clock: clocktesting.NewFakeClock(now)}
+			res, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: nc.Name}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := &v1.NodeClaim{}
+			err = kube.Get(context.Background(), client.ObjectKey{Name: nc.Name}, got)
+			if gone := apierrors.IsNotFound(err); gone != tt.deleted {
+				t.Fatalf("deleted %v, want %v (%v)", gone, tt.deleted, err)
+			}
+			if !tt.deleted && got.Labels[v1.LabelCapacityType] != tt.capacity {
+				t.Errorf("NodeClaim capacity type %q, want %q", got.Labels[v1.LabelCapacityType], tt.capacity)
+			}
+			gotNode := &corev1.Node{}
+			_ = kube.Get(context.Background(), client.ObjectKey{Name: "node-x"}, gotNode)
+			if gotNode.Labels[v1.LabelCapacityType] != tt.capacity {
+				t.Errorf("Node capacity type %q, want %q", gotNode.Labels[v1.LabelCapacityType], tt.capacity)
+			}
+			if res.RequeueAfter != tt.requeue {
+				t.Errorf("requeue after %v, want %v", res.RequeueAfter, tt.requeue)
+			}
+			select {
+			case e := <-rec.Events:
+				if tt.event == "" || !strings.Contains(e, tt.event) {
+					t.Errorf("event %q, want %q", e, tt.event)
+				}
+			default:
+				if tt.event != "" {
+					t.Errorf("no event, want %s", tt.event)
+				}
+			}
+		})
+	}
+}
