@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 
@@ -25,6 +26,20 @@ type Cluster struct {
 	CABundle    string
 	ServiceCIDR string
 	DNS         []string
+}
+
+// IPv6 reports an IPv6 cluster, by its service CIDR or, without one, its
+// DNS address.
+func (c Cluster) IPv6() bool {
+	if c.ServiceCIDR != "" {
+		ip, _, err := net.ParseCIDR(c.ServiceCIDR)
+		return err == nil && ip.To4() == nil
+	}
+	if len(c.DNS) > 0 {
+		ip := net.ParseIP(c.DNS[0])
+		return ip != nil && ip.To4() == nil
+	}
+	return false
 }
 
 // TemplateEnsurer makes one launch template per launch configuration.
@@ -137,6 +152,7 @@ func (l *Launcher) forLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 			PlacementGroupID: pgID, ConnectionTracking: nc.Spec.ConnectionTracking, NestedVirtualization: nestedVirtualization(nc),
 			NetworkInterfaces: nc.Spec.NetworkInterfaces, EFAInterfaces: g.efa, Tenancy: tenancy,
 			CapacityReservationID: reservationID(reservation), CapacityBlock: reservation != nil && reservation.ReservationType == "capacity-block",
+			IPv6: l.Cluster.IPv6(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("launch template for EC2NodeClass %s: %w", nc.Name, err)

@@ -244,3 +244,20 @@ func TestForLaunchEFA(t *testing.T) {
 		})
 	}
 }
+
+func TestClusterIPv6(t *testing.T) {
+	for _, tt := range []struct {
+		c    Cluster
+		want bool
+	}{
+		{Cluster{ServiceCIDR: "10.100.0.0/16"}, false},
+		{Cluster{ServiceCIDR: "fd30:1c53:5f8a::/108"}, true},
+		{Cluster{DNS: []string{"fd30:1c53:5f8a::a"}}, true},
+		{Cluster{DNS: []string{"10.100.0.10"}}, false},
+		{Cluster{}, false},
+	} {
+		if got := tt.c.IPv6(); got != tt.want {
+			t.Errorf("%+v: IPv6 %v, want %v", tt.c, got, tt.want)
+		}
+	}
+}

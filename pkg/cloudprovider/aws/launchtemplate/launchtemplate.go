@@ -94,6 +94,10 @@ type Input struct {
 	// under its own market type.
 	CapacityReservationID string
 	CapacityBlock         bool
+	// IPv6 is an IPv6 cluster: the IP interfaces get a primary IPv6
+	// address, and spec.ipPrefixCount counts IPv6 prefixes, which the VPC
+	// CNI assigns pods from.
+	IPv6 bool
 }
 
 // LaunchTemplate is a template that exists in EC2.
@@ -516,8 +520,13 @@ func networkInterfaces(in Input) []ec2types.LaunchTemplateInstanceNetworkInterfa
 			ni.InterfaceType = aws.String(kind)
 		}
 		if kind != "efa-only" {
-			ni.AssociatePublicIpAddress, ni.Ipv4PrefixCount = in.AssociatePublicIPAddress, in.IPPrefixCount
+			ni.AssociatePublicIpAddress = in.AssociatePublicIPAddress
 			ni.ConnectionTrackingSpecification = connectionTracking(in.ConnectionTracking)
+			if in.IPv6 {
+				ni.Ipv6AddressCount, ni.PrimaryIpv6, ni.Ipv6PrefixCount = aws.Int32(1), aws.Bool(true), in.IPPrefixCount
+			} else {
+				ni.Ipv4PrefixCount = in.IPPrefixCount
+			}
 		}
 		return ni
 	}

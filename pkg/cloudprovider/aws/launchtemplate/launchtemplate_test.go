@@ -561,3 +561,19 @@ func TestReservationTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestIPv6Interfaces: in an IPv6 cluster the primary interface gets a
+// primary IPv6 address and the class's prefixes are IPv6 prefixes.
+func TestIPv6Interfaces(t *testing.T) {
+	in := input()
+	in.IPv6, in.IPPrefixCount = true, aws.Int32(1)
+	ni := networkInterfaces(in)[0]
+	if aws.ToInt32(ni.Ipv6AddressCount) != 1 || !aws.ToBool(ni.PrimaryIpv6) || aws.ToInt32(ni.Ipv6PrefixCount) != 1 || ni.Ipv4PrefixCount != nil {
+		t.Fatalf("IPv6 primary interface %+v", ni)
+	}
+	in.IPv6 = false
+	ni = networkInterfaces(in)[0]
+	if ni.Ipv6AddressCount != nil || ni.PrimaryIpv6 != nil || aws.ToInt32(ni.Ipv4PrefixCount) != 1 {
+		t.Fatalf("IPv4 primary interface %+v", ni)
+	}
+}
