@@ -128,6 +128,12 @@ func TestPricingGetProducts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	metal := 0
+	for _, it := range allTypes {
+		if strings.Contains(it.Name, ".metal") {
+			metal++
+		}
+	}
 	tests := []struct {
 		name    string
 		filters []pricingtypes.Filter
@@ -140,9 +146,11 @@ func TestPricingGetProducts(t *testing.T) {
 			want: map[string]float64{"m5.large": catalogPrice(t, "us-east-1", "m5.large")}},
 		{name: "by location name, another region", filters: []pricingtypes.Filter{term("location", "EU (Ireland)"), term("instanceType", "c6a.large")},
 			want: map[string]float64{"c6a.large": catalogPrice(t, "eu-west-1", "c6a.large")}},
-		{name: "every type, over many pages", filters: linux("us-east-1"), wantCount: len(allTypes)},
+		{name: "every virtualized type, over many pages", filters: linux("us-east-1"), wantCount: len(allTypes) - metal},
+		// As in the Price List, bare metal is filed under Dedicated tenancy.
+		{name: "bare metal", filters: append(linux("us-east-1")[2:], term("tenancy", "Dedicated"), term("productFamily", "Compute Instance (bare metal)")), wantCount: metal},
 		{name: "windows is not served", filters: append(linux("us-east-1")[:4], term("operatingSystem", "Windows")), wantCount: 0},
-		{name: "dedicated tenancy is not served", filters: []pricingtypes.Filter{term("tenancy", "Dedicated")}, wantCount: 0},
+		{name: "dedicated virtualized types are not served", filters: []pricingtypes.Filter{term("tenancy", "Dedicated"), term("productFamily", "Compute Instance")}, wantCount: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

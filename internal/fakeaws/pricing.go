@@ -177,8 +177,14 @@ func productAttributes(it *cloudprovider.InstanceType, region string) map[string
 		location = region
 	}
 	mib, _ := strconv.ParseFloat(it.Labels["karpenter.k8s.aws/instance-memory"], 64)
+	// The Price List files bare-metal sizes under Dedicated tenancy, as
+	// their own product family.
+	family, tenancy := "Compute Instance", "Shared"
+	if strings.Contains(it.Name, ".metal") {
+		family, tenancy = "Compute Instance (bare metal)", "Dedicated"
+	}
 	return map[string]string{
-		"productFamily":           "Compute Instance",
+		"productFamily":           family,
 		"servicecode":             "AmazonEC2",
 		"serviceCode":             "AmazonEC2",
 		"servicename":             "Amazon Elastic Compute Cloud",
@@ -188,7 +194,7 @@ func productAttributes(it *cloudprovider.InstanceType, region string) map[string
 		"location":                location,
 		"locationType":            "AWS Region",
 		"operatingSystem":         "Linux",
-		"tenancy":                 "Shared",
+		"tenancy":                 tenancy,
 		"preInstalledSw":          "NA",
 		"capacitystatus":          "Used",
 		"licenseModel":            "No License required",
@@ -228,7 +234,7 @@ func priceDocument(it *cloudprovider.InstanceType, region string, attrs map[stri
 	dim := term + "." + hourlyRateCode
 	doc := map[string]any{
 		"product": map[string]any{
-			"productFamily": "Compute Instance",
+			"productFamily": attrs["productFamily"],
 			"attributes":    product,
 			"sku":           code,
 		},

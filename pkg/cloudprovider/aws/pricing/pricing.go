@@ -245,19 +245,27 @@ func (p *Provider) RefreshSpot(ctx context.Context) error {
 	return nil
 }
 
-// Filters of the on-demand query: Linux on shared tenancy with no
-// pre-installed software, and "Used" capacity (the price of a running
-// instance, not of an unused reservation or a capacity block).
-func onDemandFilters(region string) []pricingtypes.Filter {
+// Filters of the on-demand queries: Linux with no pre-installed software,
+// and "Used" capacity (the price of a running instance, not of an unused
+// reservation or a capacity block). The Price List files bare-metal sizes
+// under Dedicated tenancy, as "Compute Instance (bare metal)": a second
+// query reads them, or no metal type would have a price.
+func onDemandFilters(region string) [][]pricingtypes.Filter {
 	term := func(field, value string) pricingtypes.Filter {
 		return pricingtypes.Filter{Type: pricingtypes.FilterTypeTermMatch, Field: aws.String(field), Value: aws.String(value)}
 	}
-	return []pricingtypes.Filter{
-		term("regionCode", region),
-		term("operatingSystem", "Linux"),
-		term("tenancy", "Shared"),
-		term("preInstalledSw", "NA"),
-		term("capacitystatus", "Used"),
+	common := func(tenancy string) []pricingtypes.Filter {
+		return []pricingtypes.Filter{
+			term("regionCode", region),
+			term("operatingSystem", "Linux"),
+			term("tenancy", tenancy),
+			term("preInstalledSw", "NA"),
+			term("capacitystatus", "Used"),
+		}
+	}
+	return [][]pricingtypes.Filter{
+		common("Shared"),
+		append(common("Dedicated"), term("productFamily", "Compute Instance (bare metal)")),
 	}
 }
 
@@ -279,22 +287,35 @@ type product struct {
 }
 
 func (p *Provider) fetchOnDemand(ctx context.Context) (map[string]float64, error) {
+	prices := map[string]float64{}
+	for _, filters := range onDemandFilters(p.opts.Region) {
+		if err := p.readPrices(ctx, filters, prices); err != nil {
+			return nil, err
+		}
+	}
+	if len(prices) == 0 {
+		return nil, fmt.Errorf("no on-demand price for any instance type in region %q", p.opts.Region)
+	}
+	return prices, nil
+}
+
+// readPrices adds the prices of one query's products to prices.
+func (p *Provider) readPrices(ctx context.Context, filters []pricingtypes.Filter, prices map[string]float64) error {
 	in := &awspricing.GetProductsInput{
 		ServiceCode:   aws.String("AmazonEC2"),
 		FormatVersion: aws.String("aws_v1"),
-		Filters:       onDemandFilters(p.opts.Region),
+		Filters:       filters,
 	}
-	prices := map[string]float64{}
 	pages := awspricing.NewGetProductsPaginator(p.opts.Pricing, in)
 	for pages.HasMorePages() {
 		out, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for i, doc := range out.PriceList {
 			var prod product
 			if err := json.Unmarshal([]byte(doc), &prod); err != nil {
-				return nil, fmt.Errorf("PriceList entry %d is not a product document: %w", i, err)
+				return fmt.Errorf("PriceList entry %d is not a product document: %w", i, err)
 			}
 			it := prod.Product.Attributes.InstanceType
 			if it == "" {
@@ -308,7 +329,7 @@ func (p *Provider) fetchOnDemand(ctx context.Context) (map[string]float64, error
 					}
 					price, err := strconv.ParseFloat(usd, 64)
 					if err != nil {
-						return nil, fmt.Errorf("%s: pricePerUnit.USD %q is not a number: %w", it, usd, err)
+						return fmt.Errorf("%s: pricePerUnit.USD %q is not a number: %w", it, usd, err)
 					}
 					// A zero price is a placeholder for a type not sold
 					// on demand in the region. Of two products for one
@@ -324,10 +345,7 @@ func (p *Provider) fetchOnDemand(ctx context.Context) (map[string]float64, error
 			}
 		}
 	}
-	if len(prices) == 0 {
-		return nil, fmt.Errorf("no on-demand price for any instance type in region %q", p.opts.Region)
-	}
-	return prices, nil
+	return nil
 }
 
 func (p *Provider) fetchSpot(ctx context.Context) (map[spotKey]float64, error) {

@@ -127,12 +127,18 @@ func (s *priceListServer) calls() []getProductsRequest {
 func ec2Product(instanceType, region, os, tenancy, capacityStatus, usd string) map[string]any {
 	sku := strings.ToUpper(strings.NewReplacer(".", "", "-", "").Replace(instanceType + region + os + tenancy + capacityStatus))
 	term := sku + ".JRTCKXETXF"
+	// The Price List files bare-metal sizes as their own product family.
+	family := "Compute Instance"
+	if strings.Contains(instanceType, ".metal") {
+		family = "Compute Instance (bare metal)"
+	}
 	return map[string]any{
 		"product": map[string]any{
-			"productFamily": "Compute Instance",
+			"productFamily": family,
 			"sku":           sku,
 			"attributes": map[string]any{
-				"instanceType": instanceType, "regionCode": region, "operatingSystem": os, "tenancy": tenancy,
+				"productFamily": family,
+				"instanceType":  instanceType, "regionCode": region, "operatingSystem": os, "tenancy": tenancy,
 				"preInstalledSw": "NA", "capacitystatus": capacityStatus, "licenseModel": "No License required",
 				"servicecode": "AmazonEC2", "usagetype": "BoxUsage:" + instanceType,
 			},
@@ -164,6 +170,8 @@ func priceList(t *testing.T, pageSize int) *priceListServer {
 		ec2Product("m5.large", "us-east-1", "Linux", "Shared", "UnusedCapacityReservation", "0.0010000000"),
 		// A type listed at zero is not for sale on demand here.
 		ec2Product("p5.48xlarge", "us-east-1", "Linux", "Shared", "Used", "0.0000000000"),
+		// Bare metal is filed under Dedicated tenancy.
+		ec2Product("m5.metal", "us-east-1", "Linux", "Dedicated", "Used", "4.6080000000"),
 	)
 }
 
@@ -199,17 +207,17 @@ func TestOnDemand(t *testing.T) {
 	}{
 		{
 			name: "the API's prices replace the catalog's, read across pages", region: "us-east-1", pageSize: 2,
-			wantSource: SourceAPI, wantCalls: 2,
-			want: []lookup{{"m5.large", 0.1111, true}, {"m5.xlarge", 0.2222, true}, {"t3.micro", 0.0333, true},
+			wantSource: SourceAPI, wantCalls: 3,
+			want: []lookup{{"m5.large", 0.1111, true}, {"m5.xlarge", 0.2222, true}, {"t3.micro", 0.0333, true}, {"m5.metal", 4.608, true},
 				// Types the API does not price have no price, not the model's.
 				{"c5.large", 0, false}, {"p5.48xlarge", 0, false}},
 		},
 		{
-			name: "one page", region: "us-east-1", pageSize: 100, wantSource: SourceAPI, wantCalls: 1,
+			name: "one page", region: "us-east-1", pageSize: 100, wantSource: SourceAPI, wantCalls: 2,
 			want: []lookup{{"m5.large", 0.1111, true}},
 		},
 		{
-			name: "the region's own prices", region: "eu-west-1", pageSize: 100, wantSource: SourceAPI, wantCalls: 1,
+			name: "the region's own prices", region: "eu-west-1", pageSize: 100, wantSource: SourceAPI, wantCalls: 2,
 			want: []lookup{{"m5.large", 0.4444, true}, {"m5.xlarge", 0, false}},
 		},
 		{
@@ -255,9 +263,10 @@ func TestOnDemand(t *testing.T) {
 					filters = append(filters, f.Type+":"+f.Field+"="+f.Value)
 				}
 				sort.Strings(filters)
-				want := fmt.Sprintf("[TERM_MATCH:capacitystatus=Used TERM_MATCH:operatingSystem=Linux TERM_MATCH:preInstalledSw=NA TERM_MATCH:regionCode=%s TERM_MATCH:tenancy=Shared]", tc.region)
-				if call.ServiceCode != "AmazonEC2" || call.FormatVersion != "aws_v1" || fmt.Sprint(filters) != want {
-					t.Errorf("GetProducts(%s, %s, %v), want AmazonEC2, aws_v1, %s", call.ServiceCode, call.FormatVersion, filters, want)
+				shared := fmt.Sprintf("[TERM_MATCH:capacitystatus=Used TERM_MATCH:operatingSystem=Linux TERM_MATCH:preInstalledSw=NA TERM_MATCH:regionCode=%s TERM_MATCH:tenancy=Shared]", tc.region)
+				metal := fmt.Sprintf("[TERM_MATCH:capacitystatus=Used TERM_MATCH:operatingSystem=Linux TERM_MATCH:preInstalledSw=NA TERM_MATCH:productFamily=Compute Instance (bare metal) TERM_MATCH:regionCode=%s TERM_MATCH:tenancy=Dedicated]", tc.region)
+				if got := fmt.Sprint(filters); call.ServiceCode != "AmazonEC2" || call.FormatVersion != "aws_v1" || got != shared && got != metal {
+					t.Errorf("GetProducts(%s, %s, %v), want AmazonEC2, aws_v1, %s or %s", call.ServiceCode, call.FormatVersion, filters, shared, metal)
 				}
 			}
 			for _, l := range tc.want {
@@ -407,11 +416,17 @@ type fakePricing struct {
 	calls chan struct{}
 }
 
-func (f *fakePricing) GetProducts(context.Context, *awspricing.GetProductsInput, ...func(*awspricing.Options)) (*awspricing.GetProductsOutput, error) {
+// GetProducts counts a refresh at its first query, the shared-tenancy one
+// (the bare-metal query follows it in the same refresh).
+func (f *fakePricing) GetProducts(_ context.Context, in *awspricing.GetProductsInput, _ ...func(*awspricing.Options)) (*awspricing.GetProductsOutput, error) {
 	f.mu.Lock()
 	err := f.err
 	f.mu.Unlock()
-	f.calls <- struct{}{}
+	for _, fl := range in.Filters {
+		if aws.ToString(fl.Field) == "tenancy" && aws.ToString(fl.Value) == "Shared" {
+			f.calls <- struct{}{}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
