@@ -81,8 +81,16 @@ func UserData(family string, in Input) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if len(script) > MaxUserData {
+		return "", userDataError("with the cluster's settings, labels and taints the user data is %d bytes, over EC2's limit of %d (16 KB, before base64); shorten spec.userData", len(script), MaxUserData)
+	}
 	return base64.StdEncoding.EncodeToString([]byte(script)), nil
 }
+
+// MaxUserData is EC2's limit on user data, in bytes before base64: a
+// launch template with more is refused, so no node of the class could
+// start.
+const MaxUserData = 16 * 1024
 
 // userDataError names the field a user fixes.
 func userDataError(format string, args ...any) error {

@@ -412,3 +412,18 @@ func TestUserDataErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestUserDataLimit: user data over EC2's 16 KB fails with the field to
+// shorten, in every family that merges spec.userData.
+func TestUserDataLimit(t *testing.T) {
+	big := "#!/bin/bash\n# " + strings.Repeat("x", MaxUserData) + "\n"
+	for _, family := range []string{awsv1.AMIFamilyAL2023, awsv1.AMIFamilyAL2, awsv1.AMIFamilyCustom} {
+		_, err := UserData(family, withUserData(baseInput(), big))
+		if err == nil || !strings.Contains(err.Error(), "spec.userData") || !strings.Contains(err.Error(), "16 KB") {
+			t.Errorf("%s: error %v, want one naming spec.userData and the 16 KB limit", family, err)
+		}
+	}
+	if _, err := UserData(awsv1.AMIFamilyAL2023, withUserData(baseInput(), shellScript)); err != nil {
+		t.Errorf("a small script: %v", err)
+	}
+}
