@@ -219,7 +219,11 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 	}
 	// The template's placement group must exist; the instances join it,
 	// and the reservation it targets.
-	groups := map[string]*placementGroup{}
+	type placed struct {
+		g         *placementGroup
+		partition int32
+	}
+	groups := map[string]placed{}
 	targets := map[string]*capacityReservation{}
 	for _, cfg := range kept {
 		if r := reservations[cfg]; r != nil {
@@ -230,7 +234,7 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 			targets[id] = r
 		}
 		id, name, version := cfg.fields.Get("LaunchTemplateSpecification.LaunchTemplateId"), cfg.fields.Get("LaunchTemplateSpecification.LaunchTemplateName"), cfg.fields.Get("LaunchTemplateSpecification.Version")
-		g, err := s.templatePlacementGroup(ctx, id, name, version)
+		g, partition, err := s.templatePlacementGroup(ctx, id, name, version)
 		if err != nil {
 			return errorAnswer(c, awsError{http.StatusBadRequest, "InvalidPlacementGroup.Unknown", err.Error(), true})
 		}
@@ -238,7 +242,7 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 			if id == "" {
 				id = s.launchTemplateID(ctx, name)
 			}
-			groups[id] = g
+			groups[id] = placed{g, partition}
 		}
 	}
 	form := rest
@@ -270,8 +274,8 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 		for _, in := range resp.Instances {
 			for _, id := range in.IDs {
 				s.recordLaunch(id, in.Template.ID, in.Template.Version)
-				if g := groups[in.Template.ID]; g != nil {
-					s.joinPlacementGroup(g, id)
+				if pl := groups[in.Template.ID]; pl.g != nil {
+					s.joinPlacementGroup(pl.g, id, pl.partition)
 				}
 				if r := targets[in.Template.ID]; r != nil {
 					s.joinReservation(r, id)

@@ -147,9 +147,9 @@ func (s *Server) deletePlacementGroup(c *call) *answer {
 }
 
 // templatePlacementGroup is the group a launch template version names, by
-// id or name; "" for none. A name or id no group has is an error EC2 gives
-// at launch.
-func (s *Server) templatePlacementGroup(ctx context.Context, template, name, version string) (*placementGroup, error) {
+// id or name, and the partition it asks for (0: EC2's choice); nil for
+// none. A name or id no group has is an error EC2 gives at launch.
+func (s *Server) templatePlacementGroup(ctx context.Context, template, name, version string) (*placementGroup, int32, error) {
 	in := &ec2.DescribeLaunchTemplateVersionsInput{Versions: []string{version}}
 	if version == "" {
 		in.Versions = []string{"$Latest"}
@@ -161,11 +161,11 @@ func (s *Server) templatePlacementGroup(ctx context.Context, template, name, ver
 	}
 	out, err := s.motoEC2.DescribeLaunchTemplateVersions(ctx, in)
 	if err != nil || len(out.LaunchTemplateVersions) == 0 || out.LaunchTemplateVersions[0].LaunchTemplateData == nil {
-		return nil, nil // moto's own answer to the fleet says what is wrong
+		return nil, 0, nil // moto's own answer to the fleet says what is wrong
 	}
 	p := out.LaunchTemplateVersions[0].LaunchTemplateData.Placement
 	if p == nil || (aws.ToString(p.GroupId) == "" && aws.ToString(p.GroupName) == "") {
-		return nil, nil
+		return nil, 0, nil
 	}
 	want := aws.ToString(p.GroupId)
 	if want == "" {
@@ -174,18 +174,19 @@ func (s *Server) templatePlacementGroup(ctx context.Context, template, name, ver
 	s.pgs.mu.Lock()
 	defer s.pgs.mu.Unlock()
 	if g := s.pgs.find(want); g != nil {
-		return g, nil
+		return g, aws.ToInt32(p.PartitionNumber), nil
 	}
-	return nil, fmt.Errorf("The specified placement group %s does not exist.", want)
+	return nil, 0, fmt.Errorf("The specified placement group %s does not exist.", want)
 }
 
-// joinPlacementGroup records an instance in its group; EC2 spreads a
-// partition group's instances over its partitions.
-func (s *Server) joinPlacementGroup(g *placementGroup, instance string) {
+// joinPlacementGroup records an instance in its group, in the partition
+// its template asked for; EC2 spreads the others over the partitions.
+func (s *Server) joinPlacementGroup(g *placementGroup, instance string, partition int32) {
 	s.pgs.mu.Lock()
 	defer s.pgs.mu.Unlock()
-	var partition int32
-	if g.strategy == "partition" {
+	if g.strategy != "partition" {
+		partition = 0
+	} else if partition == 0 {
 		partition = g.next%g.partitions + 1
 		g.next++
 	}

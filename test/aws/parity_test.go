@@ -159,6 +159,32 @@ func TestPlacementGroup(t *testing.T) {
 		t.Fatalf("the instance's placement is %+v; want group %s (%s), partition %s", p, name, pgID, partition)
 	}
 
+	// A NodePool that requires one partition gets its nodes in it.
+	framework.Kubectl(t, `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: partition3}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      - {key: karpenter.k8s.aws/placement-group-partition, operator: In, values: ["3"]}
+`, "apply", "-f", "-")
+	framework.Kubectl(t, framework.Deployment("partition3", 1, "500m", "512Mi", "      nodeSelector: {karpenter.sh/nodepool: partition3}\n"), "apply", "-f", "-")
+	framework.Eventually(t, 3*time.Minute, "the partition-3 pod runs", func() (bool, string) {
+		n, nodes := framework.Running(t, map[string]string{"app": "partition3"})
+		return n == 1, fmt.Sprintf("%d running on %v", n, nodes)
+	})
+	_, nodes := framework.Running(t, map[string]string{"app": "partition3"})
+	for node := range nodes {
+		got := framework.Kubectl(t, "", "get", "node", node, "-o", `jsonpath={.spec.providerID}`)
+		out := awsCLI(t, fake, "ec2", "describe-instances", "--instance-ids", instanceID(got), "--output", "json")
+		if err := json.Unmarshal([]byte(out), &described); err != nil || described.Reservations[0].Instances[0].Placement.PartitionNumber != 3 {
+			t.Fatalf("the partition-3 pod runs on %s, whose instance is in partition %+v", node, described.Reservations[0].Instances[0].Placement)
+		}
+	}
+
 	// A class whose group does not exist is refused by name.
 	framework.Kubectl(t, `apiVersion: karpenter.k8s.aws/v1
 kind: EC2NodeClass

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
@@ -152,7 +153,7 @@ func (l *Launcher) forLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 			PlacementGroupID: pgID, ConnectionTracking: nc.Spec.ConnectionTracking, NestedVirtualization: nestedVirtualization(nc),
 			NetworkInterfaces: nc.Spec.NetworkInterfaces, EFAInterfaces: g.efa, Tenancy: tenancy,
 			CapacityReservationID: reservationID(reservation), CapacityBlock: reservation != nil && reservation.ReservationType == "capacity-block",
-			IPv6: l.Cluster.IPv6(),
+			IPv6: l.Cluster.IPv6(), PlacementPartition: requiredPartition(nodeClaim),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("launch template for EC2NodeClass %s: %w", nc.Name, err)
@@ -268,4 +269,18 @@ func reservationID(r *awsv1.CapacityReservation) string {
 		return ""
 	}
 	return r.ID
+}
+
+// requiredPartition is the one placement-group partition the NodeClaim's
+// requirements allow, or 0: EC2 then picks the partition, and the node's
+// label says which.
+func requiredPartition(nodeClaim *v1.NodeClaim) int32 {
+	for _, r := range nodeClaim.Spec.Requirements {
+		if r.Key == placementgroup.LabelPartition && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			if n, err := strconv.Atoi(r.Values[0]); err == nil && n > 0 {
+				return int32(n)
+			}
+		}
+	}
+	return 0
 }

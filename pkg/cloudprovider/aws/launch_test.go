@@ -15,6 +15,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/launchtemplate"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
 )
 
 var testCluster = Cluster{Name: "demo", Endpoint: "https://demo.example", CABundle: base64.StdEncoding.EncodeToString([]byte("ca")),
@@ -258,6 +259,22 @@ func TestClusterIPv6(t *testing.T) {
 	} {
 		if got := tt.c.IPv6(); got != tt.want {
 			t.Errorf("%+v: IPv6 %v, want %v", tt.c, got, tt.want)
+		}
+	}
+}
+
+func TestRequiredPartition(t *testing.T) {
+	for _, tt := range []struct {
+		reqs []v1.NodeSelectorRequirementWithMinValues
+		want int32
+	}{
+		{nil, 0},
+		{[]v1.NodeSelectorRequirementWithMinValues{{Key: placementgroup.LabelPartition, Operator: corev1.NodeSelectorOpIn, Values: []string{"2"}}}, 2},
+		{[]v1.NodeSelectorRequirementWithMinValues{{Key: placementgroup.LabelPartition, Operator: corev1.NodeSelectorOpIn, Values: []string{"1", "2"}}}, 0},
+		{[]v1.NodeSelectorRequirementWithMinValues{{Key: placementgroup.LabelPartition, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"2"}}}, 0},
+	} {
+		if got := requiredPartition(nodeClaim(tt.reqs...)); got != tt.want {
+			t.Errorf("%v: partition %d, want %d", tt.reqs, got, tt.want)
 		}
 	}
 }

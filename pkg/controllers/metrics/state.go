@@ -53,8 +53,8 @@ var (
 	nodesDaemonRequests = prometheus.NewDesc("karpenter_nodes_total_daemon_requests",
 		"Resources the node's DaemonSet pods request, by node, NodePool, resource type and the node's well-known labels.", nodeLabelNames(), nil)
 	podsState = prometheus.NewDesc("karpenter_pods_state",
-		"One series of value 1 per pod, labelled with where it runs and its phase and readiness.",
-		[]string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready"}, nil)
+		"One series of value 1 per pod, labelled with where it runs, its phase, and whether it is scheduled and ready.",
+		[]string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "scheduled", "ready"}, nil)
 	nodePoolsUsage = prometheus.NewDesc("karpenter_nodepools_usage",
 		"Capacity of the NodePool's nodes, by NodePool and resource type.", []string{"nodepool", "resource_type"}, nil)
 	nodePoolsLimit = prometheus.NewDesc("karpenter_nodepools_limit",
@@ -155,15 +155,21 @@ func (s *State) podState(ch chan<- prometheus.Metric, p *corev1.Pod, node *corev
 	if node != nil && pool == "" {
 		pool = Unowned
 	}
-	ready := "false"
+	ready, scheduled := "false", "false"
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case corev1.PodReady:
 			ready = "true"
+		case corev1.PodScheduled:
+			scheduled = "true"
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(podsState, prometheus.GaugeValue, 1,
 		p.Name, p.Namespace, owner, p.Spec.NodeName, pool, labels[corev1.LabelTopologyZone], labels[corev1.LabelArchStable],
-		labels[v1.LabelCapacityType], labels[corev1.LabelInstanceTypeStable], string(p.Status.Phase), ready)
+		labels[v1.LabelCapacityType], labels[corev1.LabelInstanceTypeStable], string(p.Status.Phase), scheduled, ready)
 }
 
 // nodeValues are the node's nodepool and well-known label values, in

@@ -73,8 +73,10 @@ type Input struct {
 	// Tags are the class's tags; Joiner's own tags are added over them.
 	Tags map[string]string
 	// PlacementGroupID is the class's resolved placement group; empty for
-	// none.
-	PlacementGroupID string
+	// none. PlacementPartition, when not 0, is the partition of a partition
+	// group the NodeClaim requires.
+	PlacementGroupID   string
+	PlacementPartition int32
 	// ConnectionTracking is spec.connectionTracking, set on the interfaces
 	// that carry IP traffic.
 	ConnectionTracking *awsv1.ConnectionTracking
@@ -384,6 +386,9 @@ func (p *Provider) request(in Input) *ec2.CreateLaunchTemplateInput {
 		data.Placement = &ec2types.LaunchTemplatePlacementRequest{}
 		if in.PlacementGroupID != "" {
 			data.Placement.GroupId = aws.String(in.PlacementGroupID)
+			if in.PlacementPartition > 0 {
+				data.Placement.PartitionNumber = aws.Int32(in.PlacementPartition)
+			}
 		}
 		if in.Tenancy == string(ec2types.TenancyDedicated) {
 			data.Placement.Tenancy = ec2types.TenancyDedicated

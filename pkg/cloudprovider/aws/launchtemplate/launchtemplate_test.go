@@ -180,6 +180,7 @@ func TestEveryFieldNamesTheTemplate(t *testing.T) {
 		"IP prefixes":           func(in *Input) { in.IPPrefixCount = aws.Int32(1) },
 		"tags":                  func(in *Input) { in.Tags = map[string]string{"team": "search"} },
 		"placement group":       func(in *Input) { in.PlacementGroupID = "pg-0123456789abcdef0" },
+		"placement partition":   func(in *Input) { in.PlacementGroupID, in.PlacementPartition = "pg-0123456789abcdef0", 2 },
 		"connection tracking":   func(in *Input) { in.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: aws.Int32(60)} },
 		"nested virtualization": func(in *Input) { in.NestedVirtualization = aws.String("enabled") },
 		"dedicated tenancy":     func(in *Input) { in.Tenancy = "dedicated" },
@@ -216,7 +217,7 @@ func TestTemplateData(t *testing.T) {
 	in.DetailedMonitoring = true
 	in.AssociatePublicIPAddress = aws.Bool(true)
 	in.MetadataOptions = &awsv1.MetadataOptions{HTTPPutResponseHopLimit: aws.Int64(2)}
-	in.PlacementGroupID = "pg-0123456789abcdef0"
+	in.PlacementGroupID, in.PlacementPartition = "pg-0123456789abcdef0", 3
 	in.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: aws.Int32(3600), UDPStreamTimeout: aws.Int32(120), UDPTimeout: aws.Int32(60)}
 	in.NestedVirtualization = aws.String("enabled")
 	in.Tenancy = "dedicated"
@@ -251,6 +252,7 @@ func TestTemplateData(t *testing.T) {
 	}
 	check("placement group", aws.ToString(d.Placement.GroupId), in.PlacementGroupID)
 	check("tenancy", d.Placement.Tenancy, ec2types.TenancyDedicated)
+	check("partition", aws.ToInt32(d.Placement.PartitionNumber), int32(3))
 	if len(d.BlockDeviceMappings) != 1 {
 		t.Fatalf("block devices: %+v", d.BlockDeviceMappings)
 	}
