@@ -240,20 +240,11 @@ func (s *Server) reservationXML(ctx context.Context, r *capacityReservation) str
 // templateReservation is the reservation a launch template version
 // targets, or nil.
 func (s *Server) templateReservation(ctx context.Context, template, name, version string) *capacityReservation {
-	in := &ec2.DescribeLaunchTemplateVersionsInput{Versions: []string{version}}
-	if version == "" {
-		in.Versions = []string{"$Latest"}
-	}
-	if template != "" {
-		in.LaunchTemplateId = aws.String(template)
-	} else {
-		in.LaunchTemplateName = aws.String(name)
-	}
-	out, err := s.motoEC2.DescribeLaunchTemplateVersions(ctx, in)
-	if err != nil || len(out.LaunchTemplateVersions) == 0 || out.LaunchTemplateVersions[0].LaunchTemplateData == nil {
+	data := s.templateData(ctx, template, name, version)
+	if data == nil {
 		return nil
 	}
-	spec := out.LaunchTemplateVersions[0].LaunchTemplateData.CapacityReservationSpecification
+	spec := data.CapacityReservationSpecification
 	if spec == nil || spec.CapacityReservationTarget == nil {
 		return nil
 	}

@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 )
 
 // moto has no placement groups: CreatePlacementGroup,
@@ -150,20 +149,11 @@ func (s *Server) deletePlacementGroup(c *call) *answer {
 // id or name, and the partition it asks for (0: EC2's choice); nil for
 // none. A name or id no group has is an error EC2 gives at launch.
 func (s *Server) templatePlacementGroup(ctx context.Context, template, name, version string) (*placementGroup, int32, error) {
-	in := &ec2.DescribeLaunchTemplateVersionsInput{Versions: []string{version}}
-	if version == "" {
-		in.Versions = []string{"$Latest"}
+	data := s.templateData(ctx, template, name, version)
+	if data == nil {
+		return nil, 0, nil
 	}
-	if template != "" {
-		in.LaunchTemplateId = aws.String(template)
-	} else {
-		in.LaunchTemplateName = aws.String(name)
-	}
-	out, err := s.motoEC2.DescribeLaunchTemplateVersions(ctx, in)
-	if err != nil || len(out.LaunchTemplateVersions) == 0 || out.LaunchTemplateVersions[0].LaunchTemplateData == nil {
-		return nil, 0, nil // moto's own answer to the fleet says what is wrong
-	}
-	p := out.LaunchTemplateVersions[0].LaunchTemplateData.Placement
+	p := data.Placement
 	if p == nil || (aws.ToString(p.GroupId) == "" && aws.ToString(p.GroupName) == "") {
 		return nil, 0, nil
 	}

@@ -365,14 +365,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// Once a call reaches the backend it runs to the end, as in AWS: a
+	// client that disconnects (a controller killed mid-launch) does not
+	// undo a launch, and the log must show what it started.
+	backend := context.WithoutCancel(r.Context())
 	var a *answer
 	switch fault {
 	case "":
-		a = s.dispatch(r.Context(), c, r)
+		a = s.dispatch(backend, c, r)
 	case faultLost:
 		// The backend acts; the answer is lost on the way back. What the
 		// call launched stays in the log.
-		done := s.dispatch(r.Context(), c, r)
+		done := s.dispatch(backend, c, r)
 		a = errorAnswer(c, injectedError(c, fault))
 		a.fault, a.instances, a.replayed = fault, done.instances, done.replayed
 	default:

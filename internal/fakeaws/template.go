@@ -50,3 +50,22 @@ func (s *Server) applyTemplate(ctx context.Context, id, template, version string
 	}
 	return nil
 }
+
+// templateData is a launch template version's data, by id or name; nil
+// when moto has none (moto's own answer to the launch says why).
+func (s *Server) templateData(ctx context.Context, id, name, version string) *ec2types.ResponseLaunchTemplateData {
+	in := &ec2.DescribeLaunchTemplateVersionsInput{Versions: []string{version}}
+	if version == "" {
+		in.Versions = []string{"$Latest"}
+	}
+	if id != "" {
+		in.LaunchTemplateId = aws.String(id)
+	} else {
+		in.LaunchTemplateName = aws.String(name)
+	}
+	out, err := s.motoEC2.DescribeLaunchTemplateVersions(ctx, in)
+	if err != nil || len(out.LaunchTemplateVersions) == 0 {
+		return nil
+	}
+	return out.LaunchTemplateVersions[0].LaunchTemplateData
+}
