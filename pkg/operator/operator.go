@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"strconv"
 	"time"
 
@@ -24,7 +25,10 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -61,6 +65,12 @@ func Run(ctx context.Context, opts *Options) error {
 	cfg, err := config.GetConfig()
 	if err != nil {
 		return fmt.Errorf("finding the cluster: %w (set KUBECONFIG or run in a pod)", err)
+	}
+	if opts.CPURequests > 0 && os.Getenv("GOMAXPROCS") == "" {
+		goruntime.GOMAXPROCS((opts.CPURequests + 999) / 1000)
+	}
+	if err := checkServerVersion(cfg, opts.KubernetesMinVersion); err != nil {
+		return err
 	}
 	cfg.QPS, cfg.Burst = float32(opts.KubeClientQPS), opts.KubeClientBurst
 	cfg.UserAgent = "joiner"
@@ -229,5 +239,32 @@ func (w *podWatch) Start(ctx context.Context) error {
 		return err
 	}
 	<-ctx.Done()
+	return nil
+}
+
+// checkServerVersion refuses an API server older than min (unset: any).
+func checkServerVersion(cfg *rest.Config, min string) error {
+	if min == "" {
+		return nil
+	}
+	want, err := version.ParseGeneric(min)
+	if err != nil {
+		return fmt.Errorf("invalid setting KUBERNETES_MIN_VERSION %q: %w", min, err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	info, err := disc.ServerVersion()
+	if err != nil {
+		return fmt.Errorf("reading the API server's version for KUBERNETES_MIN_VERSION: %w", err)
+	}
+	have, err := version.ParseGeneric(info.GitVersion)
+	if err != nil {
+		return fmt.Errorf("the API server's version %q: %w", info.GitVersion, err)
+	}
+	if have.LessThan(want) {
+		return fmt.Errorf("the API server is %s, older than KUBERNETES_MIN_VERSION %s; upgrade the cluster or lower the setting", info.GitVersion, min)
+	}
 	return nil
 }

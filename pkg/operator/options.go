@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"k8s.io/apimachinery/pkg/util/version"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,7 +38,12 @@ type Options struct {
 	DisableClusterStateObservability bool
 	// AMIRefreshInterval is how often the alias parameters are read;
 	// SubnetRefreshInterval how often each class is resolved again.
-	AMIRefreshInterval    time.Duration
+	AMIRefreshInterval time.Duration
+	// CPURequests is the container's CPU request in millicores (the chart
+	// passes it); it sets GOMAXPROCS when GOMAXPROCS is unset.
+	CPURequests int
+	// KubernetesMinVersion is the oldest API server Joiner starts against.
+	KubernetesMinVersion  string
 	SubnetRefreshInterval time.Duration
 	LeaderElectionName    string
 	LeaderElectionNS      string
@@ -217,6 +224,8 @@ var settings = []setting{
 	durationSetting("kwok-launch-delay", "KWOK_LAUNCH_DELAY", "0s", "how long a kwok instance takes to boot", func(o *Options) *time.Duration { return &o.KwokLaunchDelay }),
 	durationSetting("launch-ttl", "LAUNCH_TTL", "5m", "delete a NodeClaim that has not launched after this long", func(o *Options) *time.Duration { return &o.LaunchTTL }),
 	durationSetting("registration-ttl", "REGISTRATION_TTL", "15m", "delete a NodeClaim whose node has not registered after this long", func(o *Options) *time.Duration { return &o.RegistrationTTL }),
+	intSetting("cpu-requests", "CPU_REQUESTS", "0", "the container's CPU request in millicores; sets GOMAXPROCS (rounded up to whole CPUs) when GOMAXPROCS is unset; 0 leaves it to Go", 0, 1000000, func(o *Options) *int { return &o.CPURequests }),
+	stringSetting("kubernetes-min-version", "KUBERNETES_MIN_VERSION", "", "refuse to start against an API server older than this version (Karpenter's chart passes 1.19.0-0)", func(o *Options) *string { return &o.KubernetesMinVersion }),
 	durationSetting("ami-refresh-interval", "AMI_REFRESH_INTERVAL", "1m", "how often the SSM parameters behind @latest aliases are read; a new image reaches status.amis (and drifts nodes) within it (aws)", func(o *Options) *time.Duration { return &o.AMIRefreshInterval }),
 	durationSetting("subnet-refresh-interval", "SUBNET_REFRESH_INTERVAL", "1m", "how often each EC2NodeClass's subnets, security groups, AMIs and instance profile are resolved again (aws)", func(o *Options) *time.Duration { return &o.SubnetRefreshInterval }),
 	durationSetting("disruption-poll", "DISRUPTION_POLL", "10s", "how often voluntary disruption decides", func(o *Options) *time.Duration { return &o.DisruptionPoll }),
@@ -240,6 +249,11 @@ func Parse(args []string, getenv func(string) string) (*Options, error) {
 		errs = append(errs, fmt.Errorf("invalid setting BATCH_MAX_DURATION %s: must not be shorter than BATCH_IDLE_DURATION %s", o.BatchMaxDuration, o.BatchIdleDuration))
 	}
 	errs = append(errs, unimplemented(getenv)...)
+	if v := o.KubernetesMinVersion; v != "" {
+		if _, err := version.ParseGeneric(v); err != nil {
+			errs = append(errs, fmt.Errorf("invalid setting KUBERNETES_MIN_VERSION %q: %v; use a version such as 1.19.0", v, err))
+		}
+	}
 	for _, d := range []struct {
 		env string
 		v   time.Duration

@@ -1,9 +1,14 @@
 package operator
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
@@ -62,6 +67,13 @@ func TestParse(t *testing.T) {
 		{name: "zonal shift is refused", env: map[string]string{"ENABLE_ZONAL_SHIFT": "true"}, wantErr: `invalid setting ENABLE_ZONAL_SHIFT "true": Joiner does not follow ARC zonal shifts yet; unset it or set false`},
 		{name: "DRA requests are refused", env: map[string]string{"IGNORE_DRA_REQUESTS": "false"}, wantErr: `invalid setting IGNORE_DRA_REQUESTS "false"`},
 		{name: "log paths are refused", env: map[string]string{"LOG_OUTPUT_PATHS": "/var/log/joiner.log"}, wantErr: `invalid setting LOG_OUTPUT_PATHS "/var/log/joiner.log"`},
+		{name: "CPU requests and the minimum version as Karpenter's chart passes them", env: map[string]string{"CPU_REQUESTS": "1500", "KUBERNETES_MIN_VERSION": "1.19.0-0"},
+			check: func(t *testing.T, o *Options) {
+				if o.CPURequests != 1500 || o.KubernetesMinVersion != "1.19.0-0" {
+					t.Fatalf("%+v", o)
+				}
+			}},
+		{name: "a minimum version that is not one", env: map[string]string{"KUBERNETES_MIN_VERSION": "latest"}, wantErr: `invalid setting KUBERNETES_MIN_VERSION "latest"`},
 		{name: "a refresh interval too short", env: map[string]string{"SUBNET_REFRESH_INTERVAL": "1s"}, wantErr: "invalid setting SUBNET_REFRESH_INTERVAL 1s: must be at least 5s"},
 		{name: "policies default to Respect and Strict", check: func(t *testing.T, o *Options) {
 			if s := o.Scheduling(); s.PreferencePolicy != scheduling.PreferencePolicyRespect || s.MinValuesPolicy != scheduling.MinValuesPolicyStrict {
@@ -145,5 +157,28 @@ func TestParsePlanning(t *testing.T) {
 				t.Fatalf("%+v, %v", got, err)
 			}
 		})
+	}
+}
+
+func TestCheckServerVersion(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"major":"1","minor":"33","gitVersion":"v1.33.13"}`)
+	}))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL}
+	for _, tt := range []struct {
+		min     string
+		wantErr string
+	}{
+		{"", ""},
+		{"1.19.0-0", ""}, // Karpenter's chart's value
+		{"1.33.13", ""},
+		{"1.34.0", "older than KUBERNETES_MIN_VERSION 1.34.0"},
+	} {
+		err := checkServerVersion(cfg, tt.min)
+		if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("min %q: %v, want %q", tt.min, err, tt.wantErr)
+		}
 	}
 }

@@ -69,7 +69,8 @@ func TestGuideValues(t *testing.T) {
 			e := env(c)
 			for k, v := range map[string]string{"CLUSTER_NAME": "demo", "CLUSTER_ENDPOINT": "https://ABC.gr7.us-east-1.eks.amazonaws.com",
 				"INTERRUPTION_QUEUE": "demo", "CLOUD_PROVIDER": "aws", "SYSTEM_NAMESPACE": "fieldRef:metadata.namespace",
-				"MEMORY_LIMIT": "resourceFieldRef:limits.memory", "BATCH_IDLE_DURATION": "1s", "BATCH_MAX_DURATION": "10s",
+				"MEMORY_LIMIT": "resourceFieldRef:limits.memory", "CPU_REQUESTS": "resourceFieldRef:requests.cpu", "KUBERNETES_MIN_VERSION": "1.19.0-0",
+				"BATCH_IDLE_DURATION": "1s", "BATCH_MAX_DURATION": "10s",
 				"FEATURE_GATES": "NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"} {
 				if e[k] != v {
 					t.Errorf("env %s=%q, want %q", k, e[k], v)
