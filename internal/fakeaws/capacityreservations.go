@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,7 +109,7 @@ func (s *Server) describeCapacityReservations(ctx context.Context, c *call) *ans
 		}
 	}
 	for _, r := range s.crs.byID {
-		if len(ids) > 0 && !contains(ids, r.id) {
+		if len(ids) > 0 && !slices.Contains(ids, r.id) {
 			continue
 		}
 		if r.matches(filters) {
@@ -123,15 +124,6 @@ func (s *Server) describeCapacityReservations(ctx context.Context, c *call) *ans
 	}
 	return xmlAnswer(fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
 <DescribeCapacityReservationsResponse xmlns="%s"><requestId>%s</requestId><capacityReservationSet>%s</capacityReservationSet></DescribeCapacityReservationsResponse>`, ec2Namespace, newRequestID(), b.String()))
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *capacityReservation) matches(filters map[string][]string) bool {
@@ -157,7 +149,7 @@ func (r *capacityReservation) matches(filters map[string][]string) bool {
 		default:
 			continue
 		}
-		if !contains(values, have) && !contains(values, "*") {
+		if !slices.Contains(values, have) && !slices.Contains(values, "*") {
 			return false
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 )
@@ -12,9 +14,14 @@ import (
 // Instrumented wraps a provider with Karpenter's karpenter_cloudprovider_*
 // call metrics: every call's duration, every failure by kind, failed
 // launches by NodePool and reason, and failed terminations.
-func Instrumented(p CloudProvider) CloudProvider { return &instrumented{p} }
+func Instrumented(p CloudProvider, clk clock.PassiveClock) CloudProvider {
+	return &instrumented{CloudProvider: p, clock: clk}
+}
 
-type instrumented struct{ CloudProvider }
+type instrumented struct {
+	CloudProvider
+	clock clock.PassiveClock
+}
 
 // errorKind is the error label: the provider error's type, as Karpenter
 // names its own, or "" for none.
@@ -37,7 +44,7 @@ func errorKind(err error) string {
 
 func (p *instrumented) observe(method string, start time.Time, err error) {
 	name := p.CloudProvider.Name()
-	metrics.CloudProviderDuration.WithLabelValues("", method, name).Observe(time.Since(start).Seconds())
+	metrics.CloudProviderDuration.WithLabelValues("", method, name).Observe(p.clock.Since(start).Seconds())
 	if err != nil {
 		metrics.CloudProviderErrors.WithLabelValues("", method, name, errorKind(err)).Inc()
 	}
@@ -49,7 +56,7 @@ func (p *instrumented) Create(ctx context.Context, nc *v1.NodeClaim) (_ *v1.Node
 		if err != nil {
 			metrics.InstanceLaunchFailures.WithLabelValues(nc.Labels[v1.LabelNodePool], errorKind(err)).Inc()
 		}
-	}(time.Now())
+	}(p.clock.Now())
 	return p.CloudProvider.Create(ctx, nc)
 }
 
@@ -60,26 +67,26 @@ func (p *instrumented) Delete(ctx context.Context, nc *v1.NodeClaim) (err error)
 		if err != nil && !errors.As(err, &gone) {
 			metrics.InstanceTerminationFailures.WithLabelValues(p.CloudProvider.Name()).Inc()
 		}
-	}(time.Now())
+	}(p.clock.Now())
 	return p.CloudProvider.Delete(ctx, nc)
 }
 
 func (p *instrumented) Get(ctx context.Context, providerID string) (_ *v1.NodeClaim, err error) {
-	defer func(start time.Time) { p.observe("Get", start, err) }(time.Now())
+	defer func(start time.Time) { p.observe("Get", start, err) }(p.clock.Now())
 	return p.CloudProvider.Get(ctx, providerID)
 }
 
 func (p *instrumented) List(ctx context.Context) (_ []*v1.NodeClaim, err error) {
-	defer func(start time.Time) { p.observe("List", start, err) }(time.Now())
+	defer func(start time.Time) { p.observe("List", start, err) }(p.clock.Now())
 	return p.CloudProvider.List(ctx)
 }
 
 func (p *instrumented) InstanceTypes(ctx context.Context, np *v1.NodePool) (_ []*InstanceType, err error) {
-	defer func(start time.Time) { p.observe("GetInstanceTypes", start, err) }(time.Now())
+	defer func(start time.Time) { p.observe("GetInstanceTypes", start, err) }(p.clock.Now())
 	return p.CloudProvider.InstanceTypes(ctx, np)
 }
 
 func (p *instrumented) IsDrifted(ctx context.Context, nc *v1.NodeClaim) (_ string, err error) {
-	defer func(start time.Time) { p.observe("IsDrifted", start, err) }(time.Now())
+	defer func(start time.Time) { p.observe("IsDrifted", start, err) }(p.clock.Now())
 	return p.CloudProvider.IsDrifted(ctx, nc)
 }

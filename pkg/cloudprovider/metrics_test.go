@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/utils/clock"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
@@ -39,7 +40,7 @@ func TestInstrumented(t *testing.T) {
 		{errors.New("boom"), "UnknownError", 1},
 	}
 	for _, tt := range tests {
-		p := Instrumented(failing{err: tt.err})
+		p := Instrumented(failing{err: tt.err}, clock.RealClock{})
 		launches := testutil.ToFloat64(metrics.InstanceLaunchFailures.WithLabelValues("gpu", tt.kind))
 		errs := testutil.ToFloat64(metrics.CloudProviderErrors.WithLabelValues("", "Create", "test", tt.kind))
 		terms := testutil.ToFloat64(metrics.InstanceTerminationFailures.WithLabelValues("test"))

@@ -109,7 +109,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	provider = cloudprovider.Instrumented(provider)
+	provider = cloudprovider.Instrumented(provider, clk)
 	if err := crmetrics.Registry.Register(&clustermetrics.InstanceTypes{Reader: mgr.GetClient(), Provider: provider}); err != nil {
 		return err
 	}

@@ -374,6 +374,17 @@ func awsCLI(t *testing.T, f *fakeaws.Server, args ...string) string {
 	return string(out)
 }
 
+// awsCLIJSON runs the AWS CLI with JSON output and decodes it into into;
+// it returns the output, for failure messages.
+func awsCLIJSON(t *testing.T, f *fakeaws.Server, into any, args ...string) string {
+	t.Helper()
+	out := awsCLI(t, f, append(args, "--output", "json")...)
+	if err := json.Unmarshal([]byte(out), into); err != nil {
+		t.Fatalf("aws %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
 // deployStack is the guide's command.
 func deployStack(t *testing.T, f *fakeaws.Server, template string) {
 	t.Helper()

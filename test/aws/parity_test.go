@@ -2,7 +2,6 @@ package aws
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -75,14 +74,13 @@ spec:
 		t.Fatal("no CreateLaunchTemplate call since the test began")
 	}
 	for _, name := range templates {
-		out := awsCLI(t, fake, "ec2", "describe-launch-template-versions", "--launch-template-name", name, "--versions", "$Latest", "--output", "json")
 		var v struct {
 			LaunchTemplateVersions []struct {
 				LaunchTemplateData struct{ UserData string }
 			}
 		}
-		if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.LaunchTemplateVersions) != 1 {
-			t.Fatalf("describe-launch-template-versions %s: %v\n%s", name, err, out)
+		if out := awsCLIJSON(t, fake, &v, "ec2", "describe-launch-template-versions", "--launch-template-name", name, "--versions", "$Latest"); len(v.LaunchTemplateVersions) != 1 {
+			t.Fatalf("describe-launch-template-versions %s:\n%s", name, out)
 		}
 		raw, err := base64.StdEncoding.DecodeString(v.LaunchTemplateVersions[0].LaunchTemplateData.UserData)
 		if err != nil {
@@ -111,8 +109,8 @@ func TestPlacementGroup(t *testing.T) {
 	var groups struct {
 		PlacementGroups []struct{ GroupId, GroupName string }
 	}
-	if err := json.Unmarshal([]byte(awsCLI(t, fake, "ec2", "describe-placement-groups", "--group-names", name, "--output", "json")), &groups); err != nil || len(groups.PlacementGroups) != 1 {
-		t.Fatalf("describe-placement-groups: %v %+v", err, groups)
+	if awsCLIJSON(t, fake, &groups, "ec2", "describe-placement-groups", "--group-names", name); len(groups.PlacementGroups) != 1 {
+		t.Fatalf("describe-placement-groups: %+v", groups)
 	}
 	pgID := groups.PlacementGroups[0].GroupId
 
@@ -150,9 +148,8 @@ func TestPlacementGroup(t *testing.T) {
 			}
 		}
 	}
-	out := awsCLI(t, fake, "ec2", "describe-instances", "--instance-ids", instanceID(nc.Status.ProviderID), "--output", "json")
-	if err := json.Unmarshal([]byte(out), &described); err != nil || len(described.Reservations) != 1 || len(described.Reservations[0].Instances) != 1 {
-		t.Fatalf("describe-instances: %v\n%s", err, out)
+	if out := awsCLIJSON(t, fake, &described, "ec2", "describe-instances", "--instance-ids", instanceID(nc.Status.ProviderID)); len(described.Reservations) != 1 || len(described.Reservations[0].Instances) != 1 {
+		t.Fatalf("describe-instances:\n%s", out)
 	}
 	p := described.Reservations[0].Instances[0].Placement
 	if p.GroupName != name || p.GroupId != pgID || fmt.Sprint(p.PartitionNumber) != partition {
@@ -179,8 +176,7 @@ spec:
 	_, nodes := framework.Running(t, map[string]string{"app": "partition3"})
 	for node := range nodes {
 		got := framework.Kubectl(t, "", "get", "node", node, "-o", `jsonpath={.spec.providerID}`)
-		out := awsCLI(t, fake, "ec2", "describe-instances", "--instance-ids", instanceID(got), "--output", "json")
-		if err := json.Unmarshal([]byte(out), &described); err != nil || described.Reservations[0].Instances[0].Placement.PartitionNumber != 3 {
+		if awsCLIJSON(t, fake, &described, "ec2", "describe-instances", "--instance-ids", instanceID(got)); described.Reservations[0].Instances[0].Placement.PartitionNumber != 3 {
 			t.Fatalf("the partition-3 pod runs on %s, whose instance is in partition %+v", node, described.Reservations[0].Instances[0].Placement)
 		}
 	}
@@ -262,10 +258,10 @@ func TestCapacityReservation(t *testing.T) {
 	var created struct {
 		CapacityReservation struct{ CapacityReservationId string }
 	}
-	out := awsCLI(t, fake, "ec2", "create-capacity-reservation", "--instance-type", "m5.large", "--instance-platform", "Linux/UNIX",
-		"--availability-zone", "us-east-1a", "--instance-count", "1", "--tag-specifications", "ResourceType=capacity-reservation,Tags=[{Key=team,Value="+team+"}]", "--output", "json")
-	if err := json.Unmarshal([]byte(out), &created); err != nil || created.CapacityReservation.CapacityReservationId == "" {
-		t.Fatalf("create-capacity-reservation: %v\n%s", err, out)
+	out := awsCLIJSON(t, fake, &created, "ec2", "create-capacity-reservation", "--instance-type", "m5.large", "--instance-platform", "Linux/UNIX",
+		"--availability-zone", "us-east-1a", "--instance-count", "1", "--tag-specifications", "ResourceType=capacity-reservation,Tags=[{Key=team,Value="+team+"}]")
+	if created.CapacityReservation.CapacityReservationId == "" {
+		t.Fatalf("create-capacity-reservation:\n%s", out)
 	}
 	crID := created.CapacityReservation.CapacityReservationId
 	t.Cleanup(func() { awsCLI(t, fake, "ec2", "cancel-capacity-reservation", "--capacity-reservation-id", crID) })
@@ -302,16 +298,16 @@ func TestCapacityReservation(t *testing.T) {
 			Instances []struct{ CapacityReservationId string }
 		}
 	}
-	out = awsCLI(t, fake, "ec2", "describe-instances", "--instance-ids", instanceID(first.Status.ProviderID), "--output", "json")
-	if err := json.Unmarshal([]byte(out), &described); err != nil || len(described.Reservations) != 1 || described.Reservations[0].Instances[0].CapacityReservationId != crID {
-		t.Fatalf("describe-instances: the instance is not in %s: %v\n%s", crID, err, out)
+	out = awsCLIJSON(t, fake, &described, "ec2", "describe-instances", "--instance-ids", instanceID(first.Status.ProviderID))
+	if len(described.Reservations) != 1 || described.Reservations[0].Instances[0].CapacityReservationId != crID {
+		t.Fatalf("describe-instances: the instance is not in %s:\n%s", crID, out)
 	}
 	var reservations struct {
 		CapacityReservations []struct{ AvailableInstanceCount int }
 	}
-	out = awsCLI(t, fake, "ec2", "describe-capacity-reservations", "--capacity-reservation-ids", crID, "--output", "json")
-	if err := json.Unmarshal([]byte(out), &reservations); err != nil || len(reservations.CapacityReservations) != 1 || reservations.CapacityReservations[0].AvailableInstanceCount != 0 {
-		t.Fatalf("describe-capacity-reservations: want the reservation full: %v\n%s", err, out)
+	out = awsCLIJSON(t, fake, &reservations, "ec2", "describe-capacity-reservations", "--capacity-reservation-ids", crID)
+	if len(reservations.CapacityReservations) != 1 || reservations.CapacityReservations[0].AvailableInstanceCount != 0 {
+		t.Fatalf("describe-capacity-reservations: want the reservation full:\n%s", out)
 	}
 
 	framework.Kubectl(t, "", "scale", "deployment/reserved", "--replicas=2")

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,11 +42,7 @@ func (c *InstanceTypes) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *InstanceTypes) Collect(ch chan<- prometheus.Metric) {
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = 10 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := scrapeContext(c.Timeout, 10*time.Second)
 	defer cancel()
 	var pools v1.NodePoolList
 	if c.Reader.List(ctx, &pools) != nil {

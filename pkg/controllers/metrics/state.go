@@ -79,11 +79,7 @@ func (s *State) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (s *State) Collect(ch chan<- prometheus.Metric) {
-	timeout := s.Timeout
-	if timeout == 0 {
-		timeout = 5 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := scrapeContext(s.Timeout, 5*time.Second)
 	defer cancel()
 	var nodes corev1.NodeList
 	var podList corev1.PodList
@@ -211,4 +207,12 @@ func add(into map[string]corev1.ResourceList, key string, rl corev1.ResourceList
 		total.Add(q)
 		sum[r] = total
 	}
+}
+
+// scrapeContext bounds one scrape's reads: timeout, or fallback when zero.
+func scrapeContext(timeout, fallback time.Duration) (context.Context, context.CancelFunc) {
+	if timeout == 0 {
+		timeout = fallback
+	}
+	return context.WithTimeout(context.Background(), timeout)
 }
