@@ -1,7 +1,7 @@
 # The two commands the README gives are `make demo` and `make test`.
 SHELL := /bin/bash
 
-.PHONY: demo test soak chaos scale reliability fuzz bench-aws least-privilege image generate verify-generated setup down fmt
+.PHONY: demo test soak chaos scale optimum reliability fuzz bench-aws least-privilege image generate verify-generated setup down fmt
 
 ## demo: set everything up and run the demo on a local control plane, with
 ## Joiner's aws provider against the local AWS endpoint (cmd/fake-aws)
@@ -44,6 +44,15 @@ chaos: setup
 scale: setup
 	go vet -tags scale ./test/consolidation/
 	go test -tags scale -count=1 -timeout 30m -v -run '^TestMultiNodeScaleDown$$' ./test/consolidation/
+
+## optimum: grade plans against the best integer plan, offline (hack/optimum):
+## for each workload the plan beside the assignment LP bound, the
+## configuration LP's certified bound and the best plan CBC (Debian's
+## coinor-cbc, installed by setup) finds over the generated patterns in
+## CBC_SECONDS (default 120) each; about 25 minutes. docs/benchmarks.md §2
+## has the table.
+optimum: setup
+	go run ./hack/optimum -sec $(or $(CBC_SECONDS),120)
 
 ## reliability: issue 18's acceptance tried as a user would (-tags
 ## reliability): a capacity shortage without churn, a failed write after a

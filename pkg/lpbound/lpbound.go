@@ -34,6 +34,10 @@ type Shape struct {
 	Count   float64
 	Request []float64 // length R
 	Kinds   []int     // indices into the kinds slice that this shape may use
+	// PerNode caps how many pods of the shape one node may hold, as
+	// hostname anti-affinity among them does; 0 is no cap. Bound ignores
+	// it (a relaxation may); Patterns honours it.
+	PerNode int
 }
 
 // Result is the optimum of the relaxation.

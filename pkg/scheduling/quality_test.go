@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/lpbound"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -81,6 +82,49 @@ func BenchmarkCostVsLPBound(b *testing.B) {
 			b.ReportMetric(bound, "lp$/h")
 			b.ReportMetric(plan.TotalPrice()/bound, "ratio")
 			b.ReportMetric(float64(len(plan.NewNodeClaims)), "nodes")
+		})
+	}
+}
+
+// TestPlansNearTheIntegerBound holds batches of pods without constraints to
+// within 1% (2% for one) of the configuration LP's certified bound, which no integer plan
+// can beat (PackingModel, lpbound.Patterns). The shapes do not divide node
+// sizes evenly and a few need large nodes, where rounding one node at a
+// time leaves capacity idle on every node.
+func TestPlansNearTheIntegerBound(t *testing.T) {
+	od := onDemandPool("default")
+	cases := []struct {
+		name     string
+		shapes   [][2]string
+		pods     int
+		maxRatio float64
+	}{
+		{"four uneven shapes", [][2]string{{"2", "3Gi"}, {"700m", "5Gi"}, {"1300m", "1331Mi"}, {"3", "12Gi"}}, 5000, 1.01},
+		// The bound sits below the integer optimum by a margin not known
+		// here; this batch is held to what the plan reaches today (1.7%).
+		{"six uneven shapes", [][2]string{{"300m", "700Mi"}, {"1200m", "2560Mi"}, {"2700m", "5Gi"}, {"750m", "7Gi"}, {"6", "10Gi"}, {"100m", "200Mi"}}, 2000, 1.02},
+		{"huge and small", [][2]string{{"28", "100Gi"}, {"60", "200Gi"}, {"2", "4Gi"}, {"250m", "512Mi"}}, 400, 1.01},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			snap := Snapshot{Pods: shapesOf(c.pods, c.shapes), NodePools: []NodePool{{NodePool: od, InstanceTypes: testCatalog(t)}}}
+			plan := Solve(snap, Options{})
+			if len(plan.Unschedulable) > 0 {
+				t.Fatalf("%d unschedulable", len(plan.Unschedulable))
+			}
+			m := PackingModel(snap)
+			res, err := lpbound.Patterns(m.Kinds, m.Shapes, m.Limits, lpbound.PatternOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Bound <= 0 {
+				t.Fatalf("no bound: %+v", res.Uncovered)
+			}
+			if ratio := plan.TotalPrice() / res.Bound; ratio > c.maxRatio {
+				t.Errorf("plan $%.2f/h is %.4f× the integer bound $%.2f/h", plan.TotalPrice(), ratio, res.Bound)
+			} else {
+				t.Logf("plan $%.2f/h is %.4f× the integer bound $%.2f/h", plan.TotalPrice(), ratio, res.Bound)
+			}
 		})
 	}
 }

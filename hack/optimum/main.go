@@ -1,0 +1,350 @@
+// Command optimum grades Joiner's plans against the best integer plan,
+// offline. For each workload it renders the manifests, plans them as
+// `joiner plan` does, and computes three baselines:
+//
+//   - the assignment LP bound (pkg/lpbound.Bound), which splits pods;
+//   - the configuration LP (pkg/lpbound.Patterns): whole pods on whole
+//     nodes, fractional node counts, solved by column generation; when it
+//     converges its optimum is a lower bound on every integer plan;
+//   - the integer program over the generated patterns, solved by CBC
+//     (coinor-cbc, from Debian): a real plan, so an upper bound on the
+//     integer optimum.
+//
+// The integer optimum lies between the last two; their ratio is the
+// certificate. CBC is never used at run time; it is the referee here.
+//
+//	go run ./hack/optimum                 # all workloads, a Markdown table
+//	go run ./hack/optimum -write DIR      # the manifests, for joiner plan -f
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/lpbound"
+	"github.com/joiner-autoscaler/joiner/pkg/manifests"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+func main() {
+	write := flag.String("write", "", "write each workload's manifests to DIR/<name>.yaml and exit")
+	only := flag.String("run", "", "only workloads whose name matches this regular expression")
+	sec := flag.Int("sec", 120, "CBC's time limit per workload, seconds")
+	keep := flag.String("keep", "", "keep CBC's model and solution files in DIR")
+	flag.Parse()
+	if err := run(*write, *only, *sec, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "optimum:", err)
+		os.Exit(1)
+	}
+}
+
+func run(write, only string, sec int, keep string) error {
+	re, err := regexp.Compile(only)
+	if err != nil {
+		return fmt.Errorf("-run: %w", err)
+	}
+	if write != "" {
+		if err := os.MkdirAll(write, 0o755); err != nil {
+			return err
+		}
+		for _, w := range workloads() {
+			if err := os.WriteFile(filepath.Join(write, w.name+".yaml"), []byte(w.yaml()), 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if _, err := exec.LookPath("cbc"); err != nil {
+		return fmt.Errorf("cbc not found: install Debian's coinor-cbc (apt-get install coinor-cbc)")
+	}
+	dir, err := os.MkdirTemp("", "optimum-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if keep != "" {
+		dir = keep
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	its, err := catalog.InstanceTypes(catalog.Options{})
+	if err != nil {
+		return err
+	}
+	fmt.Println("| workload | set | pods | plan $/h | nodes | plan time | LP bound $/h | integer lower bound $/h | best integer $/h | plan ÷ LP bound | plan ÷ best integer | plan ÷ integer lower bound | best integer ÷ lower bound | baseline time |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, w := range workloads() {
+		if !re.MatchString(w.name) {
+			continue
+		}
+		r, err := grade(w, its, dir, sec)
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.name, err)
+		}
+		fmt.Printf("| %s | %s | %d | %.2f | %d | %s | %.2f | %.2f | %.2f%s | %.3f | **%.3f** | %.3f | %.4f | %s |\n",
+			w.name, w.set, r.pods, r.plan, r.nodes, r.planTime.Round(time.Millisecond), r.lp, r.lower, r.integer, r.status,
+			r.plan/r.lp, r.plan/r.integer, r.plan/r.lower, r.integer/r.lower, r.baseTime.Round(100*time.Millisecond))
+	}
+	return nil
+}
+
+type result struct {
+	pods, nodes        int
+	plan, lp, lower    float64
+	integer            float64
+	status             string
+	planTime, baseTime time.Duration
+}
+
+func grade(w workload, its []*cloudprovider.InstanceType, dir string, sec int) (result, error) {
+	var g result
+	path := filepath.Join(dir, w.name+".yaml")
+	if err := os.WriteFile(path, []byte(w.yaml()), 0o644); err != nil {
+		return g, err
+	}
+	objs, err := manifests.LoadFiles([]string{path})
+	if err != nil {
+		return g, err
+	}
+	snap, problems := objs.Snapshot(its)
+	if len(problems) > 0 {
+		return g, fmt.Errorf("nodepool %s: %s", problems[0].NodePool, problems[0].Reason)
+	}
+	g.pods = len(snap.Pods)
+	start := time.Now()
+	plan := scheduling.Solve(snap, scheduling.Options{})
+	g.planTime = time.Since(start)
+	if len(plan.Unschedulable) > 0 {
+		return g, fmt.Errorf("%d pods unschedulable: %s", len(plan.Unschedulable), plan.Unschedulable[0].Reason)
+	}
+	g.plan, g.nodes = plan.TotalPrice(), len(plan.NewNodeClaims)
+	if g.lp, err = scheduling.LowerBound(snap); err != nil {
+		return g, err
+	}
+	start = time.Now()
+	m := scheduling.PackingModel(snap)
+	seed := planPatterns(m, plan)
+	res, err := lpbound.Patterns(m.Kinds, m.Shapes, m.Limits, lpbound.PatternOptions{Knapsack: cbcKnapsack(dir), Seed: seed})
+	if err != nil {
+		return g, err
+	}
+	for s, u := range res.Uncovered {
+		if u > 1e-6 {
+			return g, fmt.Errorf("the configuration LP cannot cover %.1f pods of shape %s", u, m.Shapes[s].Name)
+		}
+	}
+	g.lower = res.Bound
+	if g.lower <= 0 {
+		return g, fmt.Errorf("no certified bound")
+	}
+	g.integer, g.status, err = solveMIP(filepath.Join(dir, w.name), m, res, sec)
+	g.baseTime = time.Since(start)
+	return g, err
+}
+
+// planPatterns are the plan's nodes as patterns of m, so the integer
+// program can always do at least as well as the plan and is graded on
+// whether it does better.
+func planPatterns(m scheduling.Packing, plan *scheduling.Plan) []lpbound.Pattern {
+	kindIdx := map[string]int{}
+	for i, k := range m.Kinds {
+		kindIdx[k.Name] = i
+	}
+	shapeIdx := map[string]int{}
+	for i, s := range m.Shapes {
+		shapeIdx[s.Name] = i
+	}
+	var out []lpbound.Pattern
+	for _, nc := range plan.NewNodeClaims {
+		k, ok := kindIdx[nc.NodePool+"/"+nc.InstanceType.Name+"/"+nc.Offering.Zone]
+		if !ok {
+			k, ok = kindIdx[nc.NodePool+"/"+nc.InstanceType.Name+"/"]
+		}
+		if !ok {
+			continue
+		}
+		counts := make([]int, len(m.Shapes))
+		for _, pod := range nc.Pods {
+			name := m.ShapeOf[pod]
+			if s, ok := shapeIdx[name+"/"+nc.Offering.Zone]; ok {
+				counts[s]++
+			} else if s, ok := shapeIdx[name]; ok {
+				counts[s]++
+			}
+		}
+		out = append(out, lpbound.Pattern{Kind: k, Counts: counts})
+	}
+	return out
+}
+
+// solveMIP writes the integer program over res's patterns in CPLEX LP
+// format, runs CBC on it and returns the best integer plan's $/h and CBC's
+// status ("" when proven optimal over these patterns).
+func solveMIP(base string, m scheduling.Packing, res lpbound.PatternResult, sec int) (float64, string, error) {
+	var b bytes.Buffer
+	b.WriteString("Minimize\n obj:")
+	for i, p := range res.Patterns {
+		fmt.Fprintf(&b, " + %.10g x%d", m.Kinds[p.Kind].Price, i)
+		if i%8 == 7 {
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("\nSubject To\n")
+	for s, sh := range m.Shapes {
+		if sh.Count <= 0 {
+			continue
+		}
+		var terms []string
+		for i, p := range res.Patterns {
+			if p.Counts[s] > 0 {
+				terms = append(terms, fmt.Sprintf("%d x%d", p.Counts[s], i))
+			}
+		}
+		if len(terms) == 0 {
+			continue // requests nothing: free
+		}
+		fmt.Fprintf(&b, " s%d: %s >= %d\n", s, strings.Join(terms, " + "), int(math.Ceil(sh.Count-1e-9)))
+	}
+	for l, lim := range m.Limits {
+		use := map[int]float64{}
+		for i, k := range lim.Kinds {
+			use[k] = lim.Use[i]
+		}
+		var terms []string
+		for i, p := range res.Patterns {
+			if u, ok := use[p.Kind]; ok && u > 0 {
+				terms = append(terms, fmt.Sprintf("%.10g x%d", u, i))
+			}
+		}
+		if len(terms) > 0 {
+			fmt.Fprintf(&b, " l%d: %s <= %.10g\n", l, strings.Join(terms, " + "), lim.Max)
+		}
+	}
+	b.WriteString("General\n")
+	for i := range res.Patterns {
+		fmt.Fprintf(&b, " x%d", i)
+	}
+	b.WriteString("\nEnd\n")
+	if err := os.WriteFile(base+".lp", b.Bytes(), 0o644); err != nil {
+		return 0, "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(sec+60)*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "cbc", base+".lp", "-sec", strconv.Itoa(sec), "-ratioGap", "0", "-allowableGap", "0.0001", "-threads", "2", "-solve", "-solution", base+".sol")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, "", fmt.Errorf("cbc: %v\n%s", err, out)
+	}
+	head, _, err := readSolution(base + ".sol")
+	if err != nil {
+		return 0, "", fmt.Errorf("cbc wrote no solution: %v\n%s", err, out)
+	}
+	i := strings.LastIndex(head, "objective value")
+	if i < 0 {
+		return 0, "", fmt.Errorf("cbc: %s", head)
+	}
+	obj, err := strconv.ParseFloat(strings.TrimSpace(head[i+len("objective value"):]), 64)
+	if err != nil {
+		return 0, "", fmt.Errorf("cbc: %s", head)
+	}
+	status := ""
+	if !strings.HasPrefix(head, "Optimal") {
+		status = " (" + strings.TrimSpace(head[:strings.Index(head, " - ")]) + ")"
+	}
+	return obj, status, nil
+}
+
+// cbcKnapsack solves pricing problems that branch and bound left open.
+func cbcKnapsack(dir string) func([]float64, []lpbound.KnapsackItem, float64) ([]int, error) {
+	return func(capacity []float64, items []lpbound.KnapsackItem, gap float64) ([]int, error) {
+		var b bytes.Buffer
+		b.WriteString("Maximize\n obj:")
+		for i, it := range items {
+			fmt.Fprintf(&b, " + %.15g z%d", it.Value, i)
+		}
+		b.WriteString("\nSubject To\n")
+		for r, c := range capacity {
+			var terms []string
+			for i, it := range items {
+				if it.Request[r] > 0 {
+					terms = append(terms, fmt.Sprintf("%.15g z%d", it.Request[r]/c, i))
+				}
+			}
+			if len(terms) > 0 { // rows in shares of the node, for CBC's tolerances
+				fmt.Fprintf(&b, " r%d: %s <= 1\n", r, strings.Join(terms, " + "))
+			}
+		}
+		b.WriteString("Bounds\n")
+		for i, it := range items {
+			fmt.Fprintf(&b, " 0 <= z%d <= %d\n", i, it.Max)
+		}
+		b.WriteString("General\n")
+		for i := range items {
+			fmt.Fprintf(&b, " z%d", i)
+		}
+		b.WriteString("\nEnd\n")
+		base := filepath.Join(dir, "knapsack")
+		if err := os.WriteFile(base+".lp", b.Bytes(), 0o644); err != nil {
+			return nil, err
+		}
+		out, err := exec.Command("cbc", base+".lp", "-sec", "5", "-ratioGap", strconv.FormatFloat(gap, 'g', -1, 64), "-integerTolerance", "1e-9", "-solve", "-solution", base+".sol").CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("cbc: %v\n%s", err, out)
+		}
+		head, vals, err := readSolution(base + ".sol")
+		if err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(head, "Optimal") {
+			return nil, fmt.Errorf("cbc: %s", head)
+		}
+		z := make([]int, len(items))
+		for name, v := range vals {
+			i, err := strconv.Atoi(strings.TrimPrefix(name, "z"))
+			if err != nil || i < 0 || i >= len(z) {
+				continue
+			}
+			z[i] = int(math.Round(v))
+		}
+		return z, nil
+	}
+}
+
+// readSolution reads CBC's solution file: the status line and the
+// non-zero variables.
+func readSolution(path string) (string, map[string]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() {
+		return "", nil, fmt.Errorf("%s is empty", path)
+	}
+	head := sc.Text()
+	vals := map[string]float64{}
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) >= 3 {
+			if v, err := strconv.ParseFloat(fs[2], 64); err == nil {
+				vals[fs[1]] = v
+			}
+		}
+	}
+	return head, vals, sc.Err()
+}

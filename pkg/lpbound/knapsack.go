@@ -1,0 +1,280 @@
+package lpbound
+
+import (
+	"math"
+	"sort"
+)
+
+// knapsack is the pricing problem of Patterns for one kind: the most
+// valuable whole-pod contents of one node, with values from the master's
+// duals. It is small (one item per shape, a handful of resources) but
+// integer, so it is solved by depth-first branch and bound: items in order
+// of value per unit of their dominant resource, the largest count first,
+// pruned by the fractional bound of each resource taken alone (each is a
+// valid upper bound; the smallest is used).
+type knapsack struct {
+	cap   []float64
+	items []kitem
+	// sur are the surrogate weightings in use.
+	sur []surrogate
+
+	z, bestZ []int
+	best     float64
+	nodes    int
+	budget   int
+	cut      bool
+	narrow   bool
+	nshapes  int
+}
+
+// surrogate is one weighting: the weighted request of each item and the
+// items that need some of it, by value per weighted unit, best first.
+type surrogate struct {
+	w     []float64
+	req   []float64 // by item
+	order []int
+}
+
+type kitem struct {
+	shape int
+	v     float64
+	req   []float64
+	ub    int
+}
+
+func newKnapsack(g *patternGen, k int, val []float64) *knapsack {
+	ks := &knapsack{cap: g.kinds[k].Capacity, nshapes: len(g.shapes)}
+	for _, si := range g.kOK[k] {
+		if g.rows[si] < 0 || val[si] <= 0 {
+			continue
+		}
+		n := g.maxAlone(k, si)
+		if n <= 0 {
+			continue
+		}
+		ks.items = append(ks.items, kitem{shape: si, v: val[si], req: g.shapes[si].Request, ub: n})
+	}
+	if len(ks.items) == 0 {
+		return nil
+	}
+	dom := func(it kitem) float64 {
+		d := 0.0
+		for r, q := range it.req {
+			if ks.cap[r] > 0 {
+				d = max(d, q/ks.cap[r])
+			}
+		}
+		return d
+	}
+	sort.SliceStable(ks.items, func(i, j int) bool {
+		return ks.items[i].v/dom(ks.items[i]) > ks.items[j].v/dom(ks.items[j])
+	})
+	// Greedy under the tightest weighting is the LP's own order, and the
+	// first dive of the search follows it; rebuild the surrogates for it.
+	ks.sur = ks.surrogates()
+	w := ks.sur[0].req
+	idx := make([]int, len(ks.items))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		return ks.items[idx[a]].v*w[idx[b]] > ks.items[idx[b]].v*w[idx[a]]
+	})
+	items := make([]kitem, len(idx))
+	for i, j := range idx {
+		items[i] = ks.items[j]
+	}
+	ks.items = items
+	ks.sur = ks.surrogates()
+	return ks
+}
+
+// surrogates picks the weightings: each resource alone, and mixes of each
+// pair in steps of a tenth (weights per unit of capacity), keeping the
+// three that bound the root lowest.
+func (ks *knapsack) surrogates() []surrogate {
+	nr := len(ks.cap)
+	var ws [][]float64
+	unit := func(r int) float64 {
+		if ks.cap[r] > 0 {
+			return 1 / ks.cap[r]
+		}
+		return 0
+	}
+	// Only resources some item requests can bind.
+	var res []int
+	for r := range nr {
+		for _, it := range ks.items {
+			if it.req[r] > 0 {
+				res = append(res, r)
+				break
+			}
+		}
+	}
+	for _, r := range res {
+		w := make([]float64, nr)
+		w[r] = unit(r)
+		ws = append(ws, w)
+	}
+	for ai, a := range res {
+		for _, b := range res[ai+1:] {
+			for step := 1; step < 10; step++ {
+				w := make([]float64, nr)
+				w[a] = float64(step) / 10 * unit(a)
+				w[b] = float64(10-step) / 10 * unit(b)
+				ws = append(ws, w)
+			}
+		}
+	}
+	type scored struct {
+		s     surrogate
+		bound float64
+	}
+	var all []scored
+	for _, w := range ws {
+		s := surrogate{w: w, req: make([]float64, len(ks.items))}
+		for i, it := range ks.items {
+			for r, q := range it.req {
+				s.req[i] += w[r] * q
+			}
+			if s.req[i] > 0 {
+				s.order = append(s.order, i)
+			}
+		}
+		sort.SliceStable(s.order, func(a, b int) bool {
+			ia, ib := s.order[a], s.order[b]
+			return ks.items[ia].v/s.req[ia] > ks.items[ib].v/s.req[ib]
+		})
+		all = append(all, scored{s, ks.surBound(s, 0, ks.cap)})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].bound < all[j].bound })
+	var out []surrogate
+	for i := 0; i < len(all) && i < 3; i++ {
+		out = append(out, all[i].s)
+	}
+	return out
+}
+
+// upper bounds the knapsack's optimum from the start.
+func (ks *knapsack) upper() float64 {
+	return ks.frac(0, ks.cap)
+}
+
+// frac bounds the value items[from:] can add within rem: the lowest of
+// the surrogate bounds.
+func (ks *knapsack) frac(from int, rem []float64) float64 {
+	best := math.Inf(1)
+	for _, s := range ks.sur {
+		best = min(best, ks.surBound(s, from, rem))
+	}
+	return best
+}
+
+// surBound is the fractional knapsack bound of one surrogate. Items that
+// need none of the weighted resources are not limited by it and count whole.
+func (ks *knapsack) surBound(s surrogate, from int, rem []float64) float64 {
+	left := 0.0
+	for r, w := range s.w {
+		left += w * rem[r]
+	}
+	v := 0.0
+	for _, i := range s.order {
+		if i < from || left <= 0 {
+			continue
+		}
+		it := ks.items[i]
+		take := math.Min(float64(it.ub), left/s.req[i])
+		v += take * it.v
+		left -= take * s.req[i]
+	}
+	for i := from; i < len(ks.items); i++ {
+		if s.req[i] == 0 {
+			v += float64(ks.items[i].ub) * ks.items[i].v
+		}
+	}
+	return v
+}
+
+// solve returns the best contents worth more than floor, its value, and
+// whether the search finished within budget nodes. z is by shape index of
+// the pattern generator (length of its shapes), nil when nothing beats floor.
+func (ks *knapsack) solve(floor float64, budget int) ([]int, float64, bool) {
+	ks.best = floor
+	ks.budget = budget
+	ks.z = make([]int, len(ks.items))
+	rem := append([]float64(nil), ks.cap...)
+	// A narrow pass first, each count at most two below the most that
+	// fits (or zero): it finds good contents within a small budget, where
+	// a full depth-first search spends it on the least valuable items.
+	ks.narrow = true
+	ks.dfs(0, rem, 0)
+	ks.narrow, ks.cut = false, false
+	ks.dfs(0, rem, 0)
+	if ks.bestZ == nil {
+		return nil, 0, !ks.cut
+	}
+	return ks.bestZ, ks.best, !ks.cut
+}
+
+func (ks *knapsack) dfs(i int, rem []float64, v float64) {
+	ks.nodes++
+	if ks.nodes > ks.budget {
+		ks.cut = true
+		return
+	}
+	if v > ks.best+1e-12 {
+		ks.best = v
+		ks.record()
+	}
+	if i == len(ks.items) {
+		return
+	}
+	if v+ks.frac(i, rem) <= ks.best+1e-12 {
+		return
+	}
+	it := ks.items[i]
+	n := it.ub
+	for r, q := range it.req {
+		if q > 0 {
+			n = min(n, int(math.Floor(rem[r]/q+1e-9)))
+		}
+	}
+	if i == len(ks.items)-1 {
+		n = max(n, 0) // the last item: more is always better
+		ks.z[i] = n
+		if v+float64(n)*it.v > ks.best+1e-12 {
+			ks.best = v + float64(n)*it.v
+			ks.record()
+		}
+		ks.z[i] = 0
+		return
+	}
+	for t := n; t >= 0; t-- {
+		if ks.narrow && t < n-2 && t > 0 {
+			t = 0
+		}
+		for r, q := range it.req {
+			rem[r] -= float64(t) * q
+		}
+		ks.z[i] = t
+		ks.dfs(i+1, rem, v+float64(t)*it.v)
+		for r, q := range it.req {
+			rem[r] += float64(t) * q
+		}
+		if ks.cut {
+			break
+		}
+	}
+	ks.z[i] = 0
+}
+
+// record keeps the current contents as the best, by shape index.
+func (ks *knapsack) record() {
+	if ks.bestZ == nil {
+		ks.bestZ = make([]int, ks.nshapes)
+	}
+	clear(ks.bestZ)
+	for i, it := range ks.items {
+		ks.bestZ[it.shape] = ks.z[i]
+	}
+}
