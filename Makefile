@@ -70,7 +70,7 @@ FUZZ_TARGETS := \
 	./api/v1/:FuzzNillableDuration \
 	./pkg/disruption/:FuzzBudgetNodes \
 	./pkg/disruption/:FuzzBudgetSchedule \
-	./pkg/cloudprovider/requirements/:FuzzAgreesWithScheduling \
+	./pkg/requirements/:FuzzRoundTrip \
 	./pkg/cloudprovider/aws/interruption/:FuzzParse \
 	./pkg/cloudprovider/aws/amifamily/:FuzzUserDataMerge \
 	./pkg/cloudprovider/aws/amifamily/:FuzzParseAlias

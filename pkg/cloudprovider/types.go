@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -73,6 +74,29 @@ type Offering struct {
 	// Price in $/h.
 	Price     float64
 	Available bool
+}
+
+// Admits reports whether the requirements that depend on the instance type
+// alone allow it. Zone and capacity type vary per offering and are checked
+// there. A key the type has no label for is not the cloud's to judge: such
+// labels come from the NodePool template and the NodeClaim carries them
+// onto the Node itself.
+func (it *InstanceType) Admits(reqs requirements.Requirements) bool {
+	for key := range reqs {
+		switch key {
+		case corev1.LabelTopologyZone, v1.LabelCapacityType:
+			continue
+		case corev1.LabelInstanceTypeStable:
+			if !reqs.Allows(key, it.Name) {
+				return false
+			}
+			continue
+		}
+		if v, ok := it.Labels[key]; ok && !reqs.Allows(key, v) {
+			return false
+		}
+	}
+	return true
 }
 
 // CheapestOffering returns the cheapest available offering that the filter

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -73,14 +74,14 @@ func productionCluster(count int) (scheduling.Snapshot, []Candidate, map[string]
 		zone := benchZones[i%len(benchZones)]
 		typ := sizes[r.Intn(len(sizes))]
 		name := fmt.Sprintf("node-%04d", i)
-		free := scheduling.FromResourceList(types[typ].Allocatable)
+		free := resources.FromResourceList(types[typ].Allocatable)
 		var onNode []*corev1.Pod
 		for _, d := range daemons {
 			p := d.DeepCopy()
 			p.Name = d.Name + "-" + name
 			ctrl := true
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: d.Name, Controller: &ctrl}}
-			free = free.Sub(scheduling.PodRequests(p))
+			free = free.Sub(resources.PodRequests(p))
 			onNode = append(onNode, p)
 		}
 		for j := 0; ; j++ {
@@ -94,7 +95,7 @@ func productionCluster(count int) (scheduling.Snapshot, []Candidate, map[string]
 				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
 					WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}}
 			}
-			req := scheduling.PodRequests(p)
+			req := resources.PodRequests(p)
 			if !req.Fits(free) {
 				break
 			}
@@ -189,14 +190,14 @@ func TestProductionClusterIsConsistent(t *testing.T) {
 	snap, cands, budget := productionCluster(60)
 	zones, pools := map[string]bool{}, map[string]bool{}
 	for _, n := range snap.Nodes {
-		used, daemonPods := scheduling.Resources{}, 0
+		used, daemonPods := resources.Resources{}, 0
 		for _, p := range n.Pods {
-			used = used.Add(scheduling.PodRequests(p))
+			used = used.Add(resources.PodRequests(p))
 			if p.Namespace == "kube-system" {
 				daemonPods++
 			}
 		}
-		if !used.Fits(scheduling.FromResourceList(n.Allocatable)) || daemonPods != 3 {
+		if !used.Fits(resources.FromResourceList(n.Allocatable)) || daemonPods != 3 {
 			t.Fatalf("%s: requests %s over allocatable, or %d DaemonSet pods", n.Name, used, daemonPods)
 		}
 		zones[n.Labels[corev1.LabelTopologyZone]], pools[n.NodePool] = true, true

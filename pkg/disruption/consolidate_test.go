@@ -10,6 +10,8 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -294,12 +296,12 @@ func scaledDownCluster(count int) (scheduling.Snapshot, []Candidate) {
 	s := &setup{}
 	for i := 0; i < count; i++ {
 		typ := sizes[r.Intn(len(sizes))]
-		free := scheduling.FromResourceList(types2(typ).Allocatable)
+		free := resources.FromResourceList(types2(typ).Allocatable)
 		var pods []*corev1.Pod
 		for j := 0; ; j++ {
 			sh := shapes[r.Intn(len(shapes))]
 			p := pod(fmt.Sprintf("n%d-p%d", i, j), sh[0], sh[1])
-			req := scheduling.PodRequests(p)
+			req := resources.PodRequests(p)
 			if !req.Fits(free) {
 				break
 			}
@@ -384,7 +386,7 @@ func TestCheaperOnly(t *testing.T) {
 		}
 		o, _ := types[0].CheapestOffering(nil)
 		return &scheduling.NewNodeClaim{NodePool: "default", InstanceTypes: types, InstanceType: types[0], Offering: o,
-			Requirements: scheduling.Requirements{corev1.LabelInstanceTypeStable: scheduling.MustRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...)}}
+			Requirements: requirements.Requirements{corev1.LabelInstanceTypeStable: requirements.MustRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...)}}
 	}
 	for _, tc := range []struct {
 		name    string

@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	corev1 "k8s.io/api/core/v1"
@@ -31,8 +32,8 @@ import (
 
 type kubeNode struct {
 	node  *corev1.Node
-	alloc scheduling.Resources
-	free  scheduling.Resources
+	alloc resources.Resources
+	free  resources.Resources
 }
 
 // kubeModel holds what every risk check of one decision shares: the nodes
@@ -41,7 +42,7 @@ type kubeModel struct {
 	snap   scheduling.Snapshot
 	nodes  []kubeNode
 	taints map[string][]corev1.Taint
-	reqs   map[*corev1.Pod]scheduling.Resources
+	reqs   map[*corev1.Pod]resources.Resources
 	// interPod is whether any pod has pod (anti-)affinity or topology
 	// spread constraints, which make other nodes' pods matter.
 	interPod bool
@@ -55,7 +56,7 @@ type kubeModel struct {
 const kubeTargetCap = 256
 
 func newKubeModel(snap scheduling.Snapshot) *kubeModel {
-	m := &kubeModel{snap: snap, taints: map[string][]corev1.Taint{}, reqs: map[*corev1.Pod]scheduling.Resources{}}
+	m := &kubeModel{snap: snap, taints: map[string][]corev1.Taint{}, reqs: map[*corev1.Pod]resources.Resources{}}
 	for _, p := range snap.NodePools {
 		m.taints[p.NodePool.Name] = p.NodePool.Spec.Template.Spec.Taints
 	}
@@ -63,7 +64,7 @@ func newKubeModel(snap scheduling.Snapshot) *kubeModel {
 		if n.MarkedForDeletion || hasDisruptedTaint(n.Taints) {
 			continue
 		}
-		alloc := scheduling.FromResourceList(n.Allocatable)
+		alloc := resources.FromResourceList(n.Allocatable)
 		free := alloc
 		for _, p := range n.Pods {
 			free = free.Sub(m.req(p))
@@ -86,10 +87,10 @@ func roomy(n kubeNode) float64 {
 	return float64(n.free.CPU)/float64(n.alloc.CPU) + float64(n.free.Memory)/float64(n.alloc.Memory)
 }
 
-func (m *kubeModel) req(p *corev1.Pod) scheduling.Resources {
+func (m *kubeModel) req(p *corev1.Pod) resources.Resources {
 	r, ok := m.reqs[p]
 	if !ok {
-		r = scheduling.PodRequests(p)
+		r = resources.PodRequests(p)
 		m.reqs[p] = r
 	}
 	return r
@@ -112,7 +113,7 @@ func (m *kubeModel) targets(removed map[string]bool, repl []*scheduling.NewNodeC
 		for k, v := range nc.InstanceType.Labels {
 			labels[k] = v
 		}
-		alloc := scheduling.FromResourceList(nc.InstanceType.Allocatable)
+		alloc := resources.FromResourceList(nc.InstanceType.Allocatable)
 		// Requests include the DaemonSet pods the node will run.
 		free := alloc.Sub(nc.Requests)
 		for _, p := range nc.Pods {
@@ -158,10 +159,10 @@ func hasDisruptedTaint(ts []corev1.Taint) bool {
 // them in it, and the large pods placed before the small ones is what keeps
 // the small ones from taking the gaps the large ones need.
 func EvictFirst(a, b *corev1.Pod) bool {
-	return larger(scheduling.PodRequests(a), scheduling.PodRequests(b))
+	return larger(resources.PodRequests(a), resources.PodRequests(b))
 }
 
-func larger(a, b scheduling.Resources) bool {
+func larger(a, b resources.Resources) bool {
 	if a.CPU != b.CPU {
 		return a.CPU > b.CPU
 	}
@@ -204,7 +205,7 @@ func (m *kubeModel) stranded(groups [][]*corev1.Pod, targets []kubeNode) []*core
 	var worst []*corev1.Pod
 	worstSize := 0.0
 	for _, order := range [][]*corev1.Pod{merged, turns} {
-		free := make([]scheduling.Resources, len(targets))
+		free := make([]resources.Resources, len(targets))
 		for i, t := range targets {
 			free[i] = t.free
 		}
@@ -239,7 +240,7 @@ func (m *kubeModel) stranded(groups [][]*corev1.Pod, targets []kubeNode) []*core
 			f := &free[best]
 			f.CPU, f.Memory, f.Pods, f.Ephemeral = f.CPU-req.CPU, f.Memory-req.Memory, f.Pods-req.Pods, f.Ephemeral-req.Ephemeral
 			if req.Ext != nil {
-				*f = f.Sub(scheduling.Resources{Ext: req.Ext})
+				*f = f.Sub(resources.Resources{Ext: req.Ext})
 			}
 		}
 		if strandedSize > worstSize {
@@ -254,7 +255,7 @@ func (m *kubeModel) before(a, b *corev1.Pod) bool { return larger(m.req(a), m.re
 
 // kubeScore is the default profile's resource scoring: least allocated plus
 // balanced allocation, for CPU and memory after placing the pod.
-func kubeScore(req, free, alloc scheduling.Resources) float64 {
+func kubeScore(req, free, alloc resources.Resources) float64 {
 	if alloc.CPU <= 0 || alloc.Memory <= 0 {
 		return 0
 	}

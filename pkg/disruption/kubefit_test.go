@@ -3,7 +3,7 @@ package disruption
 import (
 	"testing"
 
-	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,7 +11,7 @@ import (
 
 func TestKubeFits(t *testing.T) {
 	target := func(name, cpu string, taints ...corev1.Taint) kubeNode {
-		free := scheduling.FromResourceList(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")})
+		free := resources.FromResourceList(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")})
 		return kubeNode{node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"zone": name}}, Spec: corev1.NodeSpec{Taints: taints}}, alloc: free, free: free}
 	}
 	noSchedule := corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}
@@ -39,7 +39,7 @@ func TestKubeFits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := len((&kubeModel{reqs: map[*corev1.Pod]scheduling.Resources{}}).stranded([][]*corev1.Pod{tc.pods}, tc.targets)) == 0; got != tc.want {
+			if got := len((&kubeModel{reqs: map[*corev1.Pod]resources.Resources{}}).stranded([][]*corev1.Pod{tc.pods}, tc.targets)) == 0; got != tc.want {
 				t.Fatalf("fits = %v, want %v", got, tc.want)
 			}
 		})

@@ -5,6 +5,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -54,7 +55,7 @@ func cheaperOnly(repls []*scheduling.NewNodeClaim, price float64) ([]*scheduling
 		}
 		cp.Requirements = r.Requirements.Copy()
 		was := r.Requirements[corev1.LabelInstanceTypeStable]
-		cp.Requirements[corev1.LabelInstanceTypeStable] = scheduling.MustRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...)
+		cp.Requirements[corev1.LabelInstanceTypeStable] = requirements.MustRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...)
 		if was != nil && was.MinValues != nil {
 			cp.Requirements[corev1.LabelInstanceTypeStable].MinValues = was.MinValues
 		}
@@ -64,7 +65,7 @@ func cheaperOnly(repls []*scheduling.NewNodeClaim, price float64) ([]*scheduling
 }
 
 // offeringFilter accepts the offerings a NodeClaim with reqs may launch as.
-func offeringFilter(reqs scheduling.Requirements) func(cloudprovider.Offering) bool {
+func offeringFilter(reqs requirements.Requirements) func(cloudprovider.Offering) bool {
 	zones, cts := reqs[corev1.LabelTopologyZone], reqs[v1.LabelCapacityType]
 	return func(o cloudprovider.Offering) bool {
 		return (zones == nil || zones.Has(o.Zone)) && (cts == nil || cts.Has(o.CapacityType))
@@ -84,7 +85,7 @@ func worstPrice(it *cloudprovider.InstanceType, accept func(cloudprovider.Offeri
 
 // minValuesShort says which minValues requirement of reqs the types no
 // longer meet; empty when all are met.
-func minValuesShort(reqs scheduling.Requirements, types []*cloudprovider.InstanceType) string {
+func minValuesShort(reqs requirements.Requirements, types []*cloudprovider.InstanceType) string {
 	for k, r := range reqs {
 		if r.MinValues == nil {
 			continue

@@ -8,6 +8,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -61,18 +62,18 @@ func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowe
 			continue
 		}
 		var moving []*corev1.Pod
-		used := scheduling.Resources{}
+		used := resources.Resources{}
 		for _, p := range n.Pods {
 			if pods.IsOwnedByNode(p) {
 				continue
 			}
 			moving = append(moving, p)
-			used = used.Add(scheduling.PodRequests(p))
+			used = used.Add(resources.PodRequests(p))
 		}
 		if len(moving) == 0 {
 			continue
 		}
-		pool = append(pool, scored{c: c, util: used.Fraction(scheduling.FromResourceList(n.Allocatable)), pods: moving})
+		pool = append(pool, scored{c: c, util: used.Fraction(resources.FromResourceList(n.Allocatable)), pods: moving})
 	}
 	// Two orders: the least utilized first, whose pods are the fewest to
 	// move; and the most idle dollars first, where the money is.

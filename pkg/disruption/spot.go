@@ -6,6 +6,8 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -39,16 +41,16 @@ func spotToSpot(price float64, repl *scheduling.NewNodeClaim, types []*cloudprov
 	}
 	var cheaper []option
 	for _, it := range types {
-		if !repl.Requests.Fits(scheduling.FromResourceList(it.Allocatable)) {
+		if !repl.Requests.Fits(resources.FromResourceList(it.Allocatable)) {
 			continue
 		}
-		labels := scheduling.LabelRequirements(it.Labels)
+		labels := requirements.LabelRequirements(it.Labels)
 		ok := true
 		for k, r := range repl.Requirements {
 			if k == corev1.LabelInstanceTypeStable || k == corev1.LabelTopologyZone || k == v1.LabelCapacityType || !typeKeys[k] {
 				continue
 			}
-			if labels.Compatible(scheduling.Requirements{k: r}) != nil {
+			if labels.Compatible(requirements.Requirements{k: r}) != nil {
 				ok = false
 				break
 			}
@@ -79,8 +81,8 @@ func spotToSpot(price float64, repl *scheduling.NewNodeClaim, types []*cloudprov
 	}
 	out.InstanceType, out.Offering = cheaper[0].it, cheaper[0].off
 	out.Requirements = repl.Requirements.Copy()
-	out.Requirements[corev1.LabelInstanceTypeStable] = scheduling.MustRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...)
-	out.Requirements[v1.LabelCapacityType] = scheduling.MustRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot)
+	out.Requirements[corev1.LabelInstanceTypeStable] = requirements.MustRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...)
+	out.Requirements[v1.LabelCapacityType] = requirements.MustRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot)
 	return &out, ""
 }
 
@@ -99,7 +101,7 @@ func pinSpot(repl []*scheduling.NewNodeClaim) []*scheduling.NewNodeClaim {
 		}
 		cp := *r
 		cp.Requirements = r.Requirements.Copy()
-		cp.Requirements[v1.LabelCapacityType] = scheduling.MustRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot)
+		cp.Requirements[v1.LabelCapacityType] = requirements.MustRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot)
 		out[i] = &cp
 	}
 	return out

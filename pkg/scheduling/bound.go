@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/lpbound"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -103,7 +104,7 @@ type PackingKind struct {
 func PackingModel(snap Snapshot) Packing {
 	s := newModelSolver(snap)
 	out := Packing{Resources: []string{"cpu", "memory", "pods", "ephemeral-storage"}, ShapeOf: map[*corev1.Pod]string{}}
-	vec := func(r Resources) []float64 {
+	vec := func(r resources.Resources) []float64 {
 		return []float64{float64(r.CPU), float64(r.Memory), float64(r.Pods), float64(r.Ephemeral)}
 	}
 	zoned := false

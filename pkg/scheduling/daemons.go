@@ -3,6 +3,8 @@ package scheduling
 import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -11,11 +13,11 @@ import (
 // node's labels satisfy the nodeSelector together with one of the required
 // node-affinity terms, and the pod tolerates the node's taints.
 type daemon struct {
-	requests    Resources
+	requests    resources.Resources
 	tolerations []corev1.Toleration
 	// terms are the nodeSelector merged into each required node-affinity
 	// term; any one satisfied is enough. One term when there is no affinity.
-	terms []Requirements
+	terms []requirements.Requirements
 }
 
 // buildDaemons analyses the DaemonSets once per solve. A DaemonSet whose
@@ -24,11 +26,11 @@ type daemon struct {
 func buildDaemons(in []*corev1.Pod) []*daemon {
 	out := make([]*daemon, 0, len(in))
 	for _, d := range in {
-		sel := Requirements{}
+		sel := requirements.Requirements{}
 		for k, v := range d.Spec.NodeSelector {
-			sel.Add(&Requirement{Key: NormalizeKey(k), values: map[string]struct{}{v: {}}})
+			sel.Add(requirements.In(requirements.NormalizeKey(k), v))
 		}
-		dm := &daemon{requests: PodRequests(d), tolerations: d.Spec.Tolerations}
+		dm := &daemon{requests: resources.PodRequests(d), tolerations: d.Spec.Tolerations}
 		if a := d.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 			for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
 				r, err := nodeSelectorTermRequirements(term)
@@ -40,7 +42,7 @@ func buildDaemons(in []*corev1.Pod) []*daemon {
 				continue
 			}
 		} else {
-			dm.terms = []Requirements{sel}
+			dm.terms = []requirements.Requirements{sel}
 		}
 		out = append(out, dm)
 	}
@@ -57,7 +59,7 @@ func (d *daemon) toleratesAll(taints []corev1.Taint) bool {
 
 // runsOn reports whether the daemon's pods would run on a node whose labels
 // can be what both a and b allow (b may be nil).
-func (d *daemon) runsOn(a, b Requirements) bool {
+func (d *daemon) runsOn(a, b requirements.Requirements) bool {
 	for _, term := range d.terms {
 		if labelsCompatible(a, b, term) == nil {
 			return true
@@ -69,7 +71,7 @@ func (d *daemon) runsOn(a, b Requirements) bool {
 // managedLabels are labels every node Joiner launches carries once it
 // joins; DaemonSets selecting them run on it. A NodeClaim's requirements
 // do not list them, so they are added for the match.
-var managedLabels = LabelRequirements(map[string]string{v1.LabelNodeRegistered: "true", v1.LabelNodeInitialized: "true"})
+var managedLabels = requirements.LabelRequirements(map[string]string{v1.LabelNodeRegistered: "true", v1.LabelNodeInitialized: "true"})
 
 // poolDaemons are the DaemonSets whose pods tolerate the pool's taints.
 // Only spec.taints count: startup taints are removed once the node is up,
@@ -88,8 +90,8 @@ func poolDaemons(daemons []*daemon, p *pool) []*daemon {
 // instance type with labels typeReqs: the pool's requirements and labels
 // alone miss the labels only the instance type sets, such as
 // kubernetes.io/os, which most node agents select.
-func typeOverhead(daemons []*daemon, poolReqs, typeReqs Requirements) Resources {
-	var total Resources
+func typeOverhead(daemons []*daemon, poolReqs, typeReqs requirements.Requirements) resources.Resources {
+	var total resources.Resources
 	if len(daemons) == 0 {
 		return total
 	}
@@ -110,14 +112,14 @@ func typeOverhead(daemons []*daemon, poolReqs, typeReqs Requirements) Resources 
 // already bound there use. The pods land once the node registers, before
 // anything pending can, so planning them onto that room would overfill it.
 // Counting in aggregate rather than per DaemonSet follows Karpenter.
-func pendingDaemons(daemons []*daemon, in *Node, taints []corev1.Taint) Resources {
-	labels := LabelRequirements(in.Labels)
+func pendingDaemons(daemons []*daemon, in *Node, taints []corev1.Taint) resources.Resources {
+	labels := requirements.LabelRequirements(in.Labels)
 	for k, r := range managedLabels {
 		if _, ok := labels[k]; !ok {
 			labels[k] = r
 		}
 	}
-	var want Resources
+	var want resources.Resources
 	for _, d := range daemons {
 		if d.toleratesAll(taints) && d.runsOn(labels, nil) {
 			want = want.Add(d.requests)
@@ -125,16 +127,16 @@ func pendingDaemons(daemons []*daemon, in *Node, taints []corev1.Taint) Resource
 	}
 	for _, pod := range in.Pods {
 		if pods.IsOwnedByDaemonSet(pod) {
-			want = want.Sub(PodRequests(pod))
+			want = want.Sub(resources.PodRequests(pod))
 		}
 	}
-	return want.nonNegative()
+	return want.NonNegative()
 }
 
 // labelsCompatible reports why a node whose label values can be anything
 // both a and b allow (b nil: only a) cannot satisfy the predicates pred.
 // A key neither defines is a label the node will not carry.
-func labelsCompatible(a, b, pred Requirements) error {
+func labelsCompatible(a, b, pred requirements.Requirements) error {
 	for k, p := range pred {
 		if err := keyCompatible(a, b, k, p); err != nil {
 			return err
@@ -144,7 +146,7 @@ func labelsCompatible(a, b, pred Requirements) error {
 }
 
 // keyCompatible is labelsCompatible for one predicate.
-func keyCompatible(a, b Requirements, k string, p *Requirement) error {
+func keyCompatible(a, b requirements.Requirements, k string, p *requirements.Requirement) error {
 	r, ok := a[k]
 	if t, tok := b[k]; tok {
 		if ok {
@@ -154,13 +156,13 @@ func keyCompatible(a, b Requirements, k string, p *Requirement) error {
 		}
 	}
 	if !ok || r.Empty() {
-		if p.absentOK {
+		if p.AbsentOK() {
 			return nil
 		}
-		return labelNotOffered(k, p)
+		return requirements.NotOffered(k, p)
 	}
 	if r.Intersect(p).Empty() {
-		return incompatible(p, r)
+		return requirements.Incompatible(p, r)
 	}
 	return nil
 }

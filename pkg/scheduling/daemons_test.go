@@ -5,6 +5,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,7 +40,7 @@ func wantEveryOptionFits(t *testing.T, p *Plan, overheadOf func(it map[string]st
 	for _, nc := range p.NewNodeClaims {
 		var pods int64
 		for _, pod := range nc.Pods {
-			pods += PodRequests(pod).CPU
+			pods += resources.PodRequests(pod).CPU
 		}
 		for _, it := range nc.InstanceTypes {
 			need := pods + overheadOf(it.Labels)
@@ -177,7 +178,7 @@ func TestDaemonSetOnSomeTypes(t *testing.T) {
 				default:
 					continue
 				}
-				if PodRequests(mkPod("p", cpu, "512Mi")).Fits(FromResourceList(it.Allocatable)) {
+				if resources.PodRequests(mkPod("p", cpu, "512Mi")).Fits(resources.FromResourceList(it.Allocatable)) {
 					if off, ok := it.CheapestOffering(func(o cloudprovider.Offering) bool { return o.CapacityType == v1.CapacityTypeOnDemand }); ok && off.Price < cheapest {
 						cheapest = off.Price
 					}

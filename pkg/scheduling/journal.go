@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -18,14 +19,14 @@ type journal struct {
 }
 
 type nodeSave struct {
-	used      Resources
+	used      resources.Resources
 	pods      []*corev1.Pod
 	hostPorts []pods.HostPort
 	groups    map[*podGroup]int
 	deleting  bool
 	// target and capacity change when a planned node grows.
 	target   *itype
-	capacity Resources
+	capacity resources.Resources
 }
 
 type groupSave struct {
@@ -34,7 +35,7 @@ type groupSave struct {
 }
 
 type poolSave struct {
-	usage Resources
+	usage resources.Resources
 	nodes int64
 }
 

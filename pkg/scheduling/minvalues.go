@@ -6,6 +6,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -17,7 +18,7 @@ import (
 // second.
 
 // minValuesKeys lists, sorted, the requirement keys with minValues.
-func minValuesKeys(reqs Requirements) []string {
+func minValuesKeys(reqs requirements.Requirements) []string {
 	var keys []string
 	for k, r := range reqs {
 		if r.MinValues != nil {
@@ -79,7 +80,7 @@ func (sf shortfall) Error() string {
 
 // relaxed is the NodeClaim's requirement with minValues lowered to what its
 // options carry, as BestEffort launches it.
-func (sf shortfall) relaxed(r *Requirement) *Requirement {
+func (sf shortfall) relaxed(r *requirements.Requirement) *requirements.Requirement {
 	if r == nil {
 		return nil
 	}

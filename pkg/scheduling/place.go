@@ -9,6 +9,8 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -302,7 +304,7 @@ func (s *solver) commit(pg *podGroup, pc *podConstraints, n *node, pod *corev1.P
 		for k, p := range pc.nodeReqs {
 			if r, ok := n.requirements[k]; ok {
 				n.requirements[k] = r.Intersect(p)
-			} else if _, tok := n.target.reqs[k]; !tok && !p.absentOK {
+			} else if _, tok := n.target.reqs[k]; !tok && !p.AbsentOK() {
 				n.requirements[k] = p
 			}
 		}
@@ -310,7 +312,7 @@ func (s *solver) commit(pg *podGroup, pc *podConstraints, n *node, pod *corev1.P
 			if k == corev1.LabelHostname {
 				continue
 			}
-			n.requirements[k] = &Requirement{Key: k, values: map[string]struct{}{d: {}}}
+			n.requirements[k] = requirements.In(k, d)
 		}
 	}
 	domainOf := func(key string) (string, bool) {
@@ -409,7 +411,7 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 	}
 	switch {
 	case reqMatched == 0:
-		return nil, fmt.Errorf("no instance type satisfies the pod's requirements %s", describeReqs(pc.nodeReqs))
+		return nil, fmt.Errorf("no instance type satisfies the pod's requirements %s", pc.nodeReqs.String())
 	case fits == 0:
 		return nil, fmt.Errorf("no instance type has room for requests %s plus daemonset overhead (%s on %s, the largest)", pg.requests, largest.overhead, largest.it.Name)
 	case inLimits == 0:
@@ -451,7 +453,7 @@ func (s *solver) newNode(p *pool, t *itype) *node {
 	return &node{name: "candidate", pool: p, requirements: reqs, taints: p.taints, capacity: t.free, target: t, groups: map[*podGroup]int{}}
 }
 
-func (p *pool) withinLimits(capacity Resources) bool {
+func (p *pool) withinLimits(capacity resources.Resources) bool {
 	if len(p.limits) == 0 {
 		return true
 	}
@@ -695,8 +697,8 @@ func (s *solver) rightSize(n *node, commit bool) *NewNodeClaim {
 // and capacity type: only those need checking against a type, since every
 // type of the pool satisfies the pool's own requirements and offerings
 // decide zone and capacity type.
-func (n *node) narrowed() Requirements {
-	out := Requirements{}
+func (n *node) narrowed() requirements.Requirements {
+	out := requirements.Requirements{}
 	for k, r := range n.requirements {
 		if k == corev1.LabelTopologyZone || k == v1.LabelCapacityType {
 			continue
@@ -710,7 +712,7 @@ func (n *node) narrowed() Requirements {
 
 // offeringFilter accepts the offerings in the zones and capacity types
 // allowed; a nil requirement allows any.
-func offeringFilter(zoneReq, ctReq *Requirement) func(cloudprovider.Offering) bool {
+func offeringFilter(zoneReq, ctReq *requirements.Requirement) func(cloudprovider.Offering) bool {
 	return func(o cloudprovider.Offering) bool {
 		return (zoneReq == nil || zoneReq.Has(o.Zone)) && (ctReq == nil || ctReq.Has(o.CapacityType))
 	}
@@ -791,9 +793,9 @@ func (s *solver) size(n *node, commit bool) (*NewNodeClaim, error) {
 			}
 		}
 	}
-	reqs.Add(&Requirement{Key: corev1.LabelInstanceTypeStable, values: setOf(names)})
-	reqs.Add(&Requirement{Key: corev1.LabelTopologyZone, values: zones})
-	reqs.Add(&Requirement{Key: v1.LabelCapacityType, values: cts})
+	reqs.Add(requirements.In(corev1.LabelInstanceTypeStable, names...))
+	reqs.Add(requirements.InSet(corev1.LabelTopologyZone, zones))
+	reqs.Add(requirements.InSet(v1.LabelCapacityType, cts))
 	for _, sf := range short {
 		reqs[sf.key] = sf.relaxed(reqs[sf.key])
 		nc.MinValuesRelaxed = true

@@ -11,6 +11,8 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +27,7 @@ type podGroup struct {
 	id        int
 	namespace string
 	labels    labels.Set
-	requests  Resources
+	requests  resources.Resources
 	// tolerations decide which taints the pods accept.
 	tolerations []corev1.Toleration
 	hostPorts   []pods.HostPort
@@ -61,7 +63,7 @@ type podGroup struct {
 type podConstraints struct {
 	// keys caches topologyKeys.
 	keys                     []string
-	nodeReqs                 Requirements
+	nodeReqs                 requirements.Requirements
 	spreads                  []*topoGroup
 	affinity                 []*topoGroup
 	antiAffinity             []*topoGroup
@@ -93,7 +95,7 @@ func groupKey(pod *corev1.Pod) string {
 
 // analyze builds the group of a pod (the first pod of its kind).
 func (s *solver) analyze(pod *corev1.Pod) *podGroup {
-	pg := &podGroup{namespace: pod.Namespace, labels: labels.Set(pod.Labels), requests: PodRequests(pod), tolerations: pod.Spec.Tolerations}
+	pg := &podGroup{namespace: pod.Namespace, labels: labels.Set(pod.Labels), requests: resources.PodRequests(pod), tolerations: pod.Spec.Tolerations}
 	pg.hostPorts = pods.HostPorts(pod)
 	variants, err := s.constraintLadder(withLabelKeys(pod), pg)
 	if err != nil {
@@ -110,9 +112,9 @@ type relaxation struct {
 }
 
 func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstraints, error) {
-	base := Requirements{}
+	base := requirements.Requirements{}
 	for k, v := range pod.Spec.NodeSelector {
-		base.Add(&Requirement{Key: NormalizeKey(k), values: map[string]struct{}{v: {}}})
+		base.Add(requirements.In(requirements.NormalizeKey(k), v))
 	}
 	if r, ok := base[v1.LabelNodePool]; ok && r.Empty() {
 		return nil, errors.New(`pod requires label "karpenter.sh/nodepool" to be absent, so no NodePool may run it`)
@@ -238,7 +240,7 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 	ordered = append(ordered, prefs...)
 
 	var ladder []*podConstraints
-	build := func(reqs Requirements, keep []relaxation, relaxed string) *podConstraints {
+	build := func(reqs requirements.Requirements, keep []relaxation, relaxed string) *podConstraints {
 		pc := &podConstraints{nodeReqs: reqs, spreads: spreads, affinity: affinity, antiAffinity: anti, relaxed: relaxed}
 		pc.spreads = append([]*topoGroup{}, spreads...)
 		pc.affinity = append([]*topoGroup{}, affinity...)
@@ -267,8 +269,8 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 
 // requiredTerms are the ORed terms of a required node affinity, each with
 // the nodeSelector merged in; without terms, the nodeSelector alone.
-func requiredTerms(base Requirements, required *corev1.NodeSelector) ([]Requirements, error) {
-	var terms []Requirements
+func requiredTerms(base requirements.Requirements, required *corev1.NodeSelector) ([]requirements.Requirements, error) {
+	var terms []requirements.Requirements
 	if required != nil {
 		for _, term := range required.NodeSelectorTerms {
 			if len(term.MatchFields) > 0 {
@@ -282,7 +284,7 @@ func requiredTerms(base Requirements, required *corev1.NodeSelector) ([]Requirem
 		}
 	}
 	if len(terms) == 0 {
-		terms = []Requirements{base}
+		terms = []requirements.Requirements{base}
 	}
 	return terms, nil
 }
@@ -302,10 +304,10 @@ func sortedWeighted(in []corev1.WeightedPodAffinityTerm) []corev1.WeightedPodAff
 	return out
 }
 
-func nodeSelectorTermRequirements(term corev1.NodeSelectorTerm) (Requirements, error) {
-	out := Requirements{}
+func nodeSelectorTermRequirements(term corev1.NodeSelectorTerm) (requirements.Requirements, error) {
+	out := requirements.Requirements{}
 	for _, e := range term.MatchExpressions {
-		r, err := NewRequirement(NormalizeKey(e.Key), e.Operator, e.Values...)
+		r, err := requirements.NewRequirement(requirements.NormalizeKey(e.Key), e.Operator, e.Values...)
 		if err != nil {
 			return nil, fmt.Errorf("node affinity: %w", err)
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 )
 
 // shape is what the lookahead needs of a set of groups: their requests,
@@ -11,7 +13,7 @@ import (
 // spread groups of one size, say) share a shape, which keeps the lookahead's
 // cost proportional to distinct sizes rather than distinct workloads.
 type shape struct {
-	requests     Resources
+	requests     resources.Resources
 	perNodeLimit int64
 	value        float64
 	remaining    int
@@ -29,7 +31,7 @@ func (s *solver) buildShapes() {
 			continue
 		}
 		tol, _ := json.Marshal(pg.tolerations)
-		key := fmt.Sprintf("%s|%d|%s|%s", pg.requests, pg.perNodeLimit, describeReqs(pg.variants[0].nodeReqs), tol)
+		key := fmt.Sprintf("%s|%d|%s|%s", pg.requests, pg.perNodeLimit, pg.variants[0].nodeReqs.String(), tol)
 		sh, ok := byKey[key]
 		if !ok {
 			sh = &shape{rep: pg, requests: pg.requests, perNodeLimit: pg.perNodeLimit, typeOK: make([]int8, s.nextType+1), poolOK: make([]int8, len(s.pools))}

@@ -11,6 +11,8 @@ package scheduling
 import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -79,7 +81,7 @@ type NewNodeClaim struct {
 	NodePool string
 	// Requirements the NodeClaim carries: the NodePool's requirements
 	// narrowed by its pods, plus the instance-type and capacity-type options.
-	Requirements Requirements
+	Requirements requirements.Requirements
 	// InstanceTypes are the launch options, cheapest first; all fit the pods
 	// and stay close in price to the first.
 	InstanceTypes []*cloudprovider.InstanceType
@@ -91,7 +93,7 @@ type NewNodeClaim struct {
 	// InstanceType. Which DaemonSets run depends on the type's labels, so
 	// another option's overhead may differ; each option has room for its
 	// own.
-	Requests Resources
+	Requests resources.Resources
 	Pods     []*corev1.Pod
 	// MinValuesRelaxed says the options meet some requirement's minValues
 	// only as lowered in Requirements (MIN_VALUES_POLICY=BestEffort).

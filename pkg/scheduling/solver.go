@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -163,14 +164,14 @@ type pool struct {
 	name   string
 	np     *v1.NodePool
 	weight int32
-	reqs   Requirements
+	reqs   requirements.Requirements
 	taints []corev1.Taint
 	types  []*itype
 	// daemons are the DaemonSets that tolerate the pool's taints; which of
 	// them run on a node depends on its instance type's labels too.
 	daemons []*daemon
 	limits  corev1.ResourceList
-	usage   Resources
+	usage   resources.Resources
 	nodes   int64
 	err     error
 	// minValues are the requirement keys with minValues, sorted.
@@ -180,14 +181,14 @@ type pool struct {
 type itype struct {
 	id    int
 	it    *cloudprovider.InstanceType
-	reqs  Requirements
-	alloc Resources
-	cap   Resources
+	reqs  requirements.Requirements
+	alloc resources.Resources
+	cap   resources.Resources
 	price float64
 	// overhead is what the DaemonSets take on a node of this type in this
 	// pool, and free the allocatable left for pods.
-	overhead Resources
-	free     Resources
+	overhead resources.Resources
+	free     resources.Resources
 }
 
 type node struct {
@@ -197,10 +198,10 @@ type node struct {
 	pool     *pool
 	// requirements of an existing node are its labels; of a new node, the
 	// NodePool's requirements narrowed by its pods.
-	requirements Requirements
+	requirements requirements.Requirements
 	taints       []corev1.Taint
-	capacity     Resources
-	used         Resources
+	capacity     resources.Resources
+	used         resources.Resources
 	target       *itype
 	pods         []*corev1.Pod
 	hostPorts    []pods.HostPort
@@ -249,20 +250,20 @@ func (s *solver) buildPools(snap Snapshot) {
 		if np.Spec.Weight != nil {
 			p.weight = *np.Spec.Weight
 		}
-		reqs, err := FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...)
+		reqs, err := requirements.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...)
 		if err != nil {
 			p.err = fmt.Errorf("invalid requirements: %w", err)
 			s.pools = append(s.pools, p)
 			continue
 		}
 		for k, v := range np.Spec.Template.Labels {
-			reqs.Add(&Requirement{Key: k, values: map[string]struct{}{v: {}}})
+			reqs.Add(requirements.In(k, v))
 		}
-		reqs.Add(&Requirement{Key: v1.LabelNodePool, values: map[string]struct{}{np.Name: {}}})
+		reqs.Add(requirements.In(v1.LabelNodePool, np.Name))
 		p.reqs = reqs
 		p.minValues = minValuesKeys(reqs)
 		p.daemons = poolDaemons(s.daemons, p)
-		usage := FromResourceList(in.InUse)
+		usage := resources.FromResourceList(in.InUse)
 		if n, ok := in.InUse["nodes"]; ok {
 			p.nodes = n.Value()
 		}
@@ -274,11 +275,11 @@ func (s *solver) buildPools(snap Snapshot) {
 				continue
 			}
 			p.types = append(p.types, t)
-			for z := range t.reqs[corev1.LabelTopologyZone].values {
+			for _, z := range t.reqs[corev1.LabelTopologyZone].Values() {
 				zones[z] = struct{}{}
 				s.topo.addDomain(corev1.LabelTopologyZone, z)
 			}
-			for c := range t.reqs[v1.LabelCapacityType].values {
+			for _, c := range t.reqs[v1.LabelCapacityType].Values() {
 				cts[c] = struct{}{}
 				s.topo.addDomain(v1.LabelCapacityType, c)
 			}
@@ -289,8 +290,8 @@ func (s *solver) buildPools(snap Snapshot) {
 		// New nodes always carry a zone and a capacity type; make the pool's
 		// choices explicit so topology can count them.
 		if len(zones) > 0 {
-			p.reqs.Add(&Requirement{Key: corev1.LabelTopologyZone, values: zones})
-			p.reqs.Add(&Requirement{Key: v1.LabelCapacityType, values: cts})
+			p.reqs.Add(requirements.InSet(corev1.LabelTopologyZone, zones))
+			p.reqs.Add(requirements.InSet(v1.LabelCapacityType, cts))
 		}
 		for k, r := range p.reqs {
 			for _, v := range r.Values() {
@@ -304,7 +305,7 @@ func (s *solver) buildPools(snap Snapshot) {
 			return p.types[i].it.Name < p.types[j].it.Name
 		})
 		if len(p.types) == 0 {
-			p.err = fmt.Errorf("no instance type satisfies the NodePool's requirements %s", describeReqs(p.reqs))
+			p.err = fmt.Errorf("no instance type satisfies the NodePool's requirements %s", p.reqs.String())
 		}
 		s.pools = append(s.pools, p)
 	}
@@ -338,14 +339,14 @@ func (s *solver) buildType(p *pool, it *cloudprovider.InstanceType) *itype {
 	if len(zones) == 0 {
 		return nil
 	}
-	reqs := LabelRequirements(it.Labels)
-	reqs[corev1.LabelTopologyZone] = &Requirement{Key: corev1.LabelTopologyZone, values: zones}
-	reqs[v1.LabelCapacityType] = &Requirement{Key: v1.LabelCapacityType, values: cts}
+	reqs := requirements.LabelRequirements(it.Labels)
+	reqs[corev1.LabelTopologyZone] = requirements.InSet(corev1.LabelTopologyZone, zones)
+	reqs[v1.LabelCapacityType] = requirements.InSet(v1.LabelCapacityType, cts)
 	if err := s.typeCompatible(p.reqs, reqs); err != nil {
 		return nil
 	}
 	s.nextType++
-	t := &itype{id: s.nextType, it: it, reqs: reqs, alloc: FromResourceList(it.Allocatable), cap: FromResourceList(it.Capacity), price: price}
+	t := &itype{id: s.nextType, it: it, reqs: reqs, alloc: resources.FromResourceList(it.Allocatable), cap: resources.FromResourceList(it.Capacity), price: price}
 	t.overhead = typeOverhead(p.daemons, p.reqs, reqs)
 	t.free = t.alloc.Sub(t.overhead)
 	return t
@@ -354,11 +355,11 @@ func (s *solver) buildType(p *pool, it *cloudprovider.InstanceType) *itype {
 // typeCompatible checks predicates against an instance type's labels. Keys
 // the type does not define are fine when they are custom labels (the
 // NodePool sets them) and absent when they are well-known instance labels.
-func (s *solver) typeCompatible(preds, typeReqs Requirements) error {
+func (s *solver) typeCompatible(preds, typeReqs requirements.Requirements) error {
 	for k, p := range preds {
 		t, ok := typeReqs[k]
 		if !ok {
-			if _, known := s.knownKeys[k]; known && !p.absentOK {
+			if _, known := s.knownKeys[k]; known && !p.AbsentOK() {
 				return fmt.Errorf("instance type has no label %q (requires %s)", k, p)
 			}
 			continue
@@ -372,8 +373,8 @@ func (s *solver) typeCompatible(preds, typeReqs Requirements) error {
 
 func (s *solver) buildExisting(nodes []*Node, daemons []*daemon) {
 	for _, in := range nodes {
-		n := &node{name: in.Name, existing: true, deleting: in.MarkedForDeletion, requirements: LabelRequirements(in.Labels),
-			capacity: FromResourceList(in.Allocatable), groups: map[*podGroup]int{}}
+		n := &node{name: in.Name, existing: true, deleting: in.MarkedForDeletion, requirements: requirements.LabelRequirements(in.Labels),
+			capacity: resources.FromResourceList(in.Allocatable), groups: map[*podGroup]int{}}
 		for _, t := range in.Taints {
 			if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
 				n.deleting = true
@@ -387,7 +388,7 @@ func (s *solver) buildExisting(nodes []*Node, daemons []*daemon) {
 			n.used = pendingDaemons(daemons, in, n.taints)
 		}
 		for _, pod := range in.Pods {
-			n.used = n.used.Add(PodRequests(pod))
+			n.used = n.used.Add(resources.PodRequests(pod))
 			n.pods = append(n.pods, pod)
 			n.hostPorts = append(n.hostPorts, pods.HostPorts(pod)...)
 		}
@@ -519,8 +520,8 @@ func (s *solver) groupPoolCompatible(pg *podGroup, p *pool) bool {
 
 // podNodeReqs drops predicates on well-known labels the pool leaves open;
 // those are checked against the instance type instead.
-func (s *solver) podNodeReqs(pc *podConstraints, p *pool) Requirements {
-	out := Requirements{}
+func (s *solver) podNodeReqs(pc *podConstraints, p *pool) requirements.Requirements {
+	out := requirements.Requirements{}
 	for k, r := range pc.nodeReqs {
 		if _, ok := p.reqs[k]; !ok {
 			if _, known := s.knownKeys[k]; known {
@@ -551,23 +552,11 @@ func boolByte(b bool) int8 {
 	return 2
 }
 
-func extendedOK(req, alloc Resources) bool {
+func extendedOK(req, alloc resources.Resources) bool {
 	for k, v := range req.Ext {
 		if v > 0 && alloc.Ext[k] <= 0 {
 			return false
 		}
 	}
 	return true
-}
-
-func describeReqs(r Requirements) string {
-	parts := []string{}
-	for _, nsr := range r.NodeSelectorRequirements() {
-		if len(nsr.Values) > 0 {
-			parts = append(parts, fmt.Sprintf("%s %s [%s]", nsr.Key, nsr.Operator, strings.Join(nsr.Values, ",")))
-		} else {
-			parts = append(parts, fmt.Sprintf("%s %s", nsr.Key, nsr.Operator))
-		}
-	}
-	return strings.Join(parts, ", ")
 }

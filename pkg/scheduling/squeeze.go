@@ -1,12 +1,16 @@
 package scheduling
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
+)
 
 // squeezeState is a new node's cheapest type and the room left on it.
 type squeezeState struct {
 	price float64
 	typ   *itype
-	slack Resources
+	slack resources.Resources
 }
 
 // squeeze moves single pods off nodes whose cheapest type would step down

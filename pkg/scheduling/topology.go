@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -117,7 +118,7 @@ func (t *topology) filteredGroup(kind topoKind, key string, namespaces map[strin
 	if g, ok := t.groups[id]; ok {
 		return g, nil
 	}
-	g := &topoGroup{kind: kind, key: NormalizeKey(key), namespaces: namespaces, selector: selector, maxSkew: maxSkew, minDomains: minDomains,
+	g := &topoGroup{kind: kind, key: requirements.NormalizeKey(key), namespaces: namespaces, selector: selector, maxSkew: maxSkew, minDomains: minDomains,
 		counts: map[string]int{}, owners: map[string]int{}, filter: filter}
 	g.desc = fmt.Sprintf("%s on %s (%s)", kind, g.key, selector.String())
 	t.groups[id] = g
@@ -345,7 +346,7 @@ func typeDomains(p *pool, t *itype, key string) []string {
 type nodeFilter struct {
 	// terms are the pod's required node affinity, its nodeSelector merged
 	// into each term; a node matching any of them passes. nil: not honoured.
-	terms []Requirements
+	terms []requirements.Requirements
 	// honourTaints with the pod's tolerations.
 	honourTaints bool
 	tolerations  []corev1.Toleration
@@ -356,7 +357,7 @@ type nodeFilter struct {
 // newNodeFilter returns the filter of a spread constraint of a pod with the
 // given required node-affinity terms and tolerations, or nil when every node
 // counts.
-func newNodeFilter(tsc corev1.TopologySpreadConstraint, terms []Requirements, tolerations []corev1.Toleration) *nodeFilter {
+func newNodeFilter(tsc corev1.TopologySpreadConstraint, terms []requirements.Requirements, tolerations []corev1.Toleration) *nodeFilter {
 	f := &nodeFilter{}
 	if tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor {
 		for _, t := range terms {
@@ -372,7 +373,7 @@ func newNodeFilter(tsc corev1.TopologySpreadConstraint, terms []Requirements, to
 	}
 	var parts []string
 	for _, t := range f.terms {
-		parts = append(parts, describeReqs(t))
+		parts = append(parts, t.String())
 	}
 	f.id = "affinity:" + strings.Join(parts, " or ")
 	if f.honourTaints {
@@ -419,7 +420,7 @@ func (f *nodeFilter) passes(n *node) bool {
 
 // admits reports whether a new node of a pool and type, in domain d of
 // key (one of typeDomains), could pass the filter's node affinity.
-func (f *nodeFilter) admits(poolReqs, typeReqs Requirements, key, d string) bool {
+func (f *nodeFilter) admits(poolReqs, typeReqs requirements.Requirements, key, d string) bool {
 	if f.terms == nil {
 		return true
 	}

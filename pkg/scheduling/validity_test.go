@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -175,7 +176,7 @@ func checkEveryOption(t *testing.T, plan *Plan, pool *v1.NodePool, daemons []*co
 	for _, nc := range plan.NewNodeClaims {
 		zones, cts := nc.Requirements[corev1.LabelTopologyZone], nc.Requirements[v1.LabelCapacityType]
 		settled := map[string]string{}
-		for _, r := range []*Requirement{zones, cts} {
+		for _, r := range []*requirements.Requirement{zones, cts} {
 			if vals := r.Values(); len(vals) == 1 {
 				settled[r.Key] = vals[0]
 			}

@@ -11,6 +11,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	"github.com/joiner-autoscaler/joiner/pkg/volumes"
@@ -146,7 +147,7 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		}
 	}
 	claimByProvider := map[string]*v1.NodeClaim{}
-	inUse := map[string]scheduling.Resources{}
+	inUse := map[string]resources.Resources{}
 	nodeCount := map[string]int64{}
 	for i := range claims.Items {
 		nc := &claims.Items[i]
@@ -154,9 +155,9 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			claimByProvider[nc.Status.ProviderID] = nc
 		}
 		pool := nc.Labels[v1.LabelNodePool]
-		capacity := scheduling.FromResourceList(nc.Status.Capacity)
+		capacity := resources.FromResourceList(nc.Status.Capacity)
 		if len(nc.Status.Capacity) == 0 {
-			capacity = scheduling.FromResourceList(nc.Spec.Resources.Requests)
+			capacity = resources.FromResourceList(nc.Spec.Resources.Requests)
 		}
 		inUse[pool] = inUse[pool].Add(capacity)
 		nodeCount[pool]++

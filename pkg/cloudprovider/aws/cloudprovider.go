@@ -27,7 +27,8 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -188,8 +189,8 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) (_ [
 // not zone IDs; without this it would plan onto zones the launch then
 // refuses.
 func byZoneID(np *v1.NodePool, nc *awsv1.EC2NodeClass, its []*cloudprovider.InstanceType) ([]*cloudprovider.InstanceType, error) {
-	reqs, err := requirements.Parse(np.Spec.Template.Spec.Requirements)
-	if err != nil || len(reqs[LabelZoneID]) == 0 {
+	reqs, err := requirements.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...)
+	if err != nil || reqs[LabelZoneID] == nil {
 		return its, err
 	}
 	ids := zoneIDsOf(nc)
@@ -198,7 +199,7 @@ func byZoneID(np *v1.NodePool, nc *awsv1.EC2NodeClass, its []*cloudprovider.Inst
 		cp := *it
 		cp.Offerings = nil
 		for _, o := range it.Offerings {
-			if reqs.Allow(LabelZoneID, ids[o.Zone]) {
+			if reqs.Allows(LabelZoneID, ids[o.Zone]) {
 				cp.Offerings = append(cp.Offerings, o)
 			}
 		}
@@ -351,7 +352,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	if !ready(nc) {
 		return nil, &cloudprovider.NodeClassNotReadyError{Err: fmt.Errorf("EC2NodeClass %s is not ready: %s", nc.Name, notReadyMessage(nc))}
 	}
-	reqs, err := requirements.Parse(nodeClaim.Spec.Requirements)
+	reqs, err := requirements.FromNodeSelectorRequirements(nodeClaim.Spec.Requirements...)
 	if err != nil {
 		return nil, fmt.Errorf("nodeclaim %s: %w", nodeClaim.Name, err)
 	}
@@ -361,7 +362,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	}
 	var its []*cloudprovider.InstanceType
 	for _, it := range all {
-		if reqs.TypeAllowed(it) && requirements.Fits(nodeClaim.Spec.Resources.Requests, it.Allocatable) {
+		if it.Admits(reqs) && resources.FromResourceList(nodeClaim.Spec.Resources.Requests).Fits(resources.FromResourceList(it.Allocatable)) {
 			its = append(its, it)
 		}
 	}
@@ -369,7 +370,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	capacityTypes := capacityTypesOf(reqs, its)
 	if len(capacityTypes) == 0 {
 		return nil, &cloudprovider.InsufficientCapacityError{Err: fmt.Errorf("nodeclaim %s: no available offering of the %d instance types satisfying %s and requests %s",
-			nodeClaim.Name, len(its), reqs, requirements.ResourceString(nodeClaim.Spec.Resources.Requests))}
+			nodeClaim.Name, len(its), reqs, resources.FromResourceList(nodeClaim.Spec.Resources.Requests))}
 	}
 	// A capacity type whose available offerings are all of types without
 	// a template (no AMI of the class fits them) or in zones without a
@@ -526,7 +527,7 @@ func (c *CloudProvider) resumed(ctx context.Context, nodeClaim *v1.NodeClaim, re
 		return nil, fmt.Errorf("nodeclaim %s: annotation %s=%q is not an RFC 3339 time", nodeClaim.Name, v1.AnnotationLaunchAttempted, at)
 	}
 	inst, err := c.opts.Instances.Launched(ctx, nodeClaim.Name, nodeClaim.Labels[v1.LabelNodePool], since, func(i *instance.Instance) bool {
-		return reqs.Allow(corev1.LabelInstanceTypeStable, i.Type) && reqs.Allow(corev1.LabelTopologyZone, i.Zone) && reqs.Allow(v1.LabelCapacityType, i.CapacityType)
+		return reqs.Allows(corev1.LabelInstanceTypeStable, i.Type) && reqs.Allows(corev1.LabelTopologyZone, i.Zone) && reqs.Allows(v1.LabelCapacityType, i.CapacityType)
 	})
 	if awsclient.IsAccessDenied(err) {
 		// Without ec2:DescribeInstances nothing can be looked for; the
@@ -550,12 +551,12 @@ func (c *CloudProvider) resumed(ctx context.Context, nodeClaim *v1.NodeClaim, re
 func capacityTypesOf(reqs requirements.Requirements, its []*cloudprovider.InstanceType) []string {
 	var out []string
 	for _, ct := range []string{v1.CapacityTypeReserved, instance.CapacityTypeSpot, instance.CapacityTypeOnDemand} {
-		if !reqs.Allow(v1.LabelCapacityType, ct) {
+		if !reqs.Allows(v1.LabelCapacityType, ct) {
 			continue
 		}
 		if slices.ContainsFunc(its, func(it *cloudprovider.InstanceType) bool {
 			return slices.ContainsFunc(it.Offerings, func(o cloudprovider.Offering) bool {
-				return o.Available && o.CapacityType == ct && reqs.Allow(corev1.LabelTopologyZone, o.Zone)
+				return o.Available && o.CapacityType == ct && reqs.Allows(corev1.LabelTopologyZone, o.Zone)
 			})
 		}) {
 			out = append(out, ct)
@@ -590,7 +591,7 @@ func (c *CloudProvider) launchRequest(ctx context.Context, nc *awsv1.EC2NodeClas
 			continue
 		}
 		for _, o := range it.Offerings {
-			if o.Available && o.CapacityType == capacityType && reqs.Allow(corev1.LabelTopologyZone, o.Zone) && reqs.Allow(LabelZoneID, zoneIDs[o.Zone]) {
+			if o.Available && o.CapacityType == capacityType && reqs.Allows(corev1.LabelTopologyZone, o.Zone) && reqs.Allows(LabelZoneID, zoneIDs[o.Zone]) {
 				cands = append(cands, candidate{it, o})
 				if !slices.Contains(zones, o.Zone) {
 					zones = append(zones, o.Zone)
@@ -631,7 +632,7 @@ func (c *CloudProvider) reservedRequest(ctx context.Context, nc *awsv1.EC2NodeCl
 	kind := ""
 	for _, it := range its {
 		for _, o := range it.Offerings {
-			if !o.Available || o.CapacityType != v1.CapacityTypeReserved || !reqs.Allow(corev1.LabelTopologyZone, o.Zone) || !reqs.Allow(LabelZoneID, zoneIDs[o.Zone]) {
+			if !o.Available || o.CapacityType != v1.CapacityTypeReserved || !reqs.Allows(corev1.LabelTopologyZone, o.Zone) || !reqs.Allows(LabelZoneID, zoneIDs[o.Zone]) {
 				continue
 			}
 			for _, r := range c.reservationsFor(nc, it.Name, o.Zone) {
@@ -773,7 +774,7 @@ func amiFits(ami awsv1.AMI, it *cloudprovider.InstanceType) bool {
 	for _, r := range ami.Requirements {
 		in = append(in, v1.NodeSelectorRequirementWithMinValues{Key: r.Key, Operator: r.Operator, Values: r.Values})
 	}
-	reqs, err := requirements.Parse(in)
+	reqs, err := requirements.FromNodeSelectorRequirements(in...)
 	if err != nil {
 		return false
 	}
@@ -788,7 +789,7 @@ func amiFits(ami awsv1.AMI, it *cloudprovider.InstanceType) bool {
 			}
 			continue
 		}
-		if !reqs.Allow(r.Key, v) {
+		if !reqs.Allows(r.Key, v) {
 			return false
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/launchtemplate"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -252,12 +252,12 @@ const (
 // hardware) when its requirements allow it, else dedicated; a NodeClaim
 // that allows neither cannot launch.
 func Tenancy(nodeClaim *v1.NodeClaim) (string, error) {
-	reqs, err := requirements.Parse(nodeClaim.Spec.Requirements)
+	reqs, err := requirements.FromNodeSelectorRequirements(nodeClaim.Spec.Requirements...)
 	if err != nil {
 		return "", fmt.Errorf("nodeclaim %s: %w", nodeClaim.Name, err)
 	}
 	for _, t := range []string{"default", "dedicated"} {
-		if reqs.Allow(LabelInstanceTenancy, t) {
+		if reqs.Allows(LabelInstanceTenancy, t) {
 			return t, nil
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -53,12 +53,12 @@ func exotic(it *cloudprovider.InstanceType) bool {
 // cheaper and is not interrupted. Without an on-demand offering to compare
 // with, nothing is left out.
 func withoutDearSpot(its []*cloudprovider.InstanceType, reqs requirements.Requirements) []*cloudprovider.InstanceType {
-	if !reqs.Allow(v1.LabelCapacityType, instance.CapacityTypeOnDemand) {
+	if !reqs.Allows(v1.LabelCapacityType, instance.CapacityTypeOnDemand) {
 		return its
 	}
 	allowed := func(ct string) func(cloudprovider.Offering) bool {
 		return func(o cloudprovider.Offering) bool {
-			return o.CapacityType == ct && reqs.Allow(corev1.LabelTopologyZone, o.Zone)
+			return o.CapacityType == ct && reqs.Allows(corev1.LabelTopologyZone, o.Zone)
 		}
 	}
 	cheapestOD, found := 0.0, false

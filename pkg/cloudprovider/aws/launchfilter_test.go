@@ -5,11 +5,10 @@ import (
 	"testing"
 
 	"github.com/aws/smithy-go"
-
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
@@ -92,7 +91,7 @@ func TestWithoutDearSpot(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			reqs, err := requirements.Parse(tc.reqs)
+			reqs, err := requirements.FromNodeSelectorRequirements(tc.reqs...)
 			if err != nil {
 				t.Fatal(err)
 			}

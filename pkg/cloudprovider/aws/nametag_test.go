@@ -1,11 +1,11 @@
 package aws
 
 import (
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
 	"reflect"
 	"testing"
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
 )
 
 // The class's tags may name the instance (tags: {Name: ...}); that name is

@@ -18,7 +18,8 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -257,7 +258,7 @@ func (c *CloudProvider) launchedBefore(ctx context.Context, name string) (*corev
 // NodeClaim allows and fits in. Ties break by type name, zone and capacity
 // type so that the same request always launches the same machine.
 func (c *CloudProvider) choose(nodeClaim *v1.NodeClaim) (*cloudprovider.InstanceType, cloudprovider.Offering, error) {
-	reqs, err := requirements.Parse(nodeClaim.Spec.Requirements)
+	reqs, err := requirements.FromNodeSelectorRequirements(nodeClaim.Spec.Requirements...)
 	if err != nil {
 		return nil, cloudprovider.Offering{}, fmt.Errorf("nodeclaim %s: %w", nodeClaim.Name, err)
 	}
@@ -268,12 +269,12 @@ func (c *CloudProvider) choose(nodeClaim *v1.NodeClaim) (*cloudprovider.Instance
 		compatible int
 	)
 	for _, it := range c.types {
-		if !reqs.TypeAllowed(it) || !requirements.Fits(requests, it.Allocatable) {
+		if !it.Admits(reqs) || !resources.FromResourceList(requests).Fits(resources.FromResourceList(it.Allocatable)) {
 			continue
 		}
 		compatible++
 		for _, o := range it.Offerings {
-			if !o.Available || !reqs.Allow(corev1.LabelTopologyZone, o.Zone) || !reqs.Allow(v1.LabelCapacityType, o.CapacityType) {
+			if !o.Available || !reqs.Allows(corev1.LabelTopologyZone, o.Zone) || !reqs.Allows(v1.LabelCapacityType, o.CapacityType) {
 				continue
 			}
 			if best == nil || cheaper(it.Name, o, best.Name, bestOffer) {
@@ -284,7 +285,7 @@ func (c *CloudProvider) choose(nodeClaim *v1.NodeClaim) (*cloudprovider.Instance
 	if best != nil {
 		return best, bestOffer, nil
 	}
-	asked := fmt.Sprintf("%s and requests %s", reqs, requirements.ResourceString(requests))
+	asked := fmt.Sprintf("%s and requests %s", reqs, resources.FromResourceList(requests))
 	if compatible == 0 {
 		return nil, cloudprovider.Offering{}, &cloudprovider.InsufficientCapacityError{
 			Err: fmt.Errorf("nodeclaim %s: no instance type in %s satisfies %s", nodeClaim.Name, c.opts.Region, asked),

@@ -11,7 +11,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
-	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -182,8 +182,8 @@ func (c *Controller) drifted(ctx context.Context, nc *v1.NodeClaim, np *v1.NodeP
 		nc.Annotations[v1.AnnotationNodePoolHash] != np.Hash() {
 		return reasonNodePoolDrifted, nil
 	}
-	reqs, err := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...)
-	if err == nil && scheduling.LabelRequirements(nc.Labels).Compatible(reqs) != nil {
+	reqs, err := requirements.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...)
+	if err == nil && requirements.LabelRequirements(nc.Labels).Compatible(reqs) != nil {
 		return "RequirementsDrifted", nil
 	}
 	reason, err := c.CloudProvider.IsDrifted(ctx, nc)

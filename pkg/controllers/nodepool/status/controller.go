@@ -12,7 +12,8 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -83,10 +84,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.Client.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: np.Name}); err != nil {
 		return reconcile.Result{}, err
 	}
-	var total scheduling.Resources
+	var total resources.Resources
 	nodes := int64(0)
 	for _, nc := range claims.Items {
-		total = total.Add(scheduling.FromResourceList(nc.Status.Capacity))
+		total = total.Add(resources.FromResourceList(nc.Status.Capacity))
 		nodes++
 	}
 	res := corev1.ResourceList{
@@ -171,7 +172,7 @@ func validate(np *v1.NodePool) error {
 	if reason := state.InvalidRequirementValue(np); reason != "" {
 		return errors.New(reason)
 	}
-	if _, err := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...); err != nil {
+	if _, err := requirements.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...); err != nil {
 		return fmt.Errorf("spec.template.spec.requirements: %w", err)
 	}
 	seen := map[string]bool{}

@@ -1,4 +1,10 @@
-package scheduling
+// Package requirements is the algebra of node label requirements: the set
+// of values a label may take, intersected, compared and turned back into
+// the API's node selector terms. It is the one evaluator of NodePool,
+// NodeClaim and pod requirements; the planner, the cloud providers and
+// disruption all use it, so they cannot disagree on which instance types
+// a NodeClaim allows.
+package requirements
 
 import (
 	"fmt"
@@ -70,6 +76,20 @@ func NewRequirement(key string, op corev1.NodeSelectorOperator, values ...string
 	}
 	return r, nil
 }
+
+// In is the requirement that the label take one of values.
+func In(key string, values ...string) *Requirement {
+	return &Requirement{Key: key, values: setOf(values)}
+}
+
+// InSet is In for a set of values, which the requirement then owns.
+func InSet(key string, values map[string]struct{}) *Requirement {
+	return &Requirement{Key: key, values: values}
+}
+
+// AbsentOK reports whether a node without the label satisfies the
+// requirement as a pod's predicate (NotIn and DoesNotExist).
+func (r *Requirement) AbsentOK() bool { return r.absentOK }
 
 // MustRequirement is NewRequirement for values known to be valid.
 func MustRequirement(key string, op corev1.NodeSelectorOperator, values ...string) *Requirement {
@@ -350,6 +370,14 @@ func (rs Requirements) Merge(others Requirements) Requirements {
 	return out
 }
 
+// Allows reports whether a label with this value satisfies every
+// requirement on key; a key nobody constrained allows anything. The cloud
+// providers ask it of concrete offerings: a zone, a capacity type.
+func (rs Requirements) Allows(key, value string) bool {
+	r, ok := rs[key]
+	return !ok || r.Has(value)
+}
+
 // Compatible reports why a node whose labels can take the values in rs
 // cannot satisfy the pod predicates in pod, or nil when it can.
 func (rs Requirements) Compatible(pod Requirements) error {
@@ -375,12 +403,37 @@ func (rs Requirements) compatibleKey(k string, p *Requirement) error {
 	return nil
 }
 
+// NotOffered is the error of a predicate p on label k that no value
+// offered satisfies because the label is absent.
+func NotOffered(k string, p *Requirement) error { return labelNotOffered(k, p) }
+
+// Incompatible is the error of a predicate p that the offered values miss.
+func Incompatible(p, offered *Requirement) error { return incompatible(p, offered) }
+
 func labelNotOffered(k string, p *Requirement) error {
 	return fmt.Errorf("label %q is not offered (requires %s)", k, p)
 }
 
 func incompatible(p, offered *Requirement) error {
 	return fmt.Errorf("incompatible requirement %s, offered %s", p, offered)
+}
+
+// String lists the requirements sorted by key, for messages that tell a
+// user what was asked for.
+func (rs Requirements) String() string {
+	if len(rs) == 0 {
+		return "no requirements"
+	}
+	keys := make([]string, 0, len(rs))
+	for k := range rs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = rs[k].String()
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Labels picks one value for every key with a value, for node labels.

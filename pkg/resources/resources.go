@@ -1,4 +1,7 @@
-package scheduling
+// Package resources is the resource vector the planner adds and compares
+// millions of times per plan: millicores, bytes and counts in integers,
+// with extended resources beside them.
+package resources
 
 import (
 	"fmt"
@@ -197,8 +200,8 @@ func (r Resources) String() string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
-// nonNegative returns r with every negative quantity raised to zero.
-func (r Resources) nonNegative() Resources {
+// NonNegative returns r with every negative quantity raised to zero.
+func (r Resources) NonNegative() Resources {
 	out := Resources{CPU: max(r.CPU, 0), Memory: max(r.Memory, 0), Pods: max(r.Pods, 0), Ephemeral: max(r.Ephemeral, 0)}
 	for k, v := range r.Ext {
 		if v > 0 {

@@ -1,0 +1,120 @@
+package requirements
+
+import (
+	"testing"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func nsr(key string, op corev1.NodeSelectorOperator, values ...string) v1.NodeSelectorRequirementWithMinValues {
+	return v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values}
+}
+
+// TestPredicates checks each operator as a pod's predicate against a node
+// whose label has a value (Has, Allows) and against one without the label
+// (Compatible), with Kubernetes' node-affinity semantics.
+func TestPredicates(t *testing.T) {
+	tests := []struct {
+		op      corev1.NodeSelectorOperator
+		values  []string
+		value   string
+		present bool
+		want    bool
+	}{
+		{corev1.NodeSelectorOpIn, []string{"a", "b"}, "a", true, true},
+		{corev1.NodeSelectorOpIn, []string{"a", "b"}, "c", true, false},
+		{corev1.NodeSelectorOpIn, []string{"a"}, "", false, false},
+		{corev1.NodeSelectorOpNotIn, []string{"a"}, "a", true, false},
+		{corev1.NodeSelectorOpNotIn, []string{"a"}, "b", true, true},
+		{corev1.NodeSelectorOpNotIn, []string{"a"}, "", false, true},
+		{corev1.NodeSelectorOpExists, nil, "x", true, true},
+		{corev1.NodeSelectorOpExists, nil, "", false, false},
+		{corev1.NodeSelectorOpDoesNotExist, nil, "x", true, false},
+		{corev1.NodeSelectorOpDoesNotExist, nil, "", false, true},
+		{corev1.NodeSelectorOpGt, []string{"4"}, "5", true, true},
+		{corev1.NodeSelectorOpGt, []string{"4"}, "4", true, false},
+		{corev1.NodeSelectorOpGt, []string{"4"}, "large", true, false},
+		{corev1.NodeSelectorOpLt, []string{"4"}, "3", true, true},
+		{corev1.NodeSelectorOpLt, []string{"4"}, "4", true, false},
+		{v1.NodeSelectorOpGte, []string{"4"}, "4", true, true},
+		{v1.NodeSelectorOpGte, []string{"4"}, "3", true, false},
+		{v1.NodeSelectorOpLte, []string{"4"}, "4", true, true},
+		{v1.NodeSelectorOpLte, []string{"4"}, "5", true, false},
+		{v1.NodeSelectorOpLte, []string{"4"}, "", false, false},
+	}
+	for _, tt := range tests {
+		rs, err := FromNodeSelectorRequirements(nsr("k", tt.op, tt.values...))
+		if err != nil {
+			t.Fatalf("%s %v: %v", tt.op, tt.values, err)
+		}
+		var got bool
+		if tt.present {
+			got = rs.Allows("k", tt.value)
+			if has := rs["k"].Has(tt.value); has != got {
+				t.Errorf("k %s %v: Has(%q) = %v but Allows = %v", tt.op, tt.values, tt.value, has, got)
+			}
+		} else {
+			got = Requirements{}.Compatible(rs) == nil
+		}
+		if got != tt.want {
+			t.Errorf("k %s %v on value %q (present %v) = %v, want %v", tt.op, tt.values, tt.value, tt.present, got, tt.want)
+		}
+	}
+	for _, bad := range []v1.NodeSelectorRequirementWithMinValues{
+		nsr("k", corev1.NodeSelectorOpGt, "x"),
+		nsr("k", v1.NodeSelectorOpLte),
+		nsr("k", "Near", "1"),
+	} {
+		if _, err := FromNodeSelectorRequirements(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// TestDeprecatedKeys checks that a requirement written with a beta label
+// key constrains the label nodes carry.
+func TestDeprecatedKeys(t *testing.T) {
+	rs, err := FromNodeSelectorRequirements(nsr("failure-domain.beta.kubernetes.io/zone", corev1.NodeSelectorOpIn, "us-east-1a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Allows(corev1.LabelTopologyZone, "us-east-1b") || !rs.Allows(corev1.LabelTopologyZone, "us-east-1a") {
+		t.Errorf("zone requirement under the beta key: %s", rs)
+	}
+}
+
+// FuzzRoundTrip checks that a requirement written back as a node selector
+// term (as NodeClaims carry them) and read again admits the same values:
+// the planner writes NodeClaims' requirements this way and the cloud
+// providers read them.
+func FuzzRoundTrip(f *testing.F) {
+	ops := []corev1.NodeSelectorOperator{corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpExists,
+		corev1.NodeSelectorOpDoesNotExist, corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, v1.NodeSelectorOpGte, v1.NodeSelectorOpLte}
+	f.Add(uint8(0), "m5.large", "c6a.large", "m5.large")
+	f.Add(uint8(1), "m5.large", "", "c6a.large")
+	f.Add(uint8(4), "2", "", "3")
+	f.Add(uint8(6), "08", "", "8")
+	f.Add(uint8(7), "99999999999999999999", "", "1")
+	f.Fuzz(func(t *testing.T, opIndex uint8, a, b, probe string) {
+		op := ops[int(opIndex)%len(ops)]
+		values := []string{a}
+		if b != "" {
+			values = append(values, b)
+		}
+		if op == corev1.NodeSelectorOpExists || op == corev1.NodeSelectorOpDoesNotExist {
+			values = nil
+		}
+		first, err := FromNodeSelectorRequirements(nsr("k", op, values...))
+		if err != nil {
+			return
+		}
+		again, err := FromNodeSelectorRequirements(first.NodeSelectorRequirements()...)
+		if err != nil {
+			t.Fatalf("%s %s %q written back as %v: %v", "k", op, values, first.NodeSelectorRequirements(), err)
+		}
+		if x, y := first.Allows("k", probe), again.Allows("k", probe); x != y {
+			t.Fatalf("k %s %q admits %q: %v; written back as %v: %v", op, values, probe, x, first.NodeSelectorRequirements(), y)
+		}
+	})
+}
