@@ -16,7 +16,8 @@ import (
 // the pool allows; pods of one shape may use the kinds they fit and may run
 // on. Topology constraints are relaxed away, so the bound holds for them too.
 func LowerBound(snap Snapshot) (float64, error) {
-	s := newModelSolver(snap)
+	s := newSolver(snap, Options{})
+	s.buildGroups(snap)
 	var kinds []lpbound.Kind
 	kindOf := map[*itype]int{}
 	for _, p := range s.pools {
@@ -51,15 +52,6 @@ func LowerBound(snap Snapshot) (float64, error) {
 		return 0, err
 	}
 	return res.Cost, nil
-}
-
-func newModelSolver(snap Snapshot) *solver {
-	s := &solver{opts: Options{}.withDefaults(), topo: newTopology(), plan: &Plan{Existing: map[string]string{}}}
-	s.knownKeys = knownLabelKeys(snap.NodePools)
-	s.buildNamespaces(snap)
-	s.buildPools(snap)
-	s.buildGroups(snap)
-	return s
 }
 
 // Packing is a snapshot's pending pods as a packing problem for the
@@ -102,7 +94,8 @@ type PackingKind struct {
 
 // PackingModel builds the snapshot's Packing.
 func PackingModel(snap Snapshot) Packing {
-	s := newModelSolver(snap)
+	s := newSolver(snap, Options{})
+	s.buildGroups(snap)
 	out := Packing{Resources: []string{"cpu", "memory", "pods", "ephemeral-storage"}, ShapeOf: map[*corev1.Pod]string{}}
 	vec := func(r resources.Resources) []float64 {
 		return []float64{float64(r.CPU), float64(r.Memory), float64(r.Pods), float64(r.Ephemeral)}

@@ -47,12 +47,7 @@ type Removal struct {
 // removal must not evict pods onto a machine that is not Ready and may
 // never be, or into room launched for other pods.
 func NewCluster(snap Snapshot, opts Options) *Cluster {
-	s := &solver{opts: opts.withDefaults(), topo: newTopology(), plan: &Plan{Existing: map[string]string{}}}
-	s.knownKeys = knownLabelKeys(snap.NodePools)
-	s.volumes = newVolumeState(snap)
-	s.buildNamespaces(snap)
-	s.buildPools(snap)
-	s.buildExisting(snap.Nodes, s.daemons)
+	s := newSolver(snap, opts)
 	var all []*corev1.Pod
 	for _, n := range snap.Nodes {
 		all = append(all, n.Pods...)

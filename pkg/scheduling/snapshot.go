@@ -6,6 +6,12 @@
 // It is pure and deterministic: no API calls, no clock, no randomness, so the
 // provisioner, consolidation and the offline planner all get the same answer
 // for the same snapshot.
+//
+// Its entry points are Solve and SolveOne (solve.go), NewCluster for
+// consolidation's trials (cluster.go), and LowerBound and PackingModel
+// (bound.go) for grading plans. The requirement and resource algebra it
+// uses is pkg/requirements and pkg/resources; the LPs it rounds are
+// pkg/lpbound's.
 package scheduling
 
 import (

@@ -1,0 +1,148 @@
+package scheduling
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func limitsString(rl corev1.ResourceList) string {
+	keys := make([]string, 0, len(rl))
+	for k := range rl {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		q := rl[corev1.ResourceName(k)]
+		parts = append(parts, fmt.Sprintf("%s=%s", k, q.String()))
+	}
+	return strings.Join(parts, ",")
+}
+
+// rightSize picks the cheapest instance type for the node's pods and the
+// options to launch with, or returns nil when the node cannot be launched:
+// no type holds its pods, or, under the Strict policy, its options cannot
+// meet a minValues. commit records the choice in the pool's usage.
+func (s *solver) rightSize(n *node, commit bool) *NewNodeClaim {
+	nc, _ := s.size(n, commit)
+	return nc
+}
+
+// narrowed are the node's requirements that its pods narrowed, but zone
+// and capacity type: only those need checking against a type, since every
+// type of the pool satisfies the pool's own requirements and offerings
+// decide zone and capacity type.
+func (n *node) narrowed() requirements.Requirements {
+	out := requirements.Requirements{}
+	for k, r := range n.requirements {
+		if k == corev1.LabelTopologyZone || k == v1.LabelCapacityType {
+			continue
+		}
+		if pr, ok := n.pool.reqs[k]; !ok || pr != r {
+			out[k] = r
+		}
+	}
+	return out
+}
+
+// offeringFilter accepts the offerings in the zones and capacity types
+// allowed; a nil requirement allows any.
+func offeringFilter(zoneReq, ctReq *requirements.Requirement) func(cloudprovider.Offering) bool {
+	return func(o cloudprovider.Offering) bool {
+		return (zoneReq == nil || zoneReq.Has(o.Zone)) && (ctReq == nil || ctReq.Has(o.CapacityType))
+	}
+}
+
+// size is rightSize, saying why a node cannot be launched.
+func (s *solver) size(n *node, commit bool) (*NewNodeClaim, error) {
+	p := n.pool
+	accept := offeringFilter(n.requirements[corev1.LabelTopologyZone], n.requirements[v1.LabelCapacityType])
+	narrowed := n.narrowed()
+	hasMinValues := len(p.minValues) > 0
+	var opts []option
+	bound := math.Inf(1)
+	for _, t := range p.types {
+		// p.types is in order of each type's cheapest offering, a lower
+		// bound of its price on this node.
+		if t.price > bound && !hasMinValues {
+			break
+		}
+		if !n.used.Fits(t.free) || !extendedOK(n.used, t.alloc) {
+			continue
+		}
+		if len(narrowed) > 0 && s.typeCompatible(narrowed, t.reqs) != nil {
+			continue
+		}
+		if t != n.target && !p.withinLimits(t.cap.Sub(n.target.cap)) {
+			continue
+		}
+		if !s.podsCompatibleWithType(n, t) || !n.attachFits(t) {
+			continue
+		}
+		off, ok := t.it.CheapestOffering(accept)
+		if !ok {
+			continue
+		}
+		opts = append(opts, option{t: t, price: off.Price, off: off})
+		if b := off.Price * s.opts.PriceBand; b < bound {
+			bound = b
+		}
+	}
+	sort.SliceStable(opts, func(i, j int) bool {
+		if opts[i].price != opts[j].price {
+			return opts[i].price < opts[j].price
+		}
+		return opts[i].t.it.Name < opts[j].t.it.Name
+	})
+	if len(opts) == 0 {
+		if !commit {
+			return nil, errors.New("no instance type holds the pods") // a trial
+		}
+		// The target always fits a committed node; this guards against a bug, not input.
+		off, _ := n.target.it.CheapestOffering(accept)
+		opts = []option{{t: n.target, price: off.Price, off: off}}
+	}
+	chosen, short := s.chooseOptions(n, opts, accept)
+	if len(short) > 0 && s.opts.MinValuesPolicy == MinValuesPolicyStrict {
+		if commit {
+			p.usage = p.usage.Sub(n.target.cap)
+			p.nodes--
+		}
+		return nil, short[0]
+	}
+	if commit {
+		p.usage = p.usage.Sub(n.target.cap).Add(chosen[0].t.cap)
+	}
+
+	nc := &NewNodeClaim{NodePool: p.name, Pods: n.pods, Requests: n.used.Add(chosen[0].t.overhead), InstanceType: chosen[0].t.it, Offering: chosen[0].off}
+	reqs := n.requirements.Copy()
+	names := make([]string, 0, len(chosen))
+	zones, cts := map[string]struct{}{}, map[string]struct{}{}
+	for _, o := range chosen {
+		nc.InstanceTypes = append(nc.InstanceTypes, o.t.it)
+		names = append(names, o.t.it.Name)
+		for _, off := range o.t.it.Offerings {
+			if off.Available && accept(off) {
+				zones[off.Zone] = struct{}{}
+				cts[off.CapacityType] = struct{}{}
+			}
+		}
+	}
+	reqs.Add(requirements.In(corev1.LabelInstanceTypeStable, names...))
+	reqs.Add(requirements.InSet(corev1.LabelTopologyZone, zones))
+	reqs.Add(requirements.InSet(v1.LabelCapacityType, cts))
+	for _, sf := range short {
+		reqs[sf.key] = sf.relaxed(reqs[sf.key])
+		nc.MinValuesRelaxed = true
+	}
+	nc.Requirements = reqs
+	return nc, nil
+}

@@ -1,0 +1,313 @@
+package scheduling
+
+import (
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// solver is the state of one plan: the pools and their instance types, the
+// existing and planned nodes, the pod groups still to place, topology counts,
+// and the journal that lets a trial be undone. It lives in this file with
+// the two operations that change a node, commit and newNode; everything
+// else reads it. Each way of placing pods is a file of its own that drives
+// these: greedy.go (one pod at a time, with lookahead typing), lpround.go
+// (rounding the configuration LP), grow.go, squeeze.go and merge.go (the
+// passes that improve a placement), size.go (choosing each NodeClaim's
+// instance types); build.go makes the state from a Snapshot and fit.go
+// says whether a pod may go on a node.
+type solver struct {
+	opts      Options
+	topo      *topology
+	pools     []*pool
+	existing  []*node
+	virtual   []*node
+	groups    []*podGroup
+	groupOf   map[*corev1.Pod]*podGroup
+	knownKeys map[string]struct{}
+	daemons   []*daemon
+	// namespaces are every namespace's labels, for namespaceSelectors.
+	namespaces map[string]labels.Set
+	plan       *Plan
+	// shapes aggregate groups for the lookahead.
+	shapes []*shape
+	// journal, when set, records changes for rollback.
+	journal  *journal
+	nextType int
+	volumes  volumeState
+}
+
+type pool struct {
+	idx    int
+	name   string
+	np     *v1.NodePool
+	weight int32
+	reqs   requirements.Requirements
+	taints []corev1.Taint
+	types  []*itype
+	// daemons are the DaemonSets that tolerate the pool's taints; which of
+	// them run on a node depends on its instance type's labels too.
+	daemons []*daemon
+	limits  corev1.ResourceList
+	usage   resources.Resources
+	nodes   int64
+	err     error
+	// minValues are the requirement keys with minValues, sorted.
+	minValues []string
+}
+
+type itype struct {
+	id    int
+	it    *cloudprovider.InstanceType
+	reqs  requirements.Requirements
+	alloc resources.Resources
+	cap   resources.Resources
+	price float64
+	// overhead is what the DaemonSets take on a node of this type in this
+	// pool, and free the allocatable left for pods.
+	overhead resources.Resources
+	free     resources.Resources
+}
+
+type node struct {
+	name     string
+	existing bool
+	deleting bool
+	pool     *pool
+	// requirements of an existing node are its labels; of a new node, the
+	// NodePool's requirements narrowed by its pods.
+	requirements requirements.Requirements
+	taints       []corev1.Taint
+	capacity     resources.Resources
+	used         resources.Resources
+	target       *itype
+	pods         []*corev1.Pod
+	hostPorts    []pods.HostPort
+	groups       map[*podGroup]int
+	// attach tracks attached volumes where a limit applies; nil for none.
+	attach *nodeAttachments
+}
+
+// values returns the values node label key can take.
+func (n *node) values(key string) []string {
+	r, ok := n.requirements[key]
+	if n.target != nil {
+		if t, tok := n.target.reqs[key]; tok {
+			if ok {
+				return r.Intersect(t).Values()
+			}
+			return t.Values()
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return r.Values()
+}
+
+// commit places the pod on the node and records it everywhere.
+func (s *solver) commit(pg *podGroup, pc *podConstraints, n *node, pod *corev1.Pod) {
+	domains, _ := s.decideDomains(pg, pc, n)
+	s.touchNode(n)
+	s.touchGroup(pg)
+	n.used = n.used.Add(pg.requests)
+	n.pods = append(n.pods, pod)
+	n.hostPorts = append(n.hostPorts, pg.hostPorts...)
+	s.attachTo(n, pg.attachments)
+	n.groups[pg]++
+	pg.remaining--
+	if pg.shape != nil {
+		pg.shape.remaining--
+	}
+	if !n.existing {
+		for k, p := range pc.nodeReqs {
+			if r, ok := n.requirements[k]; ok {
+				n.requirements[k] = r.Intersect(p)
+			} else if _, tok := n.target.reqs[k]; !tok && !p.AbsentOK() {
+				n.requirements[k] = p
+			}
+		}
+		for k, d := range domains {
+			if k == corev1.LabelHostname {
+				continue
+			}
+			n.requirements[k] = requirements.In(k, d)
+		}
+	}
+	domainOf := func(key string) (string, bool) {
+		if d, ok := domains[key]; ok {
+			return d, true
+		}
+		vals := n.values(key)
+		if len(vals) == 1 {
+			return vals[0], true
+		}
+		return "", false
+	}
+	for _, g := range pg.matchedBy {
+		if d, ok := domainOf(g.key); ok && g.filter.passes(n) {
+			s.bump(g.counts, d, 1)
+		}
+	}
+	for _, g := range pg.ownedAnti {
+		if d, ok := domainOf(g.key); ok {
+			s.bump(g.owners, d, 1)
+		}
+	}
+	if n.existing {
+		s.plan.Existing[pod.Namespace+"/"+pod.Name] = n.name
+	}
+}
+
+func (s *solver) newNode(p *pool, t *itype) *node {
+	reqs := p.reqs.Copy()
+	for _, k := range []string{corev1.LabelTopologyZone, v1.LabelCapacityType} {
+		if r, ok := reqs[k]; ok {
+			reqs[k] = r.Intersect(t.reqs[k])
+		}
+	}
+	return &node{name: "candidate", pool: p, requirements: reqs, taints: p.taints, capacity: t.free, target: t, groups: map[*podGroup]int{}}
+}
+
+func (p *pool) withinLimits(capacity resources.Resources) bool {
+	if len(p.limits) == 0 {
+		return true
+	}
+	after := p.usage.Add(capacity).ResourceList()
+	for name, limit := range p.limits {
+		if name == "nodes" {
+			continue
+		}
+		if q, ok := after[name]; ok && q.Cmp(limit) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// journal records what a trial changes so that it can be undone: trying
+// the removal of each of 2,000 nodes against one shared model is far
+// cheaper than rebuilding the model 2,000 times.
+type journal struct {
+	nodes   map[*node]nodeSave
+	groups  map[*podGroup]groupSave
+	shapes  map[*shape]int
+	pools   map[*pool]poolSave
+	counts  []countUndo
+	virtual int
+}
+
+type nodeSave struct {
+	used      resources.Resources
+	pods      []*corev1.Pod
+	hostPorts []pods.HostPort
+	groups    map[*podGroup]int
+	deleting  bool
+	// target and capacity change when a planned node grows.
+	target   *itype
+	capacity resources.Resources
+}
+
+type groupSave struct {
+	remaining int
+	pods      []*corev1.Pod
+}
+
+type poolSave struct {
+	usage resources.Resources
+	nodes int64
+}
+
+type countUndo struct {
+	m     map[string]int
+	key   string
+	delta int
+}
+
+func (s *solver) begin() {
+	s.journal = &journal{nodes: map[*node]nodeSave{}, groups: map[*podGroup]groupSave{}, shapes: map[*shape]int{}, pools: map[*pool]poolSave{}, virtual: len(s.virtual)}
+}
+
+// touchNode saves a node before its first change in the trial.
+func (s *solver) touchNode(n *node) {
+	j := s.journal
+	if j == nil {
+		return
+	}
+	if _, ok := j.nodes[n]; ok {
+		return
+	}
+	groups := make(map[*podGroup]int, len(n.groups))
+	for g, c := range n.groups {
+		groups[g] = c
+	}
+	j.nodes[n] = nodeSave{used: n.used, pods: n.pods, hostPorts: n.hostPorts, groups: groups, deleting: n.deleting, target: n.target, capacity: n.capacity}
+}
+
+func (s *solver) touchGroup(g *podGroup) {
+	j := s.journal
+	if j == nil {
+		return
+	}
+	if _, ok := j.groups[g]; ok {
+		return
+	}
+	j.groups[g] = groupSave{remaining: g.remaining, pods: g.pods}
+	if sh := g.shape; sh != nil {
+		if _, ok := j.shapes[sh]; !ok {
+			j.shapes[sh] = sh.remaining
+		}
+	}
+}
+
+func (s *solver) touchPool(p *pool) {
+	j := s.journal
+	if j == nil {
+		return
+	}
+	if _, ok := j.pools[p]; !ok {
+		j.pools[p] = poolSave{usage: p.usage, nodes: p.nodes}
+	}
+}
+
+// bump changes a topology counter, journaled.
+func (s *solver) bump(m map[string]int, key string, delta int) {
+	m[key] += delta
+	if s.journal != nil {
+		s.journal.counts = append(s.journal.counts, countUndo{m, key, delta})
+	}
+}
+
+// rollback undoes everything since begin.
+func (s *solver) rollback() {
+	j := s.journal
+	if j == nil {
+		return
+	}
+	for n, v := range j.nodes {
+		n.used, n.pods, n.hostPorts, n.groups, n.deleting = v.used, v.pods, v.hostPorts, v.groups, v.deleting
+		n.target, n.capacity = v.target, v.capacity
+	}
+	for g, v := range j.groups {
+		g.remaining, g.pods = v.remaining, v.pods
+	}
+	for sh, v := range j.shapes {
+		sh.remaining = v
+	}
+	for p, v := range j.pools {
+		p.usage, p.nodes = v.usage, v.nodes
+	}
+	for i := len(j.counts) - 1; i >= 0; i-- {
+		c := j.counts[i]
+		c.m[c.key] -= c.delta
+	}
+	s.virtual = s.virtual[:j.virtual]
+	s.journal = nil
+}
+
+// keep ends the trial and keeps its changes.
+func (s *solver) keep() { s.journal = nil }
