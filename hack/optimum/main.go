@@ -4,8 +4,9 @@
 //
 //   - the assignment LP bound (pkg/lpbound.Bound), which splits pods;
 //   - the configuration LP (pkg/lpbound.Patterns): whole pods on whole
-//     nodes, fractional node counts, solved by column generation; when it
-//     converges its optimum is a lower bound on every integer plan;
+//     nodes, fractional node counts, solved by column generation, with a
+//     certified lower bound on every integer plan (the higher of it and the
+//     assignment LP's is the "integer lower bound");
 //   - the integer program over the generated patterns, solved by CBC
 //     (coinor-cbc, from Debian): a real plan, so an upper bound on the
 //     integer optimum.
@@ -147,10 +148,10 @@ func grade(w workload, its []*cloudprovider.InstanceType, dir string, sec int) (
 			return g, fmt.Errorf("the configuration LP cannot cover %.1f pods of shape %s", u, m.Shapes[s].Name)
 		}
 	}
-	g.lower = res.Bound
-	if g.lower <= 0 {
-		return g, fmt.Errorf("no certified bound")
-	}
+	// Both bounds hold for every plan of the model (the assignment LP
+	// relaxes it further), so the higher one is the certificate; the
+	// configuration LP's is the higher unless pricing was cut short.
+	g.lower = max(res.Bound, g.lp)
 	g.integer, g.status, err = solveMIP(filepath.Join(dir, w.name), m, res, sec)
 	g.baseTime = time.Since(start)
 	return g, err
@@ -242,9 +243,9 @@ func solveMIP(base string, m scheduling.Packing, res lpbound.PatternResult, sec 
 	if err := os.WriteFile(base+".lp", b.Bytes(), 0o644); err != nil {
 		return 0, "", err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(sec+60)*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(2*sec+60)*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "cbc", base+".lp", "-sec", strconv.Itoa(sec), "-ratioGap", "0", "-allowableGap", "0.0001", "-threads", "2", "-solve", "-solution", base+".sol")
+	cmd := exec.CommandContext(ctx, "cbc", base+".lp", "-timeMode", "elapsed", "-sec", strconv.Itoa(sec), "-ratioGap", "0", "-allowableGap", "0.0001", "-threads", "2", "-solve", "-solution", base+".sol")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return 0, "", fmt.Errorf("cbc: %v\n%s", err, out)
@@ -301,7 +302,7 @@ func cbcKnapsack(dir string) func([]float64, []lpbound.KnapsackItem, float64) ([
 		if err := os.WriteFile(base+".lp", b.Bytes(), 0o644); err != nil {
 			return nil, err
 		}
-		out, err := exec.Command("cbc", base+".lp", "-sec", "5", "-ratioGap", strconv.FormatFloat(gap, 'g', -1, 64), "-integerTolerance", "1e-9", "-solve", "-solution", base+".sol").CombinedOutput()
+		out, err := exec.Command("cbc", base+".lp", "-timeMode", "elapsed", "-sec", "5", "-ratioGap", strconv.FormatFloat(gap, 'g', -1, 64), "-integerTolerance", "1e-9", "-solve", "-solution", base+".sol").CombinedOutput()
 		if err != nil {
 			return nil, fmt.Errorf("cbc: %v\n%s", err, out)
 		}

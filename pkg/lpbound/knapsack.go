@@ -69,90 +69,114 @@ func newKnapsack(g *patternGen, k int, val []float64) *knapsack {
 	sort.SliceStable(ks.items, func(i, j int) bool {
 		return ks.items[i].v/dom(ks.items[i]) > ks.items[j].v/dom(ks.items[j])
 	})
-	// Greedy under the tightest weighting is the LP's own order, and the
-	// first dive of the search follows it; rebuild the surrogates for it.
-	ks.sur = ks.surrogates()
-	w := ks.sur[0].req
-	idx := make([]int, len(ks.items))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		return ks.items[idx[a]].v*w[idx[b]] > ks.items[idx[b]].v*w[idx[a]]
-	})
-	items := make([]kitem, len(idx))
-	for i, j := range idx {
-		items[i] = ks.items[j]
-	}
-	ks.items = items
-	ks.sur = ks.surrogates()
 	return ks
 }
 
-// surrogates picks the weightings: each resource alone, and mixes of each
-// pair in steps of a tenth (weights per unit of capacity), keeping the
-// three that bound the root lowest.
-func (ks *knapsack) surrogates() []surrogate {
-	nr := len(ks.cap)
-	var ws [][]float64
-	unit := func(r int) float64 {
-		if ks.cap[r] > 0 {
-			return 1 / ks.cap[r]
-		}
-		return 0
+// quickUpper bounds the optimum by each resource alone, the cheapest of
+// the bounds: pricing uses it to pass over kinds before building anything
+// more.
+func (ks *knapsack) quickUpper() float64 {
+	ws := ks.unitWeights()
+	if len(ws) == 0 {
+		return ks.frac(0, ks.cap)
 	}
-	// Only resources some item requests can bind.
-	var res []int
-	for r := range nr {
-		for _, it := range ks.items {
-			if it.req[r] > 0 {
+	best := math.Inf(1)
+	for _, w := range ws {
+		best = min(best, ks.surBound(ks.surrogate(w), 0, ks.cap))
+	}
+	return best
+}
+
+// prepare picks the weightings for the search, each resource alone and
+// mixes of each pair in tenths (weights per unit of capacity), keeping the
+// three that bound the root lowest, and orders the items by value per unit
+// of the tightest: greedy in that order is the LP's own choice, and the
+// first dive of the search follows it.
+func (ks *knapsack) prepare() {
+	ws := ks.unitWeights()
+	var res []int // the resource of each unit weighting
+	for _, w := range ws {
+		for r, x := range w {
+			if x > 0 {
 				res = append(res, r)
 				break
 			}
 		}
 	}
-	for _, r := range res {
-		w := make([]float64, nr)
-		w[r] = unit(r)
-		ws = append(ws, w)
-	}
 	for ai, a := range res {
 		for _, b := range res[ai+1:] {
 			for step := 1; step < 10; step++ {
-				w := make([]float64, nr)
-				w[a] = float64(step) / 10 * unit(a)
-				w[b] = float64(10-step) / 10 * unit(b)
+				w := make([]float64, len(ks.cap))
+				w[a] = float64(step) / 10 / ks.cap[a]
+				w[b] = float64(10-step) / 10 / ks.cap[b]
 				ws = append(ws, w)
 			}
 		}
 	}
 	type scored struct {
-		s     surrogate
+		w     []float64
 		bound float64
 	}
-	var all []scored
-	for _, w := range ws {
-		s := surrogate{w: w, req: make([]float64, len(ks.items))}
-		for i, it := range ks.items {
-			for r, q := range it.req {
-				s.req[i] += w[r] * q
-			}
-			if s.req[i] > 0 {
-				s.order = append(s.order, i)
-			}
-		}
-		sort.SliceStable(s.order, func(a, b int) bool {
-			ia, ib := s.order[a], s.order[b]
-			return ks.items[ia].v/s.req[ia] > ks.items[ib].v/s.req[ib]
-		})
-		all = append(all, scored{s, ks.surBound(s, 0, ks.cap)})
+	all := make([]scored, len(ws))
+	for i, w := range ws {
+		all[i] = scored{w, ks.surBound(ks.surrogate(w), 0, ks.cap)}
+	}
+	ks.sur = ks.sur[:0]
+	if len(all) == 0 {
+		return // no item requests anything: frac counts them all whole
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].bound < all[j].bound })
-	var out []surrogate
-	for i := 0; i < len(all) && i < 3; i++ {
-		out = append(out, all[i].s)
+	top := all[0].w
+	weighted := func(it kitem) float64 {
+		d := 0.0
+		for r, q := range it.req {
+			d += top[r] * q
+		}
+		return d
 	}
-	return out
+	sort.SliceStable(ks.items, func(i, j int) bool {
+		return ks.items[i].v*weighted(ks.items[j]) > ks.items[j].v*weighted(ks.items[i])
+	})
+	for i := 0; i < len(all) && i < 3; i++ {
+		ks.sur = append(ks.sur, ks.surrogate(all[i].w))
+	}
+}
+
+// unitWeights are the weightings of each requested resource alone.
+func (ks *knapsack) unitWeights() [][]float64 {
+	var ws [][]float64
+	for r := range ks.cap {
+		if ks.cap[r] <= 0 {
+			continue
+		}
+		for _, it := range ks.items {
+			if it.req[r] > 0 {
+				w := make([]float64, len(ks.cap))
+				w[r] = 1 / ks.cap[r]
+				ws = append(ws, w)
+				break
+			}
+		}
+	}
+	return ws
+}
+
+// surrogate builds the weighting w over the items in their current order.
+func (ks *knapsack) surrogate(w []float64) surrogate {
+	s := surrogate{w: w, req: make([]float64, len(ks.items))}
+	for i, it := range ks.items {
+		for r, q := range it.req {
+			s.req[i] += w[r] * q
+		}
+		if s.req[i] > 0 {
+			s.order = append(s.order, i)
+		}
+	}
+	sort.SliceStable(s.order, func(a, b int) bool {
+		ia, ib := s.order[a], s.order[b]
+		return ks.items[ia].v*s.req[ib] > ks.items[ib].v*s.req[ia]
+	})
+	return s
 }
 
 // upper bounds the knapsack's optimum from the start.
@@ -163,6 +187,13 @@ func (ks *knapsack) upper() float64 {
 // frac bounds the value items[from:] can add within rem: the lowest of
 // the surrogate bounds.
 func (ks *knapsack) frac(from int, rem []float64) float64 {
+	if len(ks.sur) == 0 { // nothing requested: everything fits
+		v := 0.0
+		for _, it := range ks.items[from:] {
+			v += float64(it.ub) * it.v
+		}
+		return v
+	}
 	best := math.Inf(1)
 	for _, s := range ks.sur {
 		best = min(best, ks.surBound(s, from, rem))

@@ -507,7 +507,13 @@ func (g *patternGen) price() (added int, rho float64) {
 		if ks == nil {
 			continue
 		}
-		up := ks.upper() / cost
+		// Most kinds fail the cheap bound; only the rest get the
+		// surrogates the search needs.
+		up := ks.quickUpper() / cost
+		if up > 1+g.opt.Tolerance {
+			ks.prepare()
+			up = min(up, ks.upper()/cost)
+		}
 		if up > 1+g.opt.Tolerance {
 			todo = append(todo, promise{k, cost, up, ks})
 		} else {

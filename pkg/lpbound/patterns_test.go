@@ -257,7 +257,7 @@ func TestKnapsackMatchesEnumeration(t *testing.T) {
 			ks.items = append(ks.items, it)
 		}
 		want := enumerate(ks.cap, ks.items)
-		ks.sur = ks.surrogates()
+		ks.prepare()
 		if up := ks.upper(); up < want-1e-9 {
 			t.Fatalf("trial %d: upper bound %v below the optimum %v", trial, up, want)
 		}
