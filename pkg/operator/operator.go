@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -39,7 +40,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -85,7 +85,8 @@ func Run(ctx context.Context, opts *Options) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Logger:                        logger,
-		Metrics:                       metricsserver.Options{BindAddress: ":" + strconv.Itoa(opts.MetricsPort)},
+		Metrics:                       metricsOptions(opts),
+		Cache:                         cache.Options{DefaultTransform: cacheTransform},
 		HealthProbeBindAddress:        ":" + strconv.Itoa(opts.HealthProbePort),
 		LeaderElection:                !opts.DisableLeaderElection,
 		LeaderElectionID:              opts.LeaderElectionName,

@@ -33,6 +33,8 @@ type Options struct {
 	KubeClientQPS         int
 	KubeClientBurst       int
 	DisableLeaderElection bool
+	// EnableProfiling serves Go's pprof profiles on the metrics port.
+	EnableProfiling bool
 	// DisableClusterStateObservability turns off the scrape-time
 	// cluster-state gauges (nodes, pods, NodePools) and the pod timings.
 	DisableClusterStateObservability bool
@@ -181,6 +183,7 @@ var settings = []setting{
 	intSetting("kube-client-qps", "KUBE_CLIENT_QPS", "200", "Kubernetes API requests per second", 1, 100000, func(o *Options) *int { return &o.KubeClientQPS }),
 	intSetting("kube-client-burst", "KUBE_CLIENT_BURST", "300", "Kubernetes API request burst", 1, 100000, func(o *Options) *int { return &o.KubeClientBurst }),
 	boolSetting("disable-leader-election", "DISABLE_LEADER_ELECTION", "false", "run without leader election (one replica only)", func(o *Options) *bool { return &o.DisableLeaderElection }),
+	boolSetting("enable-profiling", "ENABLE_PROFILING", "false", "serve Go's pprof profiles under /debug/pprof/ on the metrics port", func(o *Options) *bool { return &o.EnableProfiling }),
 	boolSetting("disable-cluster-state-observability", "DISABLE_CLUSTER_STATE_OBSERVABILITY", "false", "serve no node, pod and NodePool gauges and no pod timings (karpenter_nodes_*, karpenter_pods_*, karpenter_nodepools_*)", func(o *Options) *bool { return &o.DisableClusterStateObservability }),
 	stringSetting("leader-election-name", "LEADER_ELECTION_NAME", "joiner-leader-election", "name of the leader election Lease", func(o *Options) *string { return &o.LeaderElectionName }),
 	stringSetting("leader-election-namespace", "LEADER_ELECTION_NAMESPACE", "", "namespace of the Lease; the pod's namespace or kube-system when empty", func(o *Options) *string { return &o.LeaderElectionNS }),

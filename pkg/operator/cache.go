@@ -1,0 +1,65 @@
+package operator
+
+import (
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// lastApplied is kubectl's copy of the whole object, often the largest
+// annotation a pod carries.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// cacheTransform trims every object before the informers cache it, so the
+// controller's memory follows what it reads rather than what the API
+// server stores: managed fields go from every object, and from pods
+// kubectl's last-applied copy and the parts of containers that only the
+// kubelet uses (environment, commands, probes, mounts). Joiner never
+// writes a pod back, so nothing trimmed here can be lost; requests, ports,
+// affinity, tolerations, volumes, labels and status stay.
+func cacheTransform(in any) (any, error) {
+	if obj, err := meta.Accessor(in); err == nil && obj.GetManagedFields() != nil {
+		obj.SetManagedFields(nil)
+	}
+	if pod, ok := in.(*corev1.Pod); ok {
+		if _, ok := pod.Annotations[lastApplied]; ok {
+			delete(pod.Annotations, lastApplied)
+		}
+		for i := range pod.Spec.InitContainers {
+			trimContainer(&pod.Spec.InitContainers[i])
+		}
+		for i := range pod.Spec.Containers {
+			trimContainer(&pod.Spec.Containers[i])
+		}
+		pod.Spec.EphemeralContainers = nil
+	}
+	return in, nil
+}
+
+func trimContainer(c *corev1.Container) {
+	c.Command, c.Args, c.WorkingDir = nil, nil, ""
+	c.Env, c.EnvFrom = nil, nil
+	c.VolumeMounts, c.VolumeDevices = nil, nil
+	c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+	c.TerminationMessagePath = ""
+}
+
+// metricsOptions serves /metrics, and with ENABLE_PROFILING Go's pprof
+// profiles under /debug/pprof/ on the same port, as Karpenter does.
+func metricsOptions(opts *Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: ":" + strconv.Itoa(opts.MetricsPort)}
+	if opts.EnableProfiling {
+		m.ExtraHandlers = map[string]http.Handler{
+			"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+			"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+			"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+			"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+			"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+		}
+	}
+	return m
+}

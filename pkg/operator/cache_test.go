@@ -1,0 +1,110 @@
+package operator
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestCacheTransform(t *testing.T) {
+	container := func() corev1.Container {
+		return corev1.Container{
+			Name: "app", Image: "app:1", Command: []string{"/app"}, Args: []string{"--big"}, WorkingDir: "/w",
+			Env:           []corev1.EnvVar{{Name: "A", Value: strings.Repeat("x", 1000)}},
+			EnvFrom:       []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}},
+			VolumeMounts:  []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+			Ports:         []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}},
+			Resources:     corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+			LivenessProbe: &corev1.Probe{}, ReadinessProbe: &corev1.Probe{}, StartupProbe: &corev1.Probe{}, Lifecycle: &corev1.Lifecycle{},
+		}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app": "a"},
+			Annotations:   map[string]string{lastApplied: "{...}", "karpenter.sh/do-not-disrupt": "true"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{container()}, Containers: []corev1.Container{container()},
+			EphemeralContainers: []corev1.EphemeralContainer{{}},
+			Volumes:             []corev1.Volume{{Name: "data"}},
+			Tolerations:         []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
+			Affinity:            &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled}}},
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}}}
+	if _, err := cacheTransform(pod); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cacheTransform(node); err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"pod managed fields dropped", pod.ManagedFields == nil},
+		{"node managed fields dropped", node.ManagedFields == nil},
+		{"last-applied dropped", pod.Annotations[lastApplied] == ""},
+		{"other annotations kept", pod.Annotations["karpenter.sh/do-not-disrupt"] == "true"},
+		{"labels kept", pod.Labels["app"] == "a"},
+		{"ephemeral containers dropped", pod.Spec.EphemeralContainers == nil},
+		{"volumes kept", len(pod.Spec.Volumes) == 1},
+		{"tolerations kept", len(pod.Spec.Tolerations) == 1},
+		{"affinity kept", pod.Spec.Affinity != nil},
+		{"status kept", pod.Status.Phase == corev1.PodPending && len(pod.Status.Conditions) == 1},
+	}
+	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+		checks = append(checks,
+			struct {
+				name string
+				ok   bool
+			}{"kubelet-only container fields dropped", c.Env == nil && c.EnvFrom == nil && c.Command == nil && c.Args == nil && c.WorkingDir == "" &&
+				c.VolumeMounts == nil && c.LivenessProbe == nil && c.ReadinessProbe == nil && c.StartupProbe == nil && c.Lifecycle == nil},
+			struct {
+				name string
+				ok   bool
+			}{"requests, ports and image kept", c.Resources.Requests.Cpu().String() == "1" && len(c.Ports) == 1 && c.Ports[0].HostPort == 8080 && c.Image == "app:1"},
+		)
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s: pod %+v", c.name, pod)
+		}
+	}
+}
+
+func TestProfiling(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want int
+	}{{"", http.StatusNotFound}, {"false", http.StatusNotFound}, {"true", http.StatusOK}} {
+		t.Run("ENABLE_PROFILING="+tc.env, func(t *testing.T) {
+			o, err := Parse(nil, func(k string) string {
+				if k == "ENABLE_PROFILING" {
+					return tc.env
+				}
+				return ""
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mux := http.NewServeMux()
+			for path, h := range metricsOptions(o).ExtraHandlers {
+				mux.Handle(path, h)
+			}
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pprof/", nil))
+			if rec.Code != tc.want {
+				t.Fatalf("GET /debug/pprof/ = %d, want %d", rec.Code, tc.want)
+			}
+			if tc.want == http.StatusOK && !strings.Contains(rec.Body.String(), "goroutine") {
+				t.Errorf("the pprof index lists no goroutine profile: %.200s", rec.Body.String())
+			}
+		})
+	}
+}
