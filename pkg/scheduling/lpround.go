@@ -118,7 +118,8 @@ func (s *solver) roundPool(p *pool, groups []*podGroup) bool {
 		seed = res.Patterns
 		opened := 0
 		best, bestUse := -1, 0.0
-		for i, pat := range res.Patterns {
+		for _, i := range s.overflowOrder(p, res.Patterns, shapeGroups) {
+			pat := res.Patterns[i]
 			whole := int(math.Floor(res.Use[i] + 1e-9))
 			for range whole {
 				if !s.openPattern(p, p.types[pat.Kind], pat, shapeGroups, false) {
@@ -157,6 +158,64 @@ const (
 	patternRounds      = 60
 	giveUpAfter        = 24
 )
+
+// overflowOrder is the order in which to open patterns in p. Without limits
+// it does not matter. With them, the pods that do not fit go to their next
+// pool, so the limited capacity should go to the patterns that save most
+// against that: what their pods would cost in the next pool (each pod's
+// share of its most price-efficient type there) less the pattern's own
+// price, per share of p's limits one of its nodes takes. Pods with no next
+// pool count as priceless, so their patterns come first.
+func (s *solver) overflowOrder(p *pool, pats []lpbound.Pattern, groups []*podGroup) []int {
+	order := make([]int, len(pats))
+	for i := range order {
+		order[i] = i
+	}
+	if len(p.limits) == 0 {
+		return order
+	}
+	alt := make([]float64, len(groups))
+	for i, g := range groups {
+		alt[i] = s.overflowValue(g, p)
+	}
+	score := make([]float64, len(pats))
+	for i, pat := range pats {
+		t := p.types[pat.Kind]
+		saved := -t.price
+		for si, n := range pat.Counts {
+			saved += float64(n) * alt[si]
+		}
+		score[i] = saved / max(p.limitShare(t), 1e-12)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return score[order[a]] > score[order[b]] })
+	return order
+}
+
+// overflowValue is what one pod of g costs in the first pool after p that
+// it may use, at its share of that pool's most price-efficient type; 1e6
+// when there is none.
+func (s *solver) overflowValue(g *podGroup, p *pool) float64 {
+	after := false
+	for _, q := range s.pools {
+		if q == p {
+			after = true
+			continue
+		}
+		if !after || q.err != nil || !s.groupPoolCompatible(g, q) {
+			continue
+		}
+		best := math.Inf(1)
+		for _, t := range q.types {
+			if s.groupTypeCompatible(g, q, t) && g.requests.Fits(t.free) {
+				best = min(best, t.price*g.requests.Fraction(t.free))
+			}
+		}
+		if !math.IsInf(best, 1) {
+			return best
+		}
+	}
+	return 1e6
+}
 
 // narrowKinds keeps, for pattern generation, the kinds the assignment LP
 // buys and every kind that is at most 3% dearer than one of those per unit

@@ -189,6 +189,25 @@ func (p *pool) withinLimits(capacity resources.Resources) bool {
 	return true
 }
 
+// limitShare is the largest share of one of p's limits that a node of
+// type t takes.
+func (p *pool) limitShare(t *itype) float64 {
+	capacity := t.cap.ResourceList()
+	share := 0.0
+	for name, limit := range p.limits {
+		if name == "nodes" {
+			if limit.Value() > 0 {
+				share = max(share, 1/float64(limit.Value()))
+			}
+			continue
+		}
+		if q, ok := capacity[name]; ok && limit.AsApproximateFloat64() > 0 {
+			share = max(share, q.AsApproximateFloat64()/limit.AsApproximateFloat64())
+		}
+	}
+	return share
+}
+
 // journal records what a trial changes so that it can be undone: trying
 // the removal of each of 2,000 nodes against one shared model is far
 // cheaper than rebuilding the model 2,000 times.
