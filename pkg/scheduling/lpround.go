@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/joiner-autoscaler/joiner/pkg/lpbound"
+	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // lpRound packs the pods with no topology constraints by rounding the
@@ -75,28 +77,76 @@ func (s *solver) roundPool(p *pool, groups []*podGroup) bool {
 			}
 		}
 	}
-	kinds := make([]lpbound.Kind, 0, len(p.types))
+	// Kinds are the pool's types; when some group spreads over zones, also
+	// one per type and zone, priced at that zone's cheapest offering, for
+	// that group's share in each zone.
+	zones := map[*podGroup][]string{}
+	for _, g := range groups {
+		if zs := s.spreadZones(g); len(zs) > 0 {
+			zones[g] = zs
+		}
+	}
+	var kinds []lpbound.Kind
+	var kindType []*itype
+	var kindZone []string
 	for _, t := range p.types {
 		free := t.free
-		kinds = append(kinds, lpbound.Kind{Name: t.it.Name, Price: t.price, Capacity: []float64{float64(free.CPU), float64(free.Memory), float64(free.Pods), float64(free.Ephemeral)}})
+		capacity := []float64{float64(free.CPU), float64(free.Memory), float64(free.Pods), float64(free.Ephemeral)}
+		kinds = append(kinds, lpbound.Kind{Name: t.it.Name, Price: t.price, Capacity: capacity})
+		kindType, kindZone = append(kindType, t), append(kindZone, "")
+		if len(zones) == 0 {
+			continue
+		}
+		for _, z := range typeDomains(p, t, corev1.LabelTopologyZone) {
+			if price := zonePrice(t, z); !math.IsInf(price, 1) {
+				kinds = append(kinds, lpbound.Kind{Name: t.it.Name + "/" + z, Price: price, Capacity: capacity})
+				kindType, kindZone = append(kindType, t), append(kindZone, z)
+			}
+		}
 	}
 	var shapes []lpbound.Shape
-	var shapeGroups []*podGroup
+	var rs []*roundShape
 	for _, g := range groups {
 		if g.remaining == 0 {
 			continue
 		}
-		sh := lpbound.Shape{Request: []float64{float64(g.requests.CPU), float64(g.requests.Memory), float64(g.requests.Pods), float64(g.requests.Ephemeral)}}
-		for i, t := range p.types {
-			if s.groupTypeCompatible(g, p, t) && g.requests.Fits(t.free) {
-				sh.Kinds = append(sh.Kinds, i)
+		var ks []int
+		zs := zones[g]
+		for k, t := range kindType {
+			// A zoned share uses its zone's kinds, anything else the
+			// kinds of no zone: patterns do not mix the two, which keeps
+			// pricing to the kinds each shape can use.
+			if (kindZone[k] != "") == (len(zs) > 0) && s.groupTypeCompatible(g, p, t) && g.requests.Fits(t.free) && zoneAllowed(g, kindZone[k]) {
+				ks = append(ks, k)
 			}
 		}
-		if len(sh.Kinds) == 0 {
+		request := []float64{float64(g.requests.CPU), float64(g.requests.Memory), float64(g.requests.Pods), float64(g.requests.Ephemeral)}
+		if len(zs) == 0 {
+			if len(ks) > 0 {
+				shapes = append(shapes, lpbound.Shape{Request: request, Kinds: ks})
+				rs = append(rs, &roundShape{g: g, pc: g.variants[0], left: -1})
+			}
 			continue
 		}
-		shapes = append(shapes, sh)
-		shapeGroups = append(shapeGroups, g)
+		// floor(n/zones) in each zone; the remainder is the greedy pass's,
+		// which places it where the skew allows. The spread is not
+		// checked pod by pod here, which would refuse a zone's second pod
+		// before the others had their first.
+		per := g.remaining / len(zs)
+		free := *g.variants[0]
+		free.spreads = nil
+		for _, z := range zs {
+			var zk []int
+			for _, k := range ks {
+				if kindZone[k] == z {
+					zk = append(zk, k)
+				}
+			}
+			if per > 0 && len(zk) > 0 {
+				shapes = append(shapes, lpbound.Shape{Request: request, Kinds: zk})
+				rs = append(rs, &roundShape{g: g, pc: &free, zone: z, left: per})
+			}
+		}
 	}
 	if len(shapes) == 0 {
 		return true
@@ -104,9 +154,9 @@ func (s *solver) roundPool(p *pool, groups []*podGroup) bool {
 	shapes, seed := narrowKinds(kinds, shapes)
 	for dive := 0; dive < maxDives; dive++ {
 		open := false
-		for i, g := range shapeGroups {
-			shapes[i].Count = float64(g.remaining)
-			open = open || g.remaining > 0
+		for i, r := range rs {
+			shapes[i].Count = float64(r.count())
+			open = open || r.count() > 0
 		}
 		if !open {
 			return true
@@ -118,11 +168,11 @@ func (s *solver) roundPool(p *pool, groups []*podGroup) bool {
 		seed = res.Patterns
 		opened := 0
 		best, bestUse := -1, 0.0
-		for _, i := range s.overflowOrder(p, res.Patterns, shapeGroups) {
+		for _, i := range s.overflowOrder(p, res.Patterns, kinds, kindType, rs) {
 			pat := res.Patterns[i]
 			whole := int(math.Floor(res.Use[i] + 1e-9))
 			for range whole {
-				if !s.openPattern(p, p.types[pat.Kind], pat, shapeGroups, false) {
+				if !s.openPattern(p, kindType[pat.Kind], kindZone[pat.Kind], pat, rs, false) {
 					return false
 				}
 				opened++
@@ -135,7 +185,7 @@ func (s *solver) roundPool(p *pool, groups []*podGroup) bool {
 			// Round the most used fractional pattern up: one node of it,
 			// with what room its own pods leave filled by the rest.
 			// Finishing sizes the node down to what it then holds.
-			if best < 0 || !s.openPattern(p, p.types[res.Patterns[best].Kind], res.Patterns[best], shapeGroups, true) {
+			if best < 0 || !s.openPattern(p, kindType[res.Patterns[best].Kind], kindZone[res.Patterns[best].Kind], res.Patterns[best], rs, true) {
 				return false // only the limits stop a plan that still needs nodes
 			}
 		}
@@ -166,7 +216,7 @@ const (
 // share of its most price-efficient type there) less the pattern's own
 // price, per share of p's limits one of its nodes takes. Pods with no next
 // pool count as priceless, so their patterns come first.
-func (s *solver) overflowOrder(p *pool, pats []lpbound.Pattern, groups []*podGroup) []int {
+func (s *solver) overflowOrder(p *pool, pats []lpbound.Pattern, kinds []lpbound.Kind, kindType []*itype, rs []*roundShape) []int {
 	order := make([]int, len(pats))
 	for i := range order {
 		order[i] = i
@@ -174,14 +224,14 @@ func (s *solver) overflowOrder(p *pool, pats []lpbound.Pattern, groups []*podGro
 	if len(p.limits) == 0 {
 		return order
 	}
-	alt := make([]float64, len(groups))
-	for i, g := range groups {
-		alt[i] = s.overflowValue(g, p)
+	alt := make([]float64, len(rs))
+	for i, r := range rs {
+		alt[i] = s.overflowValue(r.g, p)
 	}
 	score := make([]float64, len(pats))
 	for i, pat := range pats {
-		t := p.types[pat.Kind]
-		saved := -t.price
+		t := kindType[pat.Kind]
+		saved := -kinds[pat.Kind].Price
 		for si, n := range pat.Counts {
 			saved += float64(n) * alt[si]
 		}
@@ -312,10 +362,29 @@ func mixPatterns(kinds []lpbound.Kind, shapes []lpbound.Shape, res lpbound.Resul
 	return out
 }
 
-// openPattern opens one node of type t holding pattern's pods, fewer where
-// fewer are left, then, with fill, every other pod that fits. It reports
-// false when the pool's limits stop it.
-func (s *solver) openPattern(p *pool, t *itype, pat lpbound.Pattern, groups []*podGroup, fill bool) bool {
+// roundShape is one shape of the rounding: a group's pods, or for a group
+// spread over zones its share in one zone, with the constraints its pods
+// are checked against.
+type roundShape struct {
+	g    *podGroup
+	pc   *podConstraints
+	zone string
+	// left is how many of the zone's share are still to place; -1 for a
+	// shape that is the whole group.
+	left int
+}
+
+func (r *roundShape) count() int {
+	if r.left < 0 {
+		return r.g.remaining
+	}
+	return min(r.left, r.g.remaining)
+}
+
+// openPattern opens one node of type t, in zone when it is set, holding
+// pattern's pods, fewer where fewer are left, then, with fill, every other
+// pod that fits. It reports false when the pool's limits stop it.
+func (s *solver) openPattern(p *pool, t *itype, zone string, pat lpbound.Pattern, rs []*roundShape, fill bool) bool {
 	if !p.withinLimits(t.cap) {
 		return false
 	}
@@ -323,13 +392,14 @@ func (s *solver) openPattern(p *pool, t *itype, pat lpbound.Pattern, groups []*p
 		return false
 	}
 	n := s.newNode(p, t)
+	if zone != "" {
+		n.requirements[corev1.LabelTopologyZone] = requirements.In(corev1.LabelTopologyZone, zone)
+	}
 	placed := false
-	for i, count := range pat.Counts {
-		g := groups[i]
-		pc := g.variants[0]
-		for q := count; q > 0 && g.remaining > 0; q-- {
-			if s.check(g, pc, n) != nil {
-				break
+	put := func(r *roundShape, most int) {
+		for q := most; q > 0 && r.count() > 0; q-- {
+			if s.check(r.g, r.pc, n) != nil {
+				return
 			}
 			if !placed {
 				n.name = p.name + "-" + itoa(len(s.virtual)+1)
@@ -338,14 +408,19 @@ func (s *solver) openPattern(p *pool, t *itype, pat lpbound.Pattern, groups []*p
 				p.nodes++
 				placed = true
 			}
-			s.commit(g, pc, n, g.pods[len(g.pods)-g.remaining])
+			s.commit(r.g, r.pc, n, r.g.pods[len(r.g.pods)-r.g.remaining])
+			if r.left > 0 {
+				r.left--
+			}
 		}
 	}
+	for i, count := range pat.Counts {
+		put(rs[i], count)
+	}
 	if placed && fill {
-		for _, g := range groups {
-			pc := g.variants[0]
-			for g.remaining > 0 && s.check(g, pc, n) == nil {
-				s.commit(g, pc, n, g.pods[len(g.pods)-g.remaining])
+		for _, r := range rs {
+			if r.zone == "" || r.zone == zone {
+				put(r, math.MaxInt)
 			}
 		}
 	}
@@ -362,14 +437,48 @@ func (s *solver) roundable(g *podGroup, p *pool) bool {
 	}
 	// A ladder of two is the strict variant and the one tolerating
 	// PreferNoSchedule: the pods have no preferences to honour.
-	if len(g.variants) != 2 || len(g.matchedBy) > 0 || len(g.inverseAnti) > 0 || len(g.ownedAnti) > 0 {
+	if len(g.variants) != 2 || len(g.inverseAnti) > 0 || len(g.ownedAnti) > 0 {
 		return false
 	}
 	pc := g.variants[0]
-	if len(pc.spreads) > 0 || len(pc.affinity) > 0 || len(pc.antiAffinity) > 0 {
+	if len(pc.affinity) > 0 || len(pc.antiAffinity) > 0 {
+		return false
+	}
+	if (len(pc.spreads) > 0 || len(g.matchedBy) > 0) && s.spreadZones(g) == nil {
 		return false
 	}
 	return s.groupPoolCompatible(g, p)
+}
+
+// spreadZones is, for a group whose one topology constraint is a zone
+// spread of maxSkew 1 among its own pods, none of them placed yet and no
+// other group's pods counted with them, the zones the spread counts,
+// sorted; nil for any other group. Such a group rounds per zone.
+func (s *solver) spreadZones(g *podGroup) []string {
+	pc := g.variants[0]
+	if len(pc.spreads) != 1 || len(g.matchedBy) != 1 || g.matchedBy[0] != pc.spreads[0] {
+		return nil
+	}
+	tg := pc.spreads[0]
+	if tg.key != corev1.LabelTopologyZone || tg.maxSkew != 1 || tg.minDomains > 0 {
+		return nil
+	}
+	for _, c := range tg.counts {
+		if c > 0 {
+			return nil
+		}
+	}
+	for _, other := range s.groups {
+		if other != g && slices.Contains(other.matchedBy, tg) {
+			return nil
+		}
+	}
+	var zs []string
+	for z := range s.eligibleDomains(tg) {
+		zs = append(zs, z)
+	}
+	sort.Strings(zs)
+	return zs
 }
 
 func itoa(n int) string {
