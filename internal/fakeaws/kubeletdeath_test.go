@@ -73,6 +73,7 @@ func TestDeadKubelet(t *testing.T) {
 	}
 	terminate(t, ended)
 	waitNode(t, kube, endedNode, nil) // deleted, as the cloud controller manager does
+	waitKubeletGone(t, kube, hungNode, liveNode)
 
 	for _, p := range pods {
 		if err := kube.CoreV1().Pods("default").Delete(ctx, p, metav1.DeleteOptions{}); err != nil {
@@ -109,6 +110,43 @@ func TestDeadKubelet(t *testing.T) {
 			t.Errorf("the terminated instance's kubelet still runs: %+v", b)
 		}
 	}
+}
+
+// waitKubeletGone waits until kwok no longer plays the kubelet of node.
+// kwok lets a Node go when it sees its lease taken, which on a loaded
+// machine can be seconds after the kill; a pod deleted before then is
+// still confirmed. The signal: a probe pod bound to node stays Pending
+// while one bound to a live Node, created after it, already runs.
+func waitKubeletGone(t *testing.T, kube kubernetes.Interface, node, live string) {
+	t.Helper()
+	ctx := context.Background()
+	probe := func(on string) string {
+		p := must(kube.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"},
+			Spec: corev1.PodSpec{NodeName: on, Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+				Containers: []corev1.Container{{Name: "c", Image: "app"}}}}, metav1.CreateOptions{}))(t)
+		return p.Name
+	}
+	remove := func(name string) {
+		if err := kube.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	for range 60 {
+		dead, alive := probe(node), probe(live)
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			got, err := kube.CoreV1().Pods("default").Get(ctx, alive, metav1.GetOptions{})
+			return err == nil && got.Status.Phase == corev1.PodRunning, nil
+		}); err != nil {
+			t.Fatalf("the probe pod on the live Node %s never ran: %v", live, err)
+		}
+		got := must(kube.CoreV1().Pods("default").Get(ctx, dead, metav1.GetOptions{}))(t)
+		remove(dead)
+		remove(alive)
+		if got.Status.Phase != corev1.PodRunning {
+			return
+		}
+	}
+	t.Fatalf("kwok still runs pods on %s a minute of probes after its kubelet was killed", node)
 }
 
 func instanceState(t *testing.T, id string) string {

@@ -16,10 +16,10 @@ import (
 // the two operations that change a node, commit and newNode; everything
 // else reads it. Each way of placing pods is a file of its own that drives
 // these: greedy.go (one pod at a time, with lookahead typing), lpround.go
-// (rounding the configuration LP), grow.go, squeeze.go and merge.go (the
-// passes that improve a placement), size.go (choosing each NodeClaim's
-// instance types); build.go makes the state from a Snapshot and fit.go
-// says whether a pod may go on a node.
+// (rounding the configuration LP, seeded by lpseed.go), grow.go,
+// squeeze.go and merge.go (the passes that improve a placement), size.go
+// (choosing each NodeClaim's instance types); build.go makes the state
+// from a Snapshot and fit.go says whether a pod may go on a node.
 type solver struct {
 	opts      Options
 	topo      *topology
