@@ -116,7 +116,7 @@ func (s *solver) roundPool(p *pool, groups []*podGroup) bool {
 			// A zoned share uses its zone's kinds, anything else the
 			// kinds of no zone: patterns do not mix the two, which keeps
 			// pricing to the kinds each shape can use.
-			if (kindZone[k] != "") == (len(zs) > 0) && s.groupTypeCompatible(g, p, t) && g.requests.Fits(t.free) && zoneAllowed(g, kindZone[k]) {
+			if (kindZone[k] != "") == (len(zs) > 0) && s.groupTypeCompatible(g, p, t) && g.requests.Fits(t.free) && (kindZone[k] == "" || zoneAllowed(g, kindZone[k])) {
 				ks = append(ks, k)
 			}
 		}
