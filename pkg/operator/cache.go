@@ -26,9 +26,7 @@ func cacheTransform(in any) (any, error) {
 		obj.SetManagedFields(nil)
 	}
 	if pod, ok := in.(*corev1.Pod); ok {
-		if _, ok := pod.Annotations[lastApplied]; ok {
-			delete(pod.Annotations, lastApplied)
-		}
+		delete(pod.Annotations, lastApplied)
 		for i := range pod.Spec.InitContainers {
 			trimContainer(&pod.Spec.InitContainers[i])
 		}

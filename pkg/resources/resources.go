@@ -184,6 +184,25 @@ func (r Resources) ResourceList() corev1.ResourceList {
 	return rl
 }
 
+// ListString formats a ResourceList for messages, like cpu=500m,memory=512Mi,
+// keys sorted; "none" when it is empty.
+func ListString(rl corev1.ResourceList) string {
+	if len(rl) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(rl))
+	for k := range rl {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		q := rl[corev1.ResourceName(k)]
+		parts = append(parts, fmt.Sprintf("%s=%s", k, q.String()))
+	}
+	return strings.Join(parts, ",")
+}
+
 // String formats like {"cpu":"500m","memory":"512Mi"}, keys sorted.
 func (r Resources) String() string {
 	rl := r.ResourceList()

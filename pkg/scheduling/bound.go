@@ -7,7 +7,6 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/lpbound"
-	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -76,12 +75,10 @@ func LowerBound(snap Snapshot) (float64, error) {
 // are left out. Resources are cpu (millicores), memory (bytes), pods and
 // ephemeral storage (bytes).
 type Packing struct {
-	Kinds     []lpbound.Kind
-	KindInfo  []PackingKind
-	Shapes    []lpbound.Shape
-	Limits    []lpbound.Limit
-	Unplaced  int // pods the solver already knows it cannot place
-	Resources []string
+	Kinds    []lpbound.Kind
+	KindInfo []PackingKind
+	Shapes   []lpbound.Shape
+	Limits   []lpbound.Limit
 	// ShapeOf names each pod's shape: the shape's Name, or for a shape
 	// split by zone the Name without its "/zone" suffix.
 	ShapeOf map[*corev1.Pod]string
@@ -96,10 +93,7 @@ type PackingKind struct {
 func PackingModel(snap Snapshot) Packing {
 	s := newSolver(snap, Options{})
 	s.buildGroups(snap)
-	out := Packing{Resources: []string{"cpu", "memory", "pods", "ephemeral-storage"}, ShapeOf: map[*corev1.Pod]string{}}
-	vec := func(r resources.Resources) []float64 {
-		return []float64{float64(r.CPU), float64(r.Memory), float64(r.Pods), float64(r.Ephemeral)}
-	}
+	out := Packing{ShapeOf: map[*corev1.Pod]string{}}
 	zoned := false
 	for _, g := range s.groups {
 		zoned = zoned || (g.err == nil && spreadsOverZones(g))
@@ -110,6 +104,7 @@ func PackingModel(snap Snapshot) Packing {
 	}
 	kindOf := map[kindKey]int{}
 	poolKinds := map[*pool][]int{}
+	var kindTypes []*itype // the type of each kind
 	for _, p := range s.pools {
 		if p.err != nil {
 			continue
@@ -129,7 +124,8 @@ func PackingModel(snap Snapshot) Packing {
 				}
 				kindOf[kindKey{t, z}] = len(out.Kinds)
 				poolKinds[p] = append(poolKinds[p], len(out.Kinds))
-				out.Kinds = append(out.Kinds, lpbound.Kind{Name: p.name + "/" + t.it.Name + "/" + z, Price: price, Capacity: vec(t.free)})
+				kindTypes = append(kindTypes, t)
+				out.Kinds = append(out.Kinds, lpbound.Kind{Name: p.name + "/" + t.it.Name + "/" + z, Price: price, Capacity: lpVector(t.free)})
 				out.KindInfo = append(out.KindInfo, PackingKind{NodePool: p.name, InstanceType: t.it.Name, Zone: z})
 			}
 		}
@@ -158,16 +154,14 @@ func PackingModel(snap Snapshot) Packing {
 			}
 			l := lpbound.Limit{Name: p.name + "/" + string(name), Max: math.Max(max, 0)}
 			for _, k := range poolKinds[p] {
-				t := kindType(s, p, out.KindInfo[k].InstanceType)
 				l.Kinds = append(l.Kinds, k)
-				l.Use = append(l.Use, use(t))
+				l.Use = append(l.Use, use(kindTypes[k]))
 			}
 			out.Limits = append(out.Limits, l)
 		}
 	}
 	for _, g := range s.groups {
 		if g.err != nil {
-			out.Unplaced += len(g.pods)
 			continue
 		}
 		var kinds []int
@@ -192,7 +186,7 @@ func PackingModel(snap Snapshot) Packing {
 				break // weights: lower pools only take overflow
 			}
 		}
-		base := lpbound.Shape{Name: fmt.Sprint(g.id), Count: float64(len(g.pods)), Request: vec(g.requests), Kinds: kinds, PerNode: int(g.perNodeLimit)}
+		base := lpbound.Shape{Name: fmt.Sprint(g.id), Count: float64(len(g.pods)), Request: lpVector(g.requests), Kinds: kinds, PerNode: int(g.perNodeLimit)}
 		for _, pod := range g.pods {
 			out.ShapeOf[pod] = base.Name
 		}
@@ -228,15 +222,6 @@ func PackingModel(snap Snapshot) Packing {
 		}
 	}
 	return out
-}
-
-func kindType(s *solver, p *pool, name string) *itype {
-	for _, t := range p.types {
-		if t.it.Name == name {
-			return t
-		}
-	}
-	return nil
 }
 
 // spreadsOverZones reports whether a group spreads its own pods across zones.

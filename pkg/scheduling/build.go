@@ -261,24 +261,24 @@ func (s *solver) value(pg *podGroup) {
 	}
 	best := math.Inf(1)
 	for _, p := range s.pools {
-		if p.err != nil || !s.groupPoolCompatible(pg, p) {
-			continue
-		}
-		for _, t := range p.types {
-			if !s.groupTypeCompatible(pg, p, t) {
-				continue
-			}
-			free := t.free
-			if !pg.requests.Fits(free) {
-				continue
-			}
-			if v := t.price * pg.requests.Fraction(free); v < best {
-				best = v
-			}
+		if p.err == nil && s.groupPoolCompatible(pg, p) {
+			best = min(best, s.poolValue(pg, p))
 		}
 	}
 	if !math.IsInf(best, 1) {
 		pg.value = best
 		pg.shape.value = best
 	}
+}
+
+// poolValue is one pod of pg's share of the most price-efficient type of
+// pool p that holds it, +Inf when none does.
+func (s *solver) poolValue(pg *podGroup, p *pool) float64 {
+	best := math.Inf(1)
+	for _, t := range p.types {
+		if s.groupTypeCompatible(pg, p, t) && pg.requests.Fits(t.free) {
+			best = min(best, t.price*pg.requests.Fraction(t.free))
+		}
+	}
+	return best
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -229,7 +230,7 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 	case fits == 0:
 		return nil, fmt.Errorf("no instance type has room for requests %s plus daemonset overhead (%s on %s, the largest)", pg.requests, largest.overhead, largest.it.Name)
 	case inLimits == 0:
-		return nil, fmt.Errorf("all available instance types exceed limits for nodepool: %q (limits %s, in use %s)", p.name, limitsString(p.limits), p.usage)
+		return nil, fmt.Errorf("all available instance types exceed limits for nodepool: %q (limits %s, in use %s)", p.name, resources.ListString(p.limits), p.usage)
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]

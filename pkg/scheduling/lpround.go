@@ -90,8 +90,7 @@ func (s *solver) roundPool(p *pool, groups []*podGroup) bool {
 	var kindType []*itype
 	var kindZone []string
 	for _, t := range p.types {
-		free := t.free
-		capacity := []float64{float64(free.CPU), float64(free.Memory), float64(free.Pods), float64(free.Ephemeral)}
+		capacity := lpVector(t.free)
 		kinds = append(kinds, lpbound.Kind{Name: t.it.Name, Price: t.price, Capacity: capacity})
 		kindType, kindZone = append(kindType, t), append(kindZone, "")
 		if len(zones) == 0 {
@@ -120,7 +119,7 @@ func (s *solver) roundPool(p *pool, groups []*podGroup) bool {
 				ks = append(ks, k)
 			}
 		}
-		request := []float64{float64(g.requests.CPU), float64(g.requests.Memory), float64(g.requests.Pods), float64(g.requests.Ephemeral)}
+		request := lpVector(g.requests)
 		if len(zs) == 0 {
 			if len(ks) > 0 {
 				shapes = append(shapes, lpbound.Shape{Request: request, Kinds: ks})
@@ -254,14 +253,8 @@ func (s *solver) overflowValue(g *podGroup, p *pool) float64 {
 		if !after || q.err != nil || !s.groupPoolCompatible(g, q) {
 			continue
 		}
-		best := math.Inf(1)
-		for _, t := range q.types {
-			if s.groupTypeCompatible(g, q, t) && g.requests.Fits(t.free) {
-				best = min(best, t.price*g.requests.Fraction(t.free))
-			}
-		}
-		if !math.IsInf(best, 1) {
-			return best
+		if v := s.poolValue(g, q); !math.IsInf(v, 1) {
+			return v
 		}
 	}
 	return 1e6

@@ -6,7 +6,14 @@ import (
 	"sort"
 
 	"github.com/joiner-autoscaler/joiner/pkg/lpbound"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 )
+
+// lpVector is r as the rows of pkg/lpbound's kinds and shapes: cpu
+// (millicores), memory (bytes), pods, ephemeral storage (bytes).
+func lpVector(r resources.Resources) []float64 {
+	return []float64{float64(r.CPU), float64(r.Memory), float64(r.Pods), float64(r.Ephemeral)}
+}
 
 // narrowKinds keeps, for pattern generation, the kinds the assignment LP
 // buys and every kind that is at most 3% dearer than one of those per unit

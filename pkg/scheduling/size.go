@@ -2,30 +2,14 @@ package scheduling
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	corev1 "k8s.io/api/core/v1"
 )
-
-func limitsString(rl corev1.ResourceList) string {
-	keys := make([]string, 0, len(rl))
-	for k := range rl {
-		keys = append(keys, string(k))
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		q := rl[corev1.ResourceName(k)]
-		parts = append(parts, fmt.Sprintf("%s=%s", k, q.String()))
-	}
-	return strings.Join(parts, ",")
-}
 
 // rightSize picks the cheapest instance type for the node's pods and the
 // options to launch with, or returns nil when the node cannot be launched:

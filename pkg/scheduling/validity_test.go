@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -198,7 +199,7 @@ func checkEveryOption(t *testing.T, plan *Plan, pool *v1.NodePool, daemons []*co
 			need := podsRequest(append(append([]*corev1.Pod{}, nc.Pods...), daemonsOn(daemons, node)...))
 			if !fitsIn(need, it.Allocatable) {
 				bad++
-				t.Errorf("option %s (allocatable %s) has no room for its pods (%s) and DaemonSets: %s", it.Name, limitsString(it.Allocatable), limitsString(pods), limitsString(need))
+				t.Errorf("option %s (allocatable %s) has no room for its pods (%s) and DaemonSets: %s", it.Name, resources.ListString(it.Allocatable), resources.ListString(pods), resources.ListString(need))
 			}
 			for _, p := range nc.Pods {
 				if !podRunsOn(p, node) {

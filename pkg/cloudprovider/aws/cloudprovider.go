@@ -370,7 +370,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	capacityTypes := capacityTypesOf(reqs, its)
 	if len(capacityTypes) == 0 {
 		return nil, &cloudprovider.InsufficientCapacityError{Err: fmt.Errorf("nodeclaim %s: no available offering of the %d instance types satisfying %s and requests %s",
-			nodeClaim.Name, len(its), reqs, resources.FromResourceList(nodeClaim.Spec.Resources.Requests))}
+			nodeClaim.Name, len(its), reqs, resources.ListString(nodeClaim.Spec.Resources.Requests))}
 	}
 	// A capacity type whose available offerings are all of types without
 	// a template (no AMI of the class fits them) or in zones without a

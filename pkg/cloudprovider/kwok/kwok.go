@@ -285,7 +285,7 @@ func (c *CloudProvider) choose(nodeClaim *v1.NodeClaim) (*cloudprovider.Instance
 	if best != nil {
 		return best, bestOffer, nil
 	}
-	asked := fmt.Sprintf("%s and requests %s", reqs, resources.FromResourceList(requests))
+	asked := fmt.Sprintf("%s and requests %s", reqs, resources.ListString(requests))
 	if compatible == 0 {
 		return nil, cloudprovider.Offering{}, &cloudprovider.InsufficientCapacityError{
 			Err: fmt.Errorf("nodeclaim %s: no instance type in %s satisfies %s", nodeClaim.Name, c.opts.Region, asked),

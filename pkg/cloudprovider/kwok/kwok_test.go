@@ -209,7 +209,7 @@ func TestCreateInsufficientCapacity(t *testing.T) {
 			name:        "requests fit no allowed type",
 			reqs:        []v1.NodeSelectorRequirementWithMinValues{req(itKey, in, "c5a.large")},
 			requests:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
-			wantMessage: []string{"no instance type", `"cpu":"4"`},
+			wantMessage: []string{"no instance type", "cpu=4"},
 		},
 	}
 	for _, tt := range tests {
