@@ -118,6 +118,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := c.Reader.Get(ctx, req.NamespacedName, fresh); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
+		// The cache can trail a delete this controller just made (after an
+		// insufficient-capacity error): launching then would ask the cloud
+		// again, under the claim's token, for a request it has refused.
+		if fresh.DeletionTimestamp != nil {
+			return c.finalize(ctx, fresh)
+		}
 		if fresh.Status.ProviderID == "" {
 			return c.launch(ctx, fresh)
 		}

@@ -126,6 +126,8 @@ type launchCloud struct {
 	given []*v1.NodeClaim
 	// stored is the NodeClaim as the API server had it during each Create.
 	stored []*v1.NodeClaim
+	// deleted counts Delete calls.
+	deleted int
 }
 
 func (c *launchCloud) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
@@ -138,6 +140,12 @@ func (c *launchCloud) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeCla
 	out := nc.DeepCopy()
 	out.Status.ProviderID = "fake:///zone-a/i-1"
 	return out, nil
+}
+
+// Delete finds no machine: none was launched.
+func (c *launchCloud) Delete(ctx context.Context, nc *v1.NodeClaim) error {
+	c.deleted++
+	return &cloudprovider.NodeClaimNotFoundError{}
 }
 
 // TestLaunchIsRecordedBeforeTheCloudIsAsked: the launch attempt is on the
@@ -178,5 +186,29 @@ func TestLaunchIsRecordedBeforeTheCloudIsAsked(t *testing.T) {
 		if got := cloud.given[i].Annotations[v1.AnnotationLaunchAttempted]; got != wantGiven {
 			t.Errorf("call %d: Create given %s = %q, want %q", i+1, v1.AnnotationLaunchAttempted, got, wantGiven)
 		}
+	}
+}
+
+// TestNoLaunchForADeletedClaimTheCacheStillShows: after an
+// insufficient-capacity error deletes a NodeClaim, the cache may hand the
+// next reconcile the claim as it was. The live read shows the deletion,
+// and the cloud is not asked again (CI saw a second CreateFleet under the
+// same client token, refused as IdempotentParameterMismatch).
+func TestNoLaunchForADeletedClaimTheCacheStillShows(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	alive := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "refused", Labels: map[string]string{v1.LabelNodePool: "p"}, Finalizers: []string{v1.TerminationFinalizer},
+		CreationTimestamp: metav1.NewTime(now), Annotations: map[string]string{v1.AnnotationLaunchAttempted: now.Format(time.RFC3339)}}}
+	deleting := alive.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: now}
+	cache := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithStatusSubresource(&v1.NodeClaim{}).WithObjects(alive).Build()
+	live := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithStatusSubresource(&v1.NodeClaim{}).WithObjects(deleting).Build()
+	cloud := &launchCloud{kube: live}
+	c := &lifecycle.Controller{Client: cache, Reader: live, CloudProvider: cloud, Recorder: record.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(now), LaunchTTL: time.Hour}
+	_, _ = c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: alive.Name}})
+	if len(cloud.given) != 0 {
+		t.Fatalf("Create called %d times for a NodeClaim the API server has marked for deletion; want 0", len(cloud.given))
+	}
+	if cloud.deleted != 1 {
+		t.Fatalf("Delete called %d times; want 1, the deleted claim finalized", cloud.deleted)
 	}
 }
