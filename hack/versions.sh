@@ -8,5 +8,6 @@ HELM_VERSION="${HELM_VERSION:-v3.19.2}"
 JOINER_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE_DIR="${JOINER_CACHE_DIR:-$JOINER_ROOT/.cache}"
 KUBE_BIN_DIR="$CACHE_DIR/bin/kubernetes-$KUBE_VERSION"
-KWOK_BIN_DIR="$CACHE_DIR/bin/kwok-$KWOK_VERSION"
+# "-ro1": built with the fix in hack/build-controlplane.sh (build_kwok).
+KWOK_BIN_DIR="$CACHE_DIR/bin/kwok-$KWOK_VERSION-ro1"
 HELM_BIN_DIR="$CACHE_DIR/bin/helm-$HELM_VERSION"
