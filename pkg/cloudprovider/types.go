@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -65,6 +66,26 @@ type InstanceType struct {
 	// whose launch states it (AWS, in the user data) fills it, so the node
 	// reserves exactly what planning assumed; nil otherwise.
 	KubeReserved corev1.ResourceList
+
+	labelReqs     requirements.Requirements
+	labelReqsOnce sync.Once
+}
+
+// Copy returns a shallow copy of the type, for a provider that narrows its
+// offerings or adds labels: the copy works out its own LabelRequirements.
+// (A plain struct copy would carry the original's cache.)
+func (it *InstanceType) Copy() *InstanceType {
+	return &InstanceType{Name: it.Name, Labels: it.Labels, Capacity: it.Capacity, Allocatable: it.Allocatable,
+		Offerings: it.Offerings, AttachLimits: it.AttachLimits, KubeReserved: it.KubeReserved}
+}
+
+// LabelRequirements are Labels as single-value requirements, worked out
+// once per type: every plan asks for them of every type of every pool, and
+// consolidation makes dozens of plans a decision. The caller must not
+// change them; Copy them to add more.
+func (it *InstanceType) LabelRequirements() requirements.Requirements {
+	it.labelReqsOnce.Do(func() { it.labelReqs = requirements.LabelRequirements(it.Labels) })
+	return it.labelReqs
 }
 
 // Offering is one way to buy an instance type: a zone and a capacity type at a price.

@@ -132,7 +132,7 @@ func productionCluster(count int) (scheduling.Snapshot, []Candidate, map[string]
 //
 //	go test -run '^$' -bench ConsolidationDecision -benchtime 1x ./pkg/disruption/
 func BenchmarkConsolidationDecision(b *testing.B) {
-	for _, count := range []int{500, 2000} {
+	for _, count := range []int{1000, 2000} {
 		b.Run(fmt.Sprintf("nodes=%d", count), func(b *testing.B) {
 			snap, cands, budget := productionCluster(count)
 			var d Decision
@@ -162,7 +162,7 @@ func BenchmarkConsolidationDecision(b *testing.B) {
 //
 //	go test -run '^$' -bench Repack -benchtime 1x ./pkg/disruption/
 func BenchmarkRepack(b *testing.B) {
-	for _, count := range []int{500, 2000} {
+	for _, count := range []int{1000, 2000} {
 		b.Run(fmt.Sprintf("nodes=%d", count), func(b *testing.B) {
 			snap, cands, budget := productionCluster(count)
 			var cmd Command

@@ -196,8 +196,12 @@ func (m *kubeModel) stranded(groups [][]*corev1.Pod, targets []kubeNode) []*core
 	}
 	merged := append([]*corev1.Pod{}, pods...)
 	sort.SliceStable(merged, func(a, b int) bool { return m.before(merged[a], merged[b]) })
-	admitted := map[[2]int]bool{}
-	podIdx := map[*corev1.Pod]int{}
+	// Whether a target admits a pod is asked at most once per pair, in
+	// a dense table: a map keyed by the pair was most of a decision's time.
+	const unknown, yes, no = 0, 1, 2
+	admitted := make([]uint8, len(pods)*len(targets))
+	affinity := make([]*nodeaffinity.RequiredNodeAffinity, len(pods))
+	podIdx := make(map[*corev1.Pod]int, len(pods))
 	for i, p := range pods {
 		podIdx[p] = i
 	}
@@ -213,19 +217,25 @@ func (m *kubeModel) stranded(groups [][]*corev1.Pod, targets []kubeNode) []*core
 		strandedSize := 0.0
 		for _, p := range order {
 			req := m.req(p)
+			pi := podIdx[p]
+			row := admitted[pi*len(targets) : (pi+1)*len(targets)]
 			best, bestScore := -1, -1.0
 			for ti := range targets {
 				f := &free[ti]
 				if req.CPU > f.CPU || req.Memory > f.Memory || req.Pods > f.Pods || req.Ephemeral > f.Ephemeral || (req.Ext != nil && !req.Fits(*f)) {
 					continue
 				}
-				key := [2]int{podIdx[p], ti}
-				ok, seen := admitted[key]
-				if !seen {
-					ok = admits(p, targets[ti].node)
-					admitted[key] = ok
+				if row[ti] == unknown {
+					if affinity[pi] == nil {
+						a := nodeaffinity.GetRequiredNodeAffinity(p)
+						affinity[pi] = &a
+					}
+					row[ti] = no
+					if admits(*affinity[pi], p, targets[ti].node) {
+						row[ti] = yes
+					}
 				}
-				if !ok {
+				if row[ti] != yes {
 					continue
 				}
 				if s := kubeScore(req, *f, targets[ti].alloc); s > bestScore {
@@ -268,9 +278,10 @@ func kubeScore(req, free, alloc resources.Resources) float64 {
 	return (cpu+mem)/2 + (1 - diff/2)
 }
 
-// admits checks a pod's node selector, required node affinity and taints.
-func admits(p *corev1.Pod, n *corev1.Node) bool {
-	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(p).Match(n); !ok {
+// admits checks a pod's node selector, required node affinity (aff, worked
+// out once per pod) and taints.
+func admits(aff nodeaffinity.RequiredNodeAffinity, p *corev1.Pod, n *corev1.Node) bool {
+	if ok, _ := aff.Match(n); !ok {
 		return false
 	}
 	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {

@@ -84,6 +84,20 @@ func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowe
 	var best Command
 	found := false
 	tried := map[string]bool{}
+	// Every set is planned over the same pools and the same other nodes,
+	// closed to the set's pods when they only count for topology: both are
+	// worked out once.
+	closed := map[string]*scheduling.Node{}
+	shared := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, Nodes: snap.Nodes}
+	if kube.interPod {
+		for _, n := range snap.Nodes {
+			cp := *n
+			cp.MarkedForDeletion = true
+			closed[n.Name] = &cp
+			shared.Nodes = append(shared.Nodes, &cp)
+		}
+	}
+	snap.Shared = scheduling.Share(shared)
 	for _, less := range orders {
 		sort.SliceStable(pool, func(i, j int) bool {
 			if less(pool[i], pool[j]) != less(pool[j], pool[i]) {
@@ -117,7 +131,7 @@ func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowe
 				continue
 			}
 			tried[strings.Join(key, ",")] = true
-			if cmd, ok := repackSet(snap, kube, chosen[:k], opts, totals); ok && (!found || cmd.Savings > best.Savings) {
+			if cmd, ok := repackSet(snap, kube, closed, chosen[:k], opts, totals); ok && (!found || cmd.Savings > best.Savings) {
 				best, found = cmd, true
 			}
 		}
@@ -127,13 +141,13 @@ func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowe
 
 // repackSet plans the set's pods onto new nodes alone and returns the
 // cheapest safe replacement, if it saves money.
-func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Options, totals map[string]*poolTotals) (Command, bool) {
+func repackSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*scheduling.Node, set []scored, opts Options, totals map[string]*poolTotals) (Command, bool) {
 	k := len(set)
 	var best Command
 	found := false
 	in := map[string]bool{}
 	price := 0.0
-	trial := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, Volumes: snap.Volumes, Namespaces: snap.Namespaces}
+	trial := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, Volumes: snap.Volumes, Namespaces: snap.Namespaces, Shared: snap.Shared}
 	spot := false
 	var setCands []Candidate
 	for _, s := range set {
@@ -156,9 +170,7 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 			// Without pod (anti-)affinity or topology spread anywhere, the
 			// other nodes cannot matter to where the set's pods may go.
 			if kube.interPod {
-				cp := *n
-				cp.MarkedForDeletion = true
-				trial.Nodes = append(trial.Nodes, &cp)
+				trial.Nodes = append(trial.Nodes, closed[n.Name])
 			}
 		}
 	}
@@ -169,10 +181,11 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, set []scored, opts Opt
 		safe bool
 	}
 	var options []option
-	if one := scheduling.SolveOne(trial, opts.Scheduling); one != nil {
+	plan, one := scheduling.SolveWithOne(trial, opts.Scheduling)
+	if one != nil {
 		options = append(options, option{repl: []*scheduling.NewNodeClaim{one}, safe: true})
 	}
-	if plan := scheduling.Solve(trial, opts.Scheduling); len(plan.Unschedulable) == 0 && len(plan.NewNodeClaims) > 1 {
+	if len(plan.Unschedulable) == 0 && len(plan.NewNodeClaims) > 1 {
 		options = append(options, option{repl: plan.NewNodeClaims})
 	}
 	// Using other nodes' room means planning over all of them: worth it

@@ -44,7 +44,7 @@ func spotToSpot(price float64, repl *scheduling.NewNodeClaim, types []*cloudprov
 		if !repl.Requests.Fits(resources.FromResourceList(it.Allocatable)) {
 			continue
 		}
-		labels := requirements.LabelRequirements(it.Labels)
+		labels := it.LabelRequirements()
 		ok := true
 		for k, r := range repl.Requirements {
 			if k == corev1.LabelInstanceTypeStable || k == corev1.LabelTopologyZone || k == v1.LabelCapacityType || !typeKeys[k] {

@@ -2,7 +2,9 @@ package scheduling
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -19,12 +21,97 @@ import (
 // buildGroups, from snap or, for consolidation, from every pod.
 func newSolver(snap Snapshot, opts Options) *solver {
 	s := &solver{opts: opts.withDefaults(), topo: newTopology(), plan: &Plan{Existing: map[string]string{}}}
-	s.knownKeys = knownLabelKeys(snap.NodePools)
+	if snap.Shared != nil {
+		s.adopt(snap.Shared)
+	} else {
+		s.knownKeys = knownLabelKeys(snap.NodePools)
+		s.buildPools(snap)
+	}
 	s.volumes = newVolumeState(snap)
 	s.buildNamespaces(snap)
-	s.buildPools(snap)
 	s.buildExisting(snap.Nodes, s.daemons)
 	return s
+}
+
+// Shared is what every plan over the same NodePools and DaemonSets has in
+// common: the pools, the instance types each can launch with the
+// DaemonSets' overhead on them, and the label domains they offer. Building
+// it is most of the time of a plan of a few nodes' pods, and
+// consolidation's repack makes dozens of those a decision, so it builds it
+// once (Share) and sets it in each plan's Snapshot. Nothing a plan does
+// changes it.
+type Shared struct {
+	pools     []*pool
+	daemons   []*daemon
+	knownKeys map[string]struct{}
+	domains   map[string]map[string]struct{}
+	nextType  int
+	// nodes are what each of snap.Nodes brings to a plan, by the Node:
+	// a plan of a few nodes' pods also counts every other node's pods for
+	// topology, and working them out again for each plan was the next
+	// largest part of the time.
+	nodes map[*Node]nodeBase
+}
+
+// nodeBase is what an existing node brings to a plan, from its labels
+// and pods alone. Nothing reads it but buildExisting, which copies what a
+// plan changes.
+type nodeBase struct {
+	reqs      requirements.Requirements
+	used      resources.Resources
+	hostPorts []pods.HostPort
+	podSets   []podSet
+}
+
+func newNodeBase(in *Node) nodeBase {
+	b := nodeBase{reqs: requirements.LabelRequirements(in.Labels)}
+	for _, pod := range in.Pods {
+		b.used = b.used.Add(resources.PodRequests(pod))
+		b.hostPorts = append(b.hostPorts, pods.HostPorts(pod)...)
+		i := slices.IndexFunc(b.podSets, func(ps podSet) bool {
+			return ps.namespace == pod.Namespace && maps.Equal(ps.labels, labels.Set(pod.Labels))
+		})
+		if i < 0 {
+			i = len(b.podSets)
+			b.podSets = append(b.podSets, podSet{namespace: pod.Namespace, labels: pod.Labels})
+		}
+		b.podSets[i].count++
+	}
+	return b
+}
+
+// Share builds what plans of snap's NodePools and DaemonSets share, and
+// what snap.Nodes bring to a plan that has them. A plan may have other
+// nodes too; those it works out itself.
+func Share(snap Snapshot) *Shared {
+	s := &solver{topo: newTopology()}
+	s.knownKeys = knownLabelKeys(snap.NodePools)
+	s.buildPools(snap)
+	sh := &Shared{pools: s.pools, daemons: s.daemons, knownKeys: s.knownKeys, domains: s.topo.domains, nextType: s.nextType,
+		nodes: make(map[*Node]nodeBase, len(snap.Nodes))}
+	for _, n := range snap.Nodes {
+		sh.nodes[n] = newNodeBase(n)
+	}
+	return sh
+}
+
+// adopt starts s from sh: the pools are copied, as a plan counts their
+// usage against limits; the types, DaemonSets and known keys are only read.
+func (s *solver) adopt(sh *Shared) {
+	s.shared = sh
+	s.knownKeys, s.daemons, s.nextType = sh.knownKeys, sh.daemons, sh.nextType
+	for k, vs := range sh.domains {
+		d := make(map[string]struct{}, len(vs))
+		for v := range vs {
+			d[v] = struct{}{}
+		}
+		s.topo.domains[k] = d
+	}
+	s.pools = make([]*pool, len(sh.pools))
+	for i, p := range sh.pools {
+		cp := *p
+		s.pools[i] = &cp
+	}
 }
 
 func knownLabelKeys(pools []NodePool) map[string]struct{} {
@@ -139,7 +226,7 @@ func (s *solver) buildType(p *pool, it *cloudprovider.InstanceType) *itype {
 	if len(zones) == 0 {
 		return nil
 	}
-	reqs := requirements.LabelRequirements(it.Labels)
+	reqs := it.LabelRequirements().Copy()
 	reqs[corev1.LabelTopologyZone] = requirements.InSet(corev1.LabelTopologyZone, zones)
 	reqs[v1.LabelCapacityType] = requirements.InSet(v1.LabelCapacityType, cts)
 	if err := s.typeCompatible(p.reqs, reqs); err != nil {
@@ -154,7 +241,14 @@ func (s *solver) buildType(p *pool, it *cloudprovider.InstanceType) *itype {
 
 func (s *solver) buildExisting(nodes []*Node, daemons []*daemon) {
 	for _, in := range nodes {
-		n := &node{name: in.Name, existing: true, deleting: in.MarkedForDeletion, requirements: requirements.LabelRequirements(in.Labels),
+		base, ok := nodeBase{}, false
+		if s.shared != nil {
+			base, ok = s.shared.nodes[in]
+		}
+		if !ok {
+			base = newNodeBase(in)
+		}
+		n := &node{name: in.Name, existing: true, deleting: in.MarkedForDeletion, requirements: base.reqs,
 			capacity: resources.FromResourceList(in.Allocatable), groups: map[*podGroup]int{}}
 		for _, t := range in.Taints {
 			if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
@@ -168,11 +262,11 @@ func (s *solver) buildExisting(nodes []*Node, daemons []*daemon) {
 		if in.InFlight {
 			n.used = pendingDaemons(daemons, in, n.taints)
 		}
-		for _, pod := range in.Pods {
-			n.used = n.used.Add(resources.PodRequests(pod))
-			n.pods = append(n.pods, pod)
-			n.hostPorts = append(n.hostPorts, pods.HostPorts(pod)...)
-		}
+		n.used = n.used.Add(base.used)
+		n.pods = slices.Clone(in.Pods)
+		// Clipped, so that a plan's appends copy rather than share.
+		n.hostPorts = slices.Clip(base.hostPorts)
+		n.podSets, n.labels = base.podSets, in.Labels
 		s.attachExisting(n, in)
 		for k, v := range in.Labels {
 			s.topo.addDomain(k, v)
@@ -223,13 +317,13 @@ func (s *solver) buildGroups(snap Snapshot) {
 			}
 		}
 		for _, n := range s.existing {
-			vals := n.values(g.key)
-			if len(vals) != 1 || !g.filter.passes(n) {
+			d, ok := n.domain(g.key)
+			if !ok || !g.filter.passes(n) {
 				continue
 			}
-			for _, pod := range n.pods {
-				if g.matches(pod.Namespace, labels.Set(pod.Labels)) {
-					g.counts[vals[0]]++
+			for _, ps := range n.podSets {
+				if g.matches(ps.namespace, ps.labels) {
+					g.counts[d] += ps.count
 				}
 			}
 		}

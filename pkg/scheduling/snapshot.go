@@ -7,7 +7,7 @@
 // provisioner, consolidation and the offline planner all get the same answer
 // for the same snapshot.
 //
-// Its entry points are Solve and SolveOne (solve.go), NewCluster for
+// Its entry points are Solve and SolveWithOne (solve.go), NewCluster for
 // consolidation's trials (cluster.go), and LowerBound and PackingModel
 // (bound.go) for grading plans. The requirement and resource algebra it
 // uses is pkg/requirements and pkg/resources; the LPs it rounds are
@@ -41,6 +41,9 @@ type Snapshot struct {
 	// namespaceSelector of pod affinity terms matches. A namespace left out
 	// has only its kubernetes.io/metadata.name label.
 	Namespaces map[string]map[string]string
+	// Shared, when set, is Share of these NodePools and DaemonSets, made
+	// once for many plans of the same cluster; nil builds it for this plan.
+	Shared *Shared
 }
 
 // NodePool is a NodePool with the instance types its NodeClass allows.

@@ -1,5 +1,7 @@
 package scheduling
 
+import "slices"
+
 // Solve plans the snapshot.
 func Solve(snap Snapshot, opts Options) *Plan {
 	s := place(snap, opts)
@@ -21,14 +23,26 @@ func place(snap Snapshot, opts Options) *solver {
 	return s
 }
 
-// SolveOne plans snap.Pods onto a single new node, the cheapest instance
-// type that holds them all, or returns nil when none does or the pods have
-// topology constraints that one node could break. Consolidation uses it to
-// replace several nodes with one: unlike a plan of two or more nodes, one
-// node that holds every displaced pod has room for them in whatever order
-// and wherever kube-scheduler puts them.
-func SolveOne(snap Snapshot, opts Options) *NewNodeClaim {
+// SolveWithOne is Solve, and besides it the plan of snap.Pods onto a
+// single new node (the cheapest instance type that holds them all), or nil
+// when none does or the pods have topology constraints that one node could
+// break. Consolidation's repack asks both of every set it tries, and gets
+// them for the price of one placement: unlike a plan of two or more nodes,
+// one node that holds every displaced pod has room for them in whatever
+// order and wherever kube-scheduler puts them.
+func SolveWithOne(snap Snapshot, opts Options) (*Plan, *NewNodeClaim) {
 	s := place(snap, opts)
+	one := s.one()
+	if one != nil {
+		// finish goes on changing the nodes one was sized from.
+		one.Pods = slices.Clone(one.Pods)
+	}
+	s.finish()
+	return s.plan, one
+}
+
+// one is the single node for the placement s made; it changes nothing.
+func (s *solver) one() *NewNodeClaim {
 	switch {
 	case len(s.plan.Unschedulable) > 0 || len(s.plan.Existing) > 0 || len(s.virtual) == 0:
 		return nil

@@ -39,6 +39,8 @@ type solver struct {
 	journal  *journal
 	nextType int
 	volumes  volumeState
+	// shared, when the plan was given one, is what it was started from.
+	shared *Shared
 }
 
 type pool struct {
@@ -90,6 +92,31 @@ type node struct {
 	groups       map[*podGroup]int
 	// attach tracks attached volumes where a limit applies; nil for none.
 	attach *nodeAttachments
+	// podSets are an existing node's pods as it came, by namespace and
+	// labels, for counting them against topology constraints.
+	podSets []podSet
+	// labels are an existing node's labels, which its requirements are.
+	labels map[string]string
+}
+
+// podSet counts the pods of one namespace and one set of labels on a node:
+// a node runs a few Deployments' pods, and counting each matched set once
+// rather than each pod is most of what topology counting saves.
+type podSet struct {
+	namespace string
+	labels    labels.Set
+	count     int
+}
+
+// domain is the node's one value for key, if it has exactly one: values
+// without building a slice, asked of every existing node for every
+// topology constraint.
+func (n *node) domain(key string) (string, bool) {
+	if n.existing && n.target == nil {
+		v, ok := n.labels[key]
+		return v, ok
+	}
+	return single(n.values(key))
 }
 
 // values returns the values node label key can take.

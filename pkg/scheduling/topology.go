@@ -303,7 +303,7 @@ func (s *solver) eligibleDomains(g *topoGroup) map[string]struct{} {
 	g.eligible = map[string]struct{}{}
 	s.topo.eligible[shared] = g.eligible
 	for _, n := range s.existing {
-		if d, ok := single(n.values(g.key)); ok && g.filter.passes(n) {
+		if d, ok := n.domain(g.key); ok && g.filter.passes(n) {
 			g.eligible[d] = struct{}{}
 		}
 	}

@@ -196,7 +196,7 @@ func byZoneID(np *v1.NodePool, nc *awsv1.EC2NodeClass, its []*cloudprovider.Inst
 	ids := zoneIDsOf(nc)
 	out := make([]*cloudprovider.InstanceType, 0, len(its))
 	for _, it := range its {
-		cp := *it
+		cp := it.Copy()
 		cp.Offerings = nil
 		for _, o := range it.Offerings {
 			if reqs.Allows(LabelZoneID, ids[o.Zone]) {
@@ -204,7 +204,7 @@ func byZoneID(np *v1.NodePool, nc *awsv1.EC2NodeClass, its []*cloudprovider.Inst
 			}
 		}
 		if len(cp.Offerings) > 0 {
-			out = append(out, &cp)
+			out = append(out, cp)
 		}
 	}
 	return out, nil
@@ -240,13 +240,13 @@ func (c *CloudProvider) typesOf(ctx context.Context, nc *awsv1.EC2NodeClass) ([]
 	}
 	out := make([]*cloudprovider.InstanceType, len(all))
 	for i, it := range all {
-		cp := *it
+		cp := it.Copy()
 		cp.Labels = make(map[string]string, len(it.Labels)+1)
 		for k, v := range it.Labels {
 			cp.Labels[k] = v
 		}
 		cp.Labels[placementgroup.LabelID] = pg.ID
-		out[i] = &cp
+		out[i] = cp
 	}
 	return out, nil
 }
@@ -282,14 +282,14 @@ func (c *CloudProvider) withReservations(nc *awsv1.EC2NodeClass, its []*cloudpro
 		if len(zones) == 0 {
 			continue
 		}
-		cp := *it
+		cp := it.Copy()
 		cp.Offerings = slices.Clone(it.Offerings)
 		for _, o := range it.Offerings {
 			if o.CapacityType == instance.CapacityTypeOnDemand && zones[o.Zone] {
 				cp.Offerings = append(cp.Offerings, cloudprovider.Offering{Zone: o.Zone, CapacityType: v1.CapacityTypeReserved, Price: o.Price * reservedPriceFactor, Available: true})
 			}
 		}
-		out[i] = &cp
+		out[i] = cp
 	}
 	return out
 }
