@@ -104,7 +104,8 @@ build_kwok() {
 #   Given these stages, kwok leaves the heartbeat to the lease, as a
 #   kubelet does.
 # - kwok's fast pod-ready and pod-complete stages, and our pod-delete
-#   (hack/kwok/pod-delete.yaml), which plays a pod's slow shutdown.
+#   (hack/kwok/pod-delete.yaml), which plays a pod's slow shutdown;
+# - kwok's settings (hack/kwok/configuration.yaml).
 write_kwok_stages() {
   local root digest out
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -119,7 +120,8 @@ write_kwok_stages() {
     cat "$stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml"; echo "---"
     cat "$stage/pod/fast/pod-ready.yaml"; echo "---"
     cat "$stage/pod/fast/pod-complete.yaml"; echo "---"
-    cat "$root/kwok/pod-delete.yaml"; } >"$out.tmp"
+    cat "$root/kwok/pod-delete.yaml"; echo "---"
+    cat "$root/kwok/configuration.yaml"; } >"$out.tmp"
   mv "$out.tmp" "$out"
 }
 

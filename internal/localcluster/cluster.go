@@ -47,6 +47,13 @@ type Options struct {
 	Progress func(format string, args ...any)
 	// Audit records AuditedUser's requests in the cluster's AuditLog.
 	Audit bool
+	// NodeLease is how long kwok's node leases last, 40 s (a kubelet's)
+	// when zero. kwok renews them at a quarter of that, and the node
+	// lifecycle controller's grace period is 10 s longer. The apiserver of
+	// a 2-core machine running a thousand kwok nodes cannot take a renewal
+	// of each every 10 s besides the rest, and lets nodes go NotReady:
+	// test/scale asks for 2 minutes.
+	NodeLease time.Duration
 }
 
 // AuditedUser is the one user the control plane's audit log records: the
@@ -189,6 +196,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, err
 	}
 
+	lease := opts.NodeLease
+	if lease == 0 {
+		lease = 40 * time.Second
+	}
 	progress("starting kube-controller-manager, kube-scheduler and kwok")
 	if err := c.start("kube-controller-manager", bins.ControllerManager, opts.Persistent,
 		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
@@ -199,6 +210,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		// reports a fake node Ready; without it pods never schedule there.
 		"--controllers=*,nodelifecycle",
 		"--node-monitor-period=2s",
+		"--node-monitor-grace-period="+(lease+10*time.Second).String(),
 		// The default 20 QPS takes a minute to create a thousand replicas.
 		"--kube-api-qps=500", "--kube-api-burst=1000",
 		"--v=1",
@@ -218,7 +230,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--cidr="+podCIDR, "--node-ip=127.0.0.1",
 		"--server-address=127.0.0.1:"+strconv.Itoa(kwokPort),
-		"--node-lease-duration-seconds=40",
+		"--node-lease-duration-seconds="+strconv.Itoa(int(lease.Seconds())),
 		"--config="+bins.KwokStages,
 	); err != nil {
 		return nil, err

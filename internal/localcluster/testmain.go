@@ -20,20 +20,22 @@ import (
 // setup, when given, runs once after the control plane is up, for
 // package-wide fixtures such as building a binary.
 func Main(m *testing.M, out **Cluster, setup ...func(*Cluster) error) int {
-	return run(m, out, false, setup)
+	return MainWith(m, out, Options{}, setup...)
 }
 
 // MainAudited is Main with the apiserver's audit log of AuditedUser
 // (Cluster.AuditLog), for a package that checks which RBAC rules a
 // controller used.
 func MainAudited(m *testing.M, out **Cluster, setup ...func(*Cluster) error) int {
-	return run(m, out, true, setup)
+	return MainWith(m, out, Options{Audit: true}, setup...)
 }
 
-func run(m *testing.M, out **Cluster, audit bool, setup []func(*Cluster) error) int {
+// MainWith is Main with the control plane's options (Dir and Root are
+// chosen here).
+func MainWith(m *testing.M, out **Cluster, opts Options, setup ...func(*Cluster) error) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	c, err := forTests(ctx, audit)
+	c, err := forTests(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "local control plane:", err)
 		return 1
@@ -56,7 +58,7 @@ func run(m *testing.M, out **Cluster, audit bool, setup []func(*Cluster) error) 
 	return code
 }
 
-func forTests(ctx context.Context, audit bool) (*Cluster, error) {
+func forTests(ctx context.Context, opts Options) (*Cluster, error) {
 	root, err := FindRoot()
 	if err != nil {
 		return nil, err
@@ -80,5 +82,6 @@ func forTests(ctx context.Context, audit bool) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Start(ctx, Options{Dir: dir, Root: root, Audit: audit})
+	opts.Dir, opts.Root = dir, root
+	return Start(ctx, opts)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/podevents"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodepool/status"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/events"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -106,7 +107,9 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := indexFields(ctx, mgr); err != nil {
 		return err
 	}
-	provider, err := newCloudProvider(ctx, mgr, cfg, opts, clk)
+	// One recorder, deduplicating, for every controller.
+	recorder := events.Deduped(mgr.GetEventRecorderFor("karpenter"), clk)
+	provider, err := newCloudProvider(ctx, mgr, cfg, opts, clk, recorder)
 	if err != nil {
 		return err
 	}
@@ -114,7 +117,6 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := crmetrics.Registry.Register(&clustermetrics.InstanceTypes{Reader: mgr.GetClient(), Provider: provider}); err != nil {
 		return err
 	}
-	recorder := mgr.GetEventRecorderFor("karpenter")
 	sched := opts.Scheduling()
 	batcher := provisioning.NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration)
 	resync := 10 * time.Second

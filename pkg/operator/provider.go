@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,7 +49,7 @@ type providerClock interface {
 // newCloudProvider is the one place the provider is chosen: it builds the
 // provider and registers the controllers only that provider needs (the
 // EC2NodeClass status controller of each).
-func newCloudProvider(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Options, clk providerClock) (cloudprovider.CloudProvider, error) {
+func newCloudProvider(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Options, clk providerClock, recorder record.EventRecorder) (cloudprovider.CloudProvider, error) {
 	switch opts.CloudProvider {
 	case "kwok":
 		// The provider must read its own writes (a retried Create looks for
@@ -63,12 +64,12 @@ func newCloudProvider(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o
 		}
 		return provider, (&nodeclass.KwokController{Client: mgr.GetClient(), Clock: clk}).Register(mgr)
 	case "aws":
-		return newAWS(ctx, mgr, cfg, opts, clk)
+		return newAWS(ctx, mgr, cfg, opts, clk, recorder)
 	}
 	return nil, fmt.Errorf("cloud provider %q is not available; use --cloud-provider=kwok or aws", opts.CloudProvider)
 }
 
-func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Options, clk providerClock) (cloudprovider.CloudProvider, error) {
+func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Options, clk providerClock, recorder record.EventRecorder) (cloudprovider.CloudProvider, error) {
 	logger := log.FromContext(ctx)
 	clients, err := awsclient.New(ctx, awsclient.Options{Region: opts.Region})
 	if err != nil {
@@ -123,7 +124,7 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		return nil, err
 	}
 	ctrlr := &nodeclass.AWSController{
-		Client: mgr.GetClient(), Clock: clk, Recorder: mgr.GetEventRecorderFor("karpenter"),
+		Client: mgr.GetClient(), Clock: clk, Recorder: recorder,
 		Subnets: subnets, SecurityGroups: securitygroup.NewProvider(clients.EC2, clk, 0),
 		AMIs:             &amifamily.Resolver{SSM: clients.SSM, EC2: clients.EC2, Clock: clk},
 		InstanceProfiles: &instanceprofile.Provider{IAM: clients.IAM, ClusterName: opts.ClusterName, Region: clients.Region},
@@ -142,17 +143,17 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 	if err := ctrlr.Register(mgr); err != nil {
 		return nil, err
 	}
-	if err := (&tagging.Controller{Client: mgr.GetClient(), Tagger: provider, Recorder: mgr.GetEventRecorderFor("karpenter")}).Register(mgr); err != nil {
+	if err := (&tagging.Controller{Client: mgr.GetClient(), Tagger: provider, Recorder: recorder}).Register(mgr); err != nil {
 		return nil, err
 	}
 	if reservations != nil {
-		if err := (&reservation.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("karpenter"), Clock: clk}).Register(mgr); err != nil {
+		if err := (&reservation.Controller{Client: mgr.GetClient(), Recorder: recorder, Clock: clk}).Register(mgr); err != nil {
 			return nil, err
 		}
 	}
 	if opts.InterruptionQueue != "" {
 		ic := &interruption.Controller{Client: mgr.GetClient(), SQS: clients.SQS, Queue: opts.InterruptionQueue, Unavailable: unavail,
-			Recorder: mgr.GetEventRecorderFor("karpenter"), Clock: clk}
+			Recorder: recorder, Clock: clk}
 		// A queue that does not exist is a setting error, found at start.
 		if _, err := ic.QueueURL(ctx); err != nil {
 			return nil, err
@@ -163,7 +164,7 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		// EC2's status checks are read beside the queue, as Karpenter's
 		// interruption controllers do: the queue carries no status check.
 		if err := mgr.Add(&interruption.StatusPoller{Client: mgr.GetClient(), EC2: clients.EC2,
-			Recorder: mgr.GetEventRecorderFor("karpenter"), Clock: clk}); err != nil {
+			Recorder: recorder, Clock: clk}); err != nil {
 			return nil, err
 		}
 	}

@@ -252,6 +252,25 @@ func (r *Requirement) Intersect(o *Requirement) *Requirement {
 	return out
 }
 
+// Intersects reports whether some value satisfies both r and o, as
+// !r.Intersect(o).Empty() does, without building the intersection: a
+// placement asks it of every node it scans.
+func (r *Requirement) Intersects(o *Requirement) bool {
+	if r.complement && o.complement {
+		return !r.Intersect(o).Empty()
+	}
+	// Walk the finite set, the smaller when both are.
+	if r.complement || (!o.complement && len(o.values) < len(r.values)) {
+		r, o = o, r
+	}
+	for v := range r.values {
+		if r.inBounds(v) && o.Has(v) {
+			return true
+		}
+	}
+	return false
+}
+
 // NodeSelectorRequirement converts back to the API form.
 func (r *Requirement) NodeSelectorRequirement() v1.NodeSelectorRequirementWithMinValues {
 	out := v1.NodeSelectorRequirementWithMinValues{Key: r.Key, MinValues: r.MinValues}
@@ -397,7 +416,7 @@ func (rs Requirements) compatibleKey(k string, p *Requirement) error {
 		}
 		return labelNotOffered(k, p)
 	}
-	if n.Intersect(p).Empty() {
+	if !n.Intersects(p) {
 		return incompatible(p, n)
 	}
 	return nil
@@ -410,13 +429,28 @@ func NotOffered(k string, p *Requirement) error { return labelNotOffered(k, p) }
 // Incompatible is the error of a predicate p that the offered values miss.
 func Incompatible(p, offered *Requirement) error { return incompatible(p, offered) }
 
-func labelNotOffered(k string, p *Requirement) error {
-	return fmt.Errorf("label %q is not offered (requires %s)", k, p)
+// The errors keep their parts and write the message only when asked: a
+// placement tries many nodes that refuse a pod and reads none of the
+// reasons, and writing them was most of what it allocated.
+
+type notOfferedError struct {
+	key string
+	p   *Requirement
 }
 
-func incompatible(p, offered *Requirement) error {
-	return fmt.Errorf("incompatible requirement %s, offered %s", p, offered)
+func (e notOfferedError) Error() string {
+	return fmt.Sprintf("label %q is not offered (requires %s)", e.key, e.p)
 }
+
+type incompatibleError struct{ p, offered *Requirement }
+
+func (e incompatibleError) Error() string {
+	return fmt.Sprintf("incompatible requirement %s, offered %s", e.p, e.offered)
+}
+
+func labelNotOffered(k string, p *Requirement) error { return notOfferedError{key: k, p: p} }
+
+func incompatible(p, offered *Requirement) error { return incompatibleError{p: p, offered: offered} }
 
 // String lists the requirements sorted by key, for messages that tell a
 // user what was asked for.

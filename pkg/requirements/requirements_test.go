@@ -118,3 +118,43 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestIntersectsMatchesIntersect: Intersects answers as
+// !Intersect(o).Empty() for every pair drawn from each operator, a few
+// value sets and their intersections, bounds included.
+func TestIntersectsMatchesIntersect(t *testing.T) {
+	var all []*Requirement
+	for _, c := range []struct {
+		op     corev1.NodeSelectorOperator
+		values [][]string
+	}{
+		{corev1.NodeSelectorOpIn, [][]string{{"a"}, {"a", "b"}, {"c"}, {"3", "5", "8"}}},
+		{corev1.NodeSelectorOpNotIn, [][]string{{"a"}, {"a", "b", "c"}, {"5"}}},
+		{corev1.NodeSelectorOpExists, [][]string{nil}},
+		{corev1.NodeSelectorOpDoesNotExist, [][]string{nil}},
+		{corev1.NodeSelectorOpGt, [][]string{{"4"}, {"8"}}},
+		{corev1.NodeSelectorOpLt, [][]string{{"4"}, {"9"}}},
+	} {
+		for _, vs := range c.values {
+			rs, err := FromNodeSelectorRequirements(nsr("k", c.op, vs...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, rs["k"])
+		}
+	}
+	// And their intersections: finite sets that carry bounds.
+	base := len(all)
+	for _, a := range all[:base] {
+		for _, b := range all[:base] {
+			all = append(all, a.Intersect(b))
+		}
+	}
+	for _, a := range all {
+		for _, b := range all {
+			if got, want := a.Intersects(b), !a.Intersect(b).Empty(); got != want {
+				t.Errorf("(%s).Intersects(%s) = %v, want %v", a, b, got, want)
+			}
+		}
+	}
+}

@@ -161,7 +161,7 @@ func keyCompatible(a, b requirements.Requirements, k string, p *requirements.Req
 		}
 		return requirements.NotOffered(k, p)
 	}
-	if r.Intersect(p).Empty() {
+	if !r.Intersects(p) {
 		return requirements.Incompatible(p, r)
 	}
 	return nil

@@ -18,13 +18,21 @@ type rejection struct {
 	exceedsCap bool
 }
 
-// check tests a pod against a node without changing anything.
+// The two commonest rejections, shared: a scan meets them at nearly every
+// node it passes, and reads them only.
+var (
+	rejectDeleting     = &rejection{err: errors.New("node is being deleted"), monotonic: true}
+	rejectInsufficient = &rejection{err: errors.New("insufficient resources"), monotonic: true, exceedsCap: true}
+)
+
+// check tests a pod against a node without changing anything. Callers
+// must not change the rejection.
 func (s *solver) check(pg *podGroup, pc *podConstraints, n *node) *rejection {
 	if n.deleting {
-		return &rejection{err: errors.New("node is being deleted"), monotonic: true}
+		return rejectDeleting
 	}
 	if !pg.requests.Add(n.used).Fits(n.capacity) {
-		return &rejection{err: errors.New("insufficient resources"), monotonic: true, exceedsCap: true}
+		return rejectInsufficient
 	}
 	if t, bad := pg.untolerated(n.taints, pc.toleratePreferNoSchedule); bad {
 		return &rejection{err: fmt.Errorf("did not tolerate taint %s", taintString(t)), monotonic: true}
@@ -162,7 +170,7 @@ func (s *solver) typeCompatible(preds, typeReqs requirements.Requirements) error
 			}
 			continue
 		}
-		if t.Intersect(p).Empty() {
+		if !t.Intersects(p) {
 			return fmt.Errorf("requires %s, instance type has %s", p, t)
 		}
 	}

@@ -54,12 +54,16 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	if err := c.Client.List(ctx, &claims); err != nil {
 		return snap, nil, err
 	}
+	// Nodes and pods are the cache's own objects, read and never written
+	// (client.UnsafeDisableDeepCopy): a snapshot of 10,000 pods copied
+	// them every batch and every disruption poll, most of the controller's
+	// allocation at that size.
 	var nodes corev1.NodeList
-	if err := c.Client.List(ctx, &nodes); err != nil {
+	if err := c.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return snap, nil, err
 	}
 	var podList corev1.PodList
-	if err := c.Client.List(ctx, &podList); err != nil {
+	if err := c.Client.List(ctx, &podList, client.UnsafeDisableDeepCopy); err != nil {
 		return snap, nil, err
 	}
 	var daemonSets appsv1.DaemonSetList
@@ -155,9 +159,16 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			claimByProvider[nc.Status.ProviderID] = nc
 		}
 		pool := nc.Labels[v1.LabelNodePool]
+		// Before launch the NodeClaim counts against its pool's limits as
+		// the smallest of its options, as the batch that made it counted
+		// it: counting only its pods' requests let later batches take the
+		// rest of each node again, and a pool of 2,000 CPUs launch 2,300.
 		capacity := resources.FromResourceList(nc.Status.Capacity)
 		if len(nc.Status.Capacity) == 0 {
-			capacity = resources.FromResourceList(nc.Spec.Resources.Requests)
+			capacity = resources.FromResourceList(smallestOption(nc, typesByPool[pool], capacityOf))
+			if capacity.CPU == 0 && capacity.Memory == 0 {
+				capacity = resources.FromResourceList(nc.Spec.Resources.Requests)
+			}
 		}
 		inUse[pool] = inUse[pool].Add(capacity)
 		nodeCount[pool]++
@@ -219,7 +230,7 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		}
 		alloc := nc.Status.Allocatable
 		if len(alloc) == 0 {
-			alloc = smallestOption(nc, typesByPool[nc.Labels[v1.LabelNodePool]])
+			alloc = smallestOption(nc, typesByPool[nc.Labels[v1.LabelNodePool]], allocatableOf)
 		}
 		snap.Nodes = append(snap.Nodes, &scheduling.Node{Name: InFlightName(nc.Name), Labels: labels, Taints: nc.Spec.Taints,
 			Allocatable: alloc, NodePool: nc.Labels[v1.LabelNodePool], InFlight: true,
@@ -359,32 +370,37 @@ func optionNames(nc *v1.NodeClaim) map[string]bool {
 	return allowed
 }
 
-// smallestOption is the least allocatable among a NodeClaim's instance-type
-// options: what it will offer at least once launched.
-func smallestOption(nc *v1.NodeClaim, its []*cloudprovider.InstanceType) corev1.ResourceList {
+// smallestOption is the least of a resource list (of: capacity or
+// allocatable) among a NodeClaim's instance-type options: what it will
+// have at least once launched.
+func smallestOption(nc *v1.NodeClaim, its []*cloudprovider.InstanceType, of func(*cloudprovider.InstanceType) corev1.ResourceList) corev1.ResourceList {
 	allowed := optionNames(nc)
 	var out corev1.ResourceList
 	for _, it := range its {
 		if !allowed[it.Name] {
 			continue
 		}
+		rl := of(it)
 		if out == nil {
-			out = it.Allocatable.DeepCopy()
+			out = rl.DeepCopy()
 			continue
 		}
-		for k, q := range it.Allocatable {
+		for k, q := range rl {
 			if cur, ok := out[k]; !ok || q.Cmp(cur) < 0 {
 				out[k] = q
 			}
 		}
 		for k := range out {
-			if _, ok := it.Allocatable[k]; !ok {
+			if _, ok := rl[k]; !ok {
 				delete(out, k)
 			}
 		}
 	}
 	return out
 }
+
+func capacityOf(it *cloudprovider.InstanceType) corev1.ResourceList    { return it.Capacity }
+func allocatableOf(it *cloudprovider.InstanceType) corev1.ResourceList { return it.Allocatable }
 
 func nodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {

@@ -10,6 +10,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -116,5 +117,52 @@ func TestSnapshotLeavesOutPodsBoundSinceListed(t *testing.T) {
 		if n.Name == "n1" && (len(n.Pods) != 1 || n.Pods[0].Name != "bound") {
 			t.Errorf("pods on n1: %d, want the bound one", len(n.Pods))
 		}
+	}
+}
+
+// TestSnapshotCountsUnlaunchedClaimsAgainstLimits: a NodeClaim not launched
+// yet counts against its pool's limits as the smallest of its instance
+// types, not as its pods' requests, so that the next batch does not spend
+// the rest of that node's capacity again.
+func TestSnapshotCountsUnlaunchedClaimsAgainstLimits(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1.AddToScheme(scheme)
+	_ = awsv1.AddToScheme(scheme)
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+		NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}}}}}
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	class.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	claim := func(name string, types ...string) *v1.NodeClaim {
+		return &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelNodePool: "default"}},
+			Spec: v1.NodeClaimSpec{
+				Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: types}},
+				Resources:    v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}
+	}
+	cases := []struct {
+		name    string
+		claim   *v1.NodeClaim
+		wantCPU string
+	}{
+		{"one option", claim("a", "c6a.xlarge"), "4"},
+		{"the smallest of its options", claim("b", "c6a.2xlarge", "c6a.large", "c6a.xlarge"), "2"},
+		{"no known option: its requests", claim("c", "no-such-type"), "500m"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pool.DeepCopy(), class.DeepCopy(), c.claim).WithStatusSubresource(&v1.NodeClaim{}, &awsv1.EC2NodeClass{}).Build()
+			provider, err := kwok.New(kube, kwok.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, _, err := (&state.Cluster{Client: kube, CloudProvider: provider}).Snapshot(context.Background(), nil)
+			if err != nil || len(snap.NodePools) != 1 {
+				t.Fatalf("snapshot: %v, %d pools", err, len(snap.NodePools))
+			}
+			got := snap.NodePools[0].InUse[corev1.ResourceCPU]
+			if want := resource.MustParse(c.wantCPU); got.Cmp(want) != 0 {
+				t.Errorf("in use %s CPU, want %s", got.String(), want.String())
+			}
+		})
 	}
 }

@@ -38,6 +38,11 @@ func Main(m *testing.M, setup ...func(*localcluster.Cluster) error) int {
 	return localcluster.Main(m, &Cluster, append([]func(*localcluster.Cluster) error{build}, setup...)...)
 }
 
+// MainWith is Main with the control plane's options.
+func MainWith(m *testing.M, opts localcluster.Options, setup ...func(*localcluster.Cluster) error) int {
+	return localcluster.MainWith(m, &Cluster, opts, append([]func(*localcluster.Cluster) error{build}, setup...)...)
+}
+
 // MainAudited is Main with the apiserver's audit log of the chart's
 // service account (localcluster.MainAudited).
 func MainAudited(m *testing.M, setup ...func(*localcluster.Cluster) error) int {
@@ -147,6 +152,9 @@ func (j *Joiner) Stop(sig syscall.Signal) {
 		<-j.done
 	}
 }
+
+// PID is the controller's process ID, for reading its memory from /proc.
+func (j *Joiner) PID() int { return j.cmd.Process.Pid }
 
 // TailLines keeps the last n lines.
 func TailLines(s string, n int) string {

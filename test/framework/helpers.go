@@ -1,7 +1,9 @@
 package framework
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -202,4 +204,49 @@ func ReadSeed(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Batch is the provisioner's first batch with pending pods after some
+// moment, from the controller's log: when its reconcile began (its "found
+// provisionable pod(s)" line less the duration it reports), how many
+// NodeClaims it planned, and how many were created by when.
+type Batch struct {
+	Found, Began, LastCreated time.Time
+	Planned, Created          int
+}
+
+// BatchAfter reads the first batch that began after after from the
+// controller's JSON log lines.
+func BatchAfter(logs string, after time.Time) Batch {
+	var b Batch
+	sc := bufio.NewScanner(strings.NewReader(logs))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var l struct {
+			Time     time.Time `json:"time"`
+			Message  string    `json:"message"`
+			Duration string    `json:"duration"`
+			Claims   int       `json:"nodeclaims"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		switch l.Message {
+		case "found provisionable pod(s)":
+			d, _ := time.ParseDuration(l.Duration)
+			if b.Found.IsZero() && !l.Time.Add(-d).Before(after) {
+				b.Found, b.Began = l.Time, l.Time.Add(-d)
+			}
+		case "computed new nodeclaim(s) to fit pod(s)":
+			if !b.Found.IsZero() && b.Planned == 0 {
+				b.Planned = l.Claims
+			}
+		case "created nodeclaim":
+			if !b.Found.IsZero() {
+				b.Created++
+				b.LastCreated = l.Time
+			}
+		}
+	}
+	return b
 }

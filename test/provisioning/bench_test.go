@@ -1,9 +1,7 @@
 package provisioning
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"syscall"
@@ -52,7 +50,8 @@ func BenchmarkProvisionThousandPods(b *testing.B) {
 		var batchClosed, lastCreated time.Time
 		created, planned := 0, 0
 		framework.Eventually(b, 5*time.Minute, "the planned NodeClaims created", func() (bool, string) {
-			_, batchClosed, lastCreated, created, planned = parseTimes(j.Logs())
+			fb := framework.BatchAfter(j.Logs(), start)
+			batchClosed, lastCreated, created, planned = fb.Began, fb.LastCreated, fb.Created, fb.Planned
 			return planned > 0 && created >= planned, fmt.Sprintf("%d of %d created", created, planned)
 		})
 		b.ReportMetric(lastCreated.Sub(start).Seconds(), "s-to-all-nodeclaims")
@@ -64,38 +63,4 @@ func BenchmarkProvisionThousandPods(b *testing.B) {
 		j.Stop(syscall.SIGTERM)
 		b.StartTimer()
 	}
-}
-
-// parseTimes reads the first batch's close, how many NodeClaims it planned,
-// and the last NodeClaim creation from the controller's JSON logs.
-func parseTimes(logs string) (found, batchClosed, lastCreated time.Time, created, planned int) {
-	sc := bufio.NewScanner(strings.NewReader(logs))
-	sc.Buffer(make([]byte, 1<<20), 1<<22)
-	for sc.Scan() {
-		var l struct {
-			Time     time.Time `json:"time"`
-			Message  string    `json:"message"`
-			Duration string    `json:"duration"`
-			Claims   int       `json:"nodeclaims"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
-		}
-		switch l.Message {
-		case "found provisionable pod(s)":
-			if found.IsZero() {
-				found = l.Time
-				d, _ := time.ParseDuration(l.Duration)
-				batchClosed = l.Time.Add(-d)
-			}
-		case "computed new nodeclaim(s) to fit pod(s)":
-			if planned == 0 {
-				planned = l.Claims
-			}
-		case "created nodeclaim":
-			created++
-			lastCreated = l.Time
-		}
-	}
-	return
 }

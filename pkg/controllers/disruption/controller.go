@@ -143,7 +143,8 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		c.explained = map[string]string{}
 	}
 	var all corev1.PodList
-	if err := c.Client.List(ctx, &all); err != nil {
+	// Read only: the cache's pods, not copies (see state.Cluster.Snapshot).
+	if err := c.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	var pending []*corev1.Pod

@@ -214,7 +214,8 @@ func (c *Controller) settleReplacements(ctx context.Context, kept []*v1.NodeClai
 // mirror): pods that deleting the node would evict.
 func (c *Controller) busyNodes(ctx context.Context) (map[string]bool, error) {
 	var all corev1.PodList
-	if err := c.Client.List(ctx, &all); err != nil {
+	// Read only: the cache's pods, not copies (see state.Cluster.Snapshot).
+	if err := c.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	busy := map[string]bool{}
@@ -267,7 +268,8 @@ func (c *Controller) recheck(ctx context.Context, r *run) (string, error) {
 		return "", err
 	}
 	var all corev1.PodList
-	if err := c.Client.List(ctx, &all); err != nil {
+	// Read only: the cache's pods, not copies (see state.Cluster.Snapshot).
+	if err := c.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
 		return "", err
 	}
 	var pending []*corev1.Pod

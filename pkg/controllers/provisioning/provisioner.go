@@ -89,7 +89,8 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 	logger := log.FromContext(ctx)
 	start := p.Clock.Now()
 	var all corev1.PodList
-	if err := p.Client.List(ctx, &all); err != nil {
+	// Read only: the cache's pods, not copies (see state.Cluster.Snapshot).
+	if err := p.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	var pending []*corev1.Pod
