@@ -212,3 +212,47 @@ func TestNoLaunchForADeletedClaimTheCacheStillShows(t *testing.T) {
 		t.Fatalf("Delete called %d times; want 1, the deleted claim finalized", cloud.deleted)
 	}
 }
+
+// TestWritesSkipWhatDidNotChange: Patch and PatchStatus send nothing when
+// the object is as stored, and send a change.
+func TestWritesSkipWhatDidNotChange(t *testing.T) {
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "waiting", Labels: map[string]string{v1.LabelNodePool: "p"}}}
+	cases := []struct {
+		name   string
+		change func(*v1.NodeClaim)
+		write  func(context.Context, client.Client, client.Object, client.Object) error
+		want   int
+	}{
+		{"status unchanged", func(*v1.NodeClaim) {}, lifecycle.PatchStatus, 0},
+		{"status changed", func(nc *v1.NodeClaim) { nc.Status.NodeName = "n1" }, lifecycle.PatchStatus, 1},
+		{"object unchanged", func(*v1.NodeClaim) {}, lifecycle.Patch, 0},
+		{"object changed", func(nc *v1.NodeClaim) { nc.Labels["team"] = "a" }, lifecycle.Patch, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			writes := 0
+			kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithStatusSubresource(&v1.NodeClaim{}).WithObjects(nc.DeepCopy()).
+				WithInterceptorFuncs(interceptor.Funcs{
+					Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+						writes++
+						return cl.Patch(ctx, obj, patch, opts...)
+					},
+					SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+						writes++
+						return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
+					}}).Build()
+			got := &v1.NodeClaim{}
+			if err := kube.Get(context.Background(), client.ObjectKeyFromObject(nc), got); err != nil {
+				t.Fatal(err)
+			}
+			stored := got.DeepCopy()
+			c.change(got)
+			if err := c.write(context.Background(), kube, got, stored); err != nil {
+				t.Fatal(err)
+			}
+			if writes != c.want {
+				t.Errorf("%d writes, want %d", writes, c.want)
+			}
+		})
+	}
+}
