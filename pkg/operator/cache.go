@@ -5,6 +5,7 @@ import (
 	"net/http/pprof"
 	"strconv"
 
+	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -17,10 +18,13 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // cacheTransform trims every object before the informers cache it, so the
 // controller's memory follows what it reads rather than what the API
 // server stores: managed fields go from every object, and from pods
-// kubectl's last-applied copy and the parts of containers that only the
-// kubelet uses (environment, commands, probes, mounts). Joiner never
-// writes a pod back, so nothing trimmed here can be lost; requests, ports,
-// affinity, tolerations, volumes, labels and status stay.
+// kubectl's last-applied copy, the parts of containers that only the
+// kubelet uses (environment, commands, probes, mounts), the volumes that
+// cannot bear on placement (the service account's projected token, config
+// maps, secrets, emptyDirs: volumes.Constrains) and the containers'
+// statuses. Joiner never writes a pod back, so nothing trimmed here can be
+// lost; requests, ports, affinity, tolerations, claims, labels, phase and
+// conditions stay.
 func cacheTransform(in any) (any, error) {
 	if obj, err := meta.Accessor(in); err == nil && obj.GetManagedFields() != nil {
 		obj.SetManagedFields(nil)
@@ -34,6 +38,17 @@ func cacheTransform(in any) (any, error) {
 			trimContainer(&pod.Spec.Containers[i])
 		}
 		pod.Spec.EphemeralContainers = nil
+		kept := pod.Spec.Volumes[:0]
+		for i := range pod.Spec.Volumes {
+			if volumes.Constrains(&pod.Spec.Volumes[i]) {
+				kept = append(kept, pod.Spec.Volumes[i])
+			}
+		}
+		if len(kept) == 0 {
+			kept = nil
+		}
+		pod.Spec.Volumes = kept
+		pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses = nil, nil, nil
 	}
 	return in, nil
 }

@@ -30,11 +30,19 @@ func TestCacheTransform(t *testing.T) {
 		Spec: corev1.PodSpec{
 			InitContainers: []corev1.Container{container()}, Containers: []corev1.Container{container()},
 			EphemeralContainers: []corev1.EphemeralContainer{{}},
-			Volumes:             []corev1.Volume{{Name: "data"}},
-			Tolerations:         []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
-			Affinity:            &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}},
+			Volumes: []corev1.Volume{
+				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
+				{Name: "ebs", VolumeSource: corev1.VolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-1"}}},
+				{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}},
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+			Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
+			Affinity:    &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}},
 		},
-		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app"}}, InitContainerStatuses: []corev1.ContainerStatus{{Name: "app"}}},
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}}}
 	if _, err := cacheTransform(pod); err != nil {
@@ -53,7 +61,8 @@ func TestCacheTransform(t *testing.T) {
 		{"other annotations kept", pod.Annotations["karpenter.sh/do-not-disrupt"] == "true"},
 		{"labels kept", pod.Labels["app"] == "a"},
 		{"ephemeral containers dropped", pod.Spec.EphemeralContainers == nil},
-		{"volumes kept", len(pod.Spec.Volumes) == 1},
+		{"claims and attaching volumes kept, the rest dropped", len(pod.Spec.Volumes) == 3 && pod.Spec.Volumes[0].Name == "data" && pod.Spec.Volumes[1].Name == "scratch" && pod.Spec.Volumes[2].Name == "ebs"},
+		{"container statuses dropped", pod.Status.ContainerStatuses == nil && pod.Status.InitContainerStatuses == nil},
 		{"tolerations kept", len(pod.Spec.Tolerations) == 1},
 		{"affinity kept", pod.Spec.Affinity != nil},
 		{"status kept", pod.Status.Phase == corev1.PodPending && len(pod.Status.Conditions) == 1},

@@ -304,6 +304,14 @@ func provisionerDriver(provisioner string) string {
 
 // inlineAttachment is the attachment of an in-tree volume written in the
 // pod itself (awsElasticBlockStore, ...), or none.
+// Constrains reports whether a volume can bear on where its pod runs: a
+// claim (its volume's zone, its attachment) or an in-tree volume that
+// attaches. Projected, ConfigMap, Secret, emptyDir and the like cannot,
+// and the controller's cache leaves them out.
+func Constrains(vol *corev1.Volume) bool {
+	return vol.PersistentVolumeClaim != nil || vol.Ephemeral != nil || translator.IsInlineMigratable(vol)
+}
+
 func inlineAttachment(vol *corev1.Volume, namespace string) Attachment {
 	if !translator.IsInlineMigratable(vol) {
 		return Attachment{}
