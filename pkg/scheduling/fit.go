@@ -50,7 +50,7 @@ func (s *solver) check(pg *podGroup, pc *podConstraints, n *node) *rejection {
 			}
 		}
 	}
-	if _, err := s.decideDomains(pg, pc, n); err != nil {
+	if err := s.domainsAllowed(pg, pc, n); err != nil {
 		// Spread and affinity can open up as other pods land; anti-affinity
 		// and per-node spread cannot.
 		mono := true
@@ -92,11 +92,25 @@ func (s *solver) nodeCompatible(n *node, pc *podConstraints) error {
 // decideDomains picks, for every topology key the pod involves, the domain
 // the node will be in, honouring spread, affinity and anti-affinity.
 func (s *solver) decideDomains(pg *podGroup, pc *podConstraints, n *node) (map[string]string, error) {
+	return s.domainsFor(pg, pc, n, true)
+}
+
+// domainsAllowed is decideDomains for a check, which needs only the
+// error: no map is built for each node a scan passes.
+func (s *solver) domainsAllowed(pg *podGroup, pc *podConstraints, n *node) error {
+	_, err := s.domainsFor(pg, pc, n, false)
+	return err
+}
+
+func (s *solver) domainsFor(pg *podGroup, pc *podConstraints, n *node, record bool) (map[string]string, error) {
 	keys := pc.topologyKeys(pg)
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	out := make(map[string]string, len(keys))
+	var out map[string]string
+	if record {
+		out = make(map[string]string, len(keys))
+	}
 	for _, key := range keys {
 		allowed, err := s.allowedDomains(pc, pg, n, key)
 		if err != nil {
@@ -114,7 +128,9 @@ func (s *solver) decideDomains(pg *podGroup, pc *podConstraints, n *node) (map[s
 		if len(allowed) == 0 {
 			return nil, fmt.Errorf("no %s domain satisfies the pod's constraints", key)
 		}
-		out[key] = s.pickDomain(pg, pc, key, allowed)
+		if record {
+			out[key] = s.pickDomain(pg, pc, key, allowed)
+		}
 	}
 	return out, nil
 }

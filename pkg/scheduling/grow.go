@@ -29,7 +29,7 @@ func (s *solver) growFor(pg *podGroup, pc *podConstraints, pod *corev1.Pod) bool
 		if n.deleting || pg.requests.Add(n.used).Fits(n.capacity) {
 			continue // not full: the scan already had its say
 		}
-		if _, err := s.decideDomains(pg, pc, n); err != nil {
+		if err := s.domainsAllowed(pg, pc, n); err != nil {
 			continue // no target pod here, or another constraint fails
 		}
 		t := s.largerType(n, pg, pc)
