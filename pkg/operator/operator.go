@@ -121,7 +121,10 @@ func Run(ctx context.Context, opts *Options) error {
 	batcher := provisioning.NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration)
 	resync := 10 * time.Second
 	nominations := &state.Nominations{Clock: clk, Window: state.NominationWindow(opts.BatchMaxDuration, resync)}
-	prov := &provisioning.Provisioner{Client: mgr.GetClient(), Cluster: &state.Cluster{Client: mgr.GetClient(), CloudProvider: provider},
+	// One view of the cluster for provisioning and disruption: both count
+	// the NodeClaims either created that the cache does not hold yet.
+	cluster := &state.Cluster{Client: mgr.GetClient(), CloudProvider: provider, Clock: clk}
+	prov := &provisioning.Provisioner{Client: mgr.GetClient(), Cluster: cluster,
 		Batcher: batcher, Recorder: recorder, Clock: clk, Resync: resync, Nominations: nominations, Scheduling: sched}
 	if err := mgr.Add(prov); err != nil {
 		return err
@@ -148,7 +151,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := (&podevents.Controller{Client: mgr.GetClient(), Clock: clk}).Register(mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(&disruptionctrl.Controller{Client: mgr.GetClient(), Cluster: &state.Cluster{Client: mgr.GetClient(), CloudProvider: provider},
+	if err := mgr.Add(&disruptionctrl.Controller{Client: mgr.GetClient(), Cluster: cluster,
 		CloudProvider: provider, Recorder: recorder, Clock: clk, Poll: opts.DisruptionPoll, SpotToSpot: opts.FeatureGates.SpotToSpotConsolidation,
 		ReadyTimeout: 10 * time.Minute, ValidationDelay: 15 * time.Second, Nominations: nominations, Scheduling: sched}); err != nil {
 		return err

@@ -35,7 +35,7 @@ func (s *solver) check(pg *podGroup, pc *podConstraints, n *node) *rejection {
 		return rejectInsufficient
 	}
 	if t, bad := pg.untolerated(n.taints, pc.toleratePreferNoSchedule); bad {
-		return &rejection{err: fmt.Errorf("did not tolerate taint %s", taintString(t)), monotonic: true}
+		return &rejection{err: untoleratedError{t}, monotonic: true}
 	}
 	if err := s.nodeCompatible(n, pc); err != nil {
 		return &rejection{err: err, monotonic: true}
@@ -71,6 +71,12 @@ func (s *solver) check(pg *podGroup, pc *podConstraints, n *node) *rejection {
 	}
 	return nil
 }
+
+// untoleratedError is a taint a pod does not tolerate, written out only
+// when read: a scan meets it at every node of a tainted pool.
+type untoleratedError struct{ taint corev1.Taint }
+
+func (e untoleratedError) Error() string { return "did not tolerate taint " + taintString(e.taint) }
 
 func taintString(t corev1.Taint) string {
 	if t.Value == "" {

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -29,6 +30,10 @@ import (
 type Cluster struct {
 	Client        client.Client
 	CloudProvider cloudprovider.CloudProvider
+	// Clock times how long created NodeClaims are remembered (Remember);
+	// the real clock when nil.
+	Clock   clock.PassiveClock
+	created created
 }
 
 // NodePoolProblem is a NodePool that cannot launch nodes, and why.
@@ -54,6 +59,11 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	if err := c.Client.List(ctx, &claims); err != nil {
 		return snap, nil, err
 	}
+	clk := c.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	claims.Items = c.withCreated(claims.Items, clk)
 	// Nodes and pods are the cache's own objects, read and never written
 	// (client.UnsafeDisableDeepCopy): a snapshot of 10,000 pods copied
 	// them every batch and every disruption poll, most of the controller's

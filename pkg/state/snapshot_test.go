@@ -3,6 +3,7 @@ package state_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
@@ -162,6 +165,69 @@ func TestSnapshotCountsUnlaunchedClaimsAgainstLimits(t *testing.T) {
 			got := snap.NodePools[0].InUse[corev1.ResourceCPU]
 			if want := resource.MustParse(c.wantCPU); got.Cmp(want) != 0 {
 				t.Errorf("in use %s CPU, want %s", got.String(), want.String())
+			}
+		})
+	}
+}
+
+// TestSnapshotCountsCreatedClaimsTheCacheLacks: a NodeClaim this process
+// created counts in the next snapshot (an in-flight node, its pool's
+// usage) while the cache does not hold it yet, once when it does, and not
+// after RememberFor: otherwise a lagging cache makes the next batch plan
+// the same pods again.
+func TestSnapshotCountsCreatedClaimsTheCacheLacks(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1.AddToScheme(scheme)
+	_ = awsv1.AddToScheme(scheme)
+	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+		NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}}}}}
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	class.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	made := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "made", Labels: map[string]string{v1.LabelNodePool: "default"}, CreationTimestamp: metav1.NewTime(now)},
+		Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6a.xlarge"}}}}}
+	cases := []struct {
+		name      string
+		inCache   bool
+		after     time.Duration
+		wantNodes int
+	}{
+		{"not in the cache yet", false, time.Second, 1},
+		{"in the cache", true, time.Second, 1},
+		{"never in the cache, past RememberFor", false, state.RememberFor + time.Second, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			objs := []client.Object{pool.DeepCopy(), class.DeepCopy()}
+			if c.inCache {
+				objs = append(objs, made.DeepCopy())
+			}
+			kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1.NodeClaim{}, &awsv1.EC2NodeClass{}).Build()
+			provider, err := kwok.New(kube, kwok.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk := clocktesting.NewFakeClock(now)
+			cluster := &state.Cluster{Client: kube, CloudProvider: provider, Clock: clk}
+			cluster.Remember(made)
+			clk.Step(c.after)
+			snap, _, err := cluster.Snapshot(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inFlight := 0
+			for _, n := range snap.Nodes {
+				if n.Name == state.InFlightName("made") {
+					inFlight++
+				}
+			}
+			if inFlight != c.wantNodes {
+				t.Errorf("%d in-flight nodes for the created NodeClaim, want %d", inFlight, c.wantNodes)
+			}
+			cpu := snap.NodePools[0].InUse[corev1.ResourceCPU]
+			if want := int64(4 * c.wantNodes); cpu.Value() != want {
+				t.Errorf("pool usage %s CPU, want %d", cpu.String(), want)
 			}
 		})
 	}
