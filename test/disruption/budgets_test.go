@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,6 +73,21 @@ func TestBudgets(t *testing.T) {
 				framework.Eventually(t, time.Minute, "every web pod gone", func() (bool, string) {
 					out := framework.Kubectl(t, "", "get", "pods", "-l", "app=web", "-o", "name")
 					return strings.TrimSpace(out) == "", out
+				})
+				// And every node consolidatable (consolidateAfter past its
+				// last pod): a decision that saw only some would be smaller
+				// than the budget for that reason alone.
+				framework.Eventually(t, time.Minute, "every NodeClaim consolidatable", func() (bool, string) {
+					var states []string
+					ready := 0
+					for _, nc := range framework.NodeClaims(t) {
+						c := framework.Condition(nc, v1.ConditionTypeConsolidatable)
+						states = append(states, c)
+						if strings.HasPrefix(c, "True/") {
+							ready++
+						}
+					}
+					return ready == 4, strings.Join(states, " ")
 				})
 				framework.Kubectl(t, budgetPool(tc.budgets), "apply", "-f", "-")
 			}
