@@ -351,7 +351,6 @@ func (c *Controller) createReplacement(ctx context.Context, r *scheduling.NewNod
 	if err := c.Client.Create(ctx, nc); err != nil {
 		return nil, err
 	}
-	c.Cluster.Remember(nc)
 	metrics.NodeClaimsCreated.WithLabelValues(strings.ToLower(string(reason)), np.Name).Inc()
 	return nc, nil
 }

@@ -52,8 +52,7 @@ type Provisioner struct {
 const CreateWorkers = 32
 
 // CacheWait bounds how long a batch waits for the cache to hold the
-// NodeClaims it created; past it the next batch plans anyway, counting the
-// ones the cache still lacks from memory (state.Cluster.Remember).
+// NodeClaims it created; past it the next batch plans anyway.
 const CacheWait = 5 * time.Second
 
 // Start implements manager.Runnable.
@@ -166,7 +165,6 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 			return
 		}
 		created[i] = c
-		p.Cluster.Remember(c)
 	})
 	observed := map[string]bool{}
 	for i, nc := range plan.NewNodeClaims {
