@@ -25,31 +25,8 @@ type Resources struct {
 // FromResourceList converts a ResourceList.
 func FromResourceList(rl corev1.ResourceList) Resources {
 	var r Resources
-	for name, q := range rl {
-		r.set(name, q)
-	}
+	r.addList(rl)
 	return r
-}
-
-func (r *Resources) set(name corev1.ResourceName, q resource.Quantity) {
-	switch name {
-	case corev1.ResourceCPU:
-		r.CPU = q.MilliValue()
-	case corev1.ResourceMemory:
-		r.Memory = q.Value()
-	case corev1.ResourcePods:
-		r.Pods = q.Value()
-	case corev1.ResourceEphemeralStorage:
-		r.Ephemeral = q.Value()
-	default:
-		if q.IsZero() {
-			return
-		}
-		if r.Ext == nil {
-			r.Ext = map[corev1.ResourceName]int64{}
-		}
-		r.Ext[name] = q.Value()
-	}
 }
 
 // PodRequests returns what a pod asks of a node, including init and sidecar
