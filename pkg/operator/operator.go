@@ -121,9 +121,17 @@ func Run(ctx context.Context, opts *Options) error {
 	batcher := provisioning.NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration)
 	resync := 10 * time.Second
 	nominations := &state.Nominations{Clock: clk, Window: state.NominationWindow(opts.BatchMaxDuration, resync)}
-	// One view of the cluster for provisioning and disruption: both count
-	// the NodeClaims either created that the cache does not hold yet.
+	// One view of the cluster for provisioning and disruption. It counts
+	// the NodeClaims the provisioner created that the cache has not held
+	// yet, until the NodeClaim informer reports them.
 	cluster := &state.Cluster{Client: mgr.GetClient(), CloudProvider: provider, Clock: clk}
+	claims, err := mgr.GetCache().GetInformer(ctx, &v1.NodeClaim{})
+	if err != nil {
+		return err
+	}
+	if _, err := claims.AddEventHandler(cluster.Seen()); err != nil {
+		return err
+	}
 	prov := &provisioning.Provisioner{Client: mgr.GetClient(), Cluster: cluster,
 		Batcher: batcher, Recorder: recorder, Clock: clk, Resync: resync, Nominations: nominations, Scheduling: sched}
 	if err := mgr.Add(prov); err != nil {

@@ -59,11 +59,7 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	if err := c.Client.List(ctx, &claims); err != nil {
 		return snap, nil, err
 	}
-	clk := c.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	claims.Items = c.withCreated(claims.Items, clk)
+	claims.Items = c.withCreated(claims.Items)
 	// Nodes and pods are the cache's own objects, read and never written
 	// (client.UnsafeDisableDeepCopy): a snapshot of 10,000 pods copied
 	// them every batch and every disruption poll, most of the controller's

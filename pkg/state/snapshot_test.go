@@ -172,9 +172,10 @@ func TestSnapshotCountsUnlaunchedClaimsAgainstLimits(t *testing.T) {
 
 // TestSnapshotCountsCreatedClaimsTheCacheLacks: a NodeClaim this process
 // created counts in the next snapshot (an in-flight node, its pool's
-// usage) while the cache does not hold it yet, once when it does, and not
-// after RememberFor: otherwise a lagging cache makes the next batch plan
-// the same pods again.
+// usage) while the cache has not held it, once when the cache holds it,
+// and not after RememberFor nor once the cache has held it and seen it
+// deleted: a lagging cache must not make the next batch plan the same pods
+// again, and a deleted claim must not count as capacity.
 func TestSnapshotCountsCreatedClaimsTheCacheLacks(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -189,13 +190,17 @@ func TestSnapshotCountsCreatedClaimsTheCacheLacks(t *testing.T) {
 		Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6a.xlarge"}}}}}
 	cases := []struct {
 		name      string
-		inCache   bool
-		after     time.Duration
-		wantNodes int
+		inCache bool
+		// seenDeleted: the informer held the claim and saw it deleted
+		// before any snapshot listed it.
+		seenDeleted bool
+		after       time.Duration
+		wantNodes   int
 	}{
-		{"not in the cache yet", false, time.Second, 1},
-		{"in the cache", true, time.Second, 1},
-		{"never in the cache, past RememberFor", false, state.RememberFor + time.Second, 0},
+		{"not in the cache yet", false, false, time.Second, 1},
+		{"in the cache", true, false, time.Second, 1},
+		{"never in the cache, past RememberFor", false, false, state.RememberFor + time.Second, 0},
+		{"held by the cache and deleted before a snapshot", false, true, time.Second, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -210,7 +215,11 @@ func TestSnapshotCountsCreatedClaimsTheCacheLacks(t *testing.T) {
 			}
 			clk := clocktesting.NewFakeClock(now)
 			cluster := &state.Cluster{Client: kube, CloudProvider: provider, Clock: clk}
-			cluster.Remember(made)
+			cluster.Remember(context.Background(), made)
+			if c.seenDeleted {
+				cluster.Seen().OnAdd(made.DeepCopy(), false)
+				cluster.Seen().OnDelete(made.DeepCopy())
+			}
 			clk.Step(c.after)
 			snap, _, err := cluster.Snapshot(context.Background(), nil)
 			if err != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
@@ -50,10 +49,6 @@ type Provisioner struct {
 // provider to batch them (one fleet request each on AWS); together, they
 // arrive as one burst.
 const CreateWorkers = 32
-
-// CacheWait bounds how long a batch waits for the cache to hold the
-// NodeClaims it created; past it the next batch plans anyway.
-const CacheWait = 5 * time.Second
 
 // Start implements manager.Runnable.
 func (p *Provisioner) Start(ctx context.Context) error {
@@ -181,7 +176,6 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 		}
 	}
 	p.nominateExisting(pending, plan.Existing)
-	p.awaitCache(ctx, created)
 	return nil
 }
 
@@ -203,36 +197,6 @@ func (p *Provisioner) nominateExisting(pending []*corev1.Pod, existing map[strin
 	}
 }
 
-// awaitCache waits, at most CacheWait, until the cache holds the NodeClaims
-// just created. A batch planned before that would not see them, and would
-// launch capacity for the same pods again.
-func (p *Provisioner) awaitCache(ctx context.Context, created []*v1.NodeClaim) {
-	deadline := p.Clock.Now().Add(CacheWait)
-	for {
-		missing := 0
-		for _, nc := range created {
-			if nc == nil {
-				continue
-			}
-			if err := p.Client.Get(ctx, client.ObjectKeyFromObject(nc), &v1.NodeClaim{}); apierrors.IsNotFound(err) {
-				missing++
-			}
-		}
-		if missing == 0 {
-			return
-		}
-		if !p.Clock.Now().Before(deadline) {
-			log.FromContext(ctx).Info("the cache does not hold every nodeclaim just created; planning the next batch anyway", "missing", missing, "waited", CacheWait.String())
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.Clock.After(50 * time.Millisecond):
-		}
-	}
-}
-
 func (p *Provisioner) create(ctx context.Context, np *v1.NodePool, planned *scheduling.NewNodeClaim) (*v1.NodeClaim, error) {
 	nc, err := NewNodeClaim(np, planned, p.Client.Scheme())
 	if err != nil {
@@ -241,6 +205,8 @@ func (p *Provisioner) create(ctx context.Context, np *v1.NodePool, planned *sche
 	if err := p.Client.Create(ctx, nc); err != nil {
 		return nil, err
 	}
+	// The next batch may list NodeClaims before the cache has this one.
+	p.Cluster.Remember(ctx, nc)
 	metrics.NodeClaimsCreated.WithLabelValues("provisioned", np.Name).Inc()
 	var names []string
 	for _, it := range planned.InstanceTypes {

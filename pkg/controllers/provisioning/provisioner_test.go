@@ -39,19 +39,21 @@ func pendingPod(name, cpu string) *corev1.Pod {
 		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
 }
 
-// provisionerWorld is a fake cluster whose cache misses the NodeClaims the
-// provisioner creates for the first hidden reads of each.
+// provisionerWorld is a fake cluster whose cache, while it lags, holds
+// none of the NodeClaims the provisioner created; catchUp lets it see them,
+// as an informer would.
 type provisionerWorld struct {
-	fc   *clocktesting.FakeClock
-	kube client.Client
-	p    *Provisioner
+	fc    *clocktesting.FakeClock
+	inner client.WithWatch
+	kube  client.Client
+	p     *Provisioner
 
-	mu     sync.Mutex
-	hidden int
-	misses map[string]int
+	mu      sync.Mutex
+	lagging bool
+	creates int
 }
 
-func newProvisionerWorld(t *testing.T, hidden int, objs ...client.Object) *provisionerWorld {
+func newProvisionerWorld(t *testing.T, objs ...client.Object) *provisionerWorld {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = v1.AddToScheme(s)
@@ -62,27 +64,50 @@ func newProvisionerWorld(t *testing.T, hidden int, objs ...client.Object) *provi
 		NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
 		Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}}},
 	}}}}
-	w := &provisionerWorld{fc: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), hidden: hidden, misses: map[string]int{}}
-	inner := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.NodeClaim{}, &awsv1.EC2NodeClass{}).WithObjects(append([]client.Object{class, pool}, objs...)...).Build()
-	w.kube = interceptor.NewClient(inner, interceptor.Funcs{
+	w := &provisionerWorld{fc: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	w.inner = fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.NodeClaim{}, &awsv1.EC2NodeClass{}).WithObjects(append([]client.Object{class, pool}, objs...)...).Build()
+	w.kube = interceptor.NewClient(w.inner, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if _, ok := obj.(*v1.NodeClaim); ok {
-				w.mu.Lock()
-				miss := w.hidden < 0 || w.misses[key.Name] < w.hidden
-				if miss {
-					w.misses[key.Name]++
-				}
-				w.mu.Unlock()
-				if miss {
-					return apierrors.NewNotFound(schema.GroupResource{Group: v1.Group, Resource: "nodeclaims"}, key.Name)
-				}
+			if _, ok := obj.(*v1.NodeClaim); ok && w.lags() {
+				return apierrors.NewNotFound(schema.GroupResource{Group: v1.Group, Resource: "nodeclaims"}, key.Name)
 			}
 			return c.Get(ctx, key, obj, opts...)
 		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*v1.NodeClaimList); ok && w.lags() {
+				return nil
+			}
+			return c.List(ctx, list, opts...)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*v1.NodeClaim); ok {
+				w.mu.Lock()
+				w.creates++
+				w.mu.Unlock()
+			}
+			return c.Create(ctx, obj, opts...)
+		},
 	})
-	w.p = &Provisioner{Client: w.kube, Cluster: &state.Cluster{Client: w.kube, CloudProvider: catalogCloud{}}, Recorder: record.NewFakeRecorder(100), Clock: w.fc,
+	w.p = &Provisioner{Client: w.kube, Cluster: &state.Cluster{Client: w.kube, CloudProvider: catalogCloud{}, Clock: w.fc}, Recorder: record.NewFakeRecorder(100), Clock: w.fc,
 		Nominations: &state.Nominations{Clock: w.fc, Window: 20 * time.Second}}
 	return w
+}
+
+func (w *provisionerWorld) lags() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lagging
+}
+
+// catchUp ends the lag: the cache holds every NodeClaim, and the informer
+// tells the provisioner's cluster about each.
+func (w *provisionerWorld) catchUp(t *testing.T) {
+	w.mu.Lock()
+	w.lagging = false
+	w.mu.Unlock()
+	for _, nc := range w.claims(t) {
+		w.p.Cluster.Seen().OnAdd(nc.DeepCopy(), false)
+	}
 }
 
 // reconcile runs one batch, stepping the fake clock while it waits, and
@@ -110,43 +135,66 @@ func (w *provisionerWorld) reconcile(t *testing.T) time.Duration {
 	}
 }
 
+// claims are the API server's NodeClaims, whatever the cache holds.
 func (w *provisionerWorld) claims(t *testing.T) []v1.NodeClaim {
 	var list v1.NodeClaimList
-	if err := w.kube.List(context.Background(), &list); err != nil {
+	if err := w.inner.List(context.Background(), &list); err != nil {
 		t.Fatal(err)
 	}
 	return list.Items
 }
 
-// TestProvisionerWaitsForItsCache: a batch returns only once the cache
-// holds the NodeClaims it created, or after CacheWait.
-func TestProvisionerWaitsForItsCache(t *testing.T) {
+func (w *provisionerWorld) created() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.creates
+}
+
+// TestProvisionerCountsClaimsItsCacheLacks: a batch counts the NodeClaims
+// the last one created while the cache does not hold them yet, so a lagging
+// cache does not plan the same pods twice; and a claim the cache has held
+// and seen deleted counts no more, so its pods are planned again.
+func TestProvisionerCountsClaimsItsCacheLacks(t *testing.T) {
 	cases := []struct {
-		name   string
-		hidden int
-		// wantWait is how long the batch waits, on the fake clock.
-		wantMin, wantMax time.Duration
+		name string
+		// between runs after the first batch, with the cache lagging.
+		between func(t *testing.T, w *provisionerWorld)
+		// step moves the clock before the second batch.
+		step time.Duration
+		want int
 	}{
-		{name: "the cache has it at once", hidden: 0, wantMax: 0},
-		{name: "the cache lags a few reads", hidden: 3, wantMin: 150 * time.Millisecond, wantMax: time.Second},
-		{name: "the cache never has it: bounded", hidden: -1, wantMin: CacheWait, wantMax: CacheWait + time.Second},
+		{name: "the cache still lags", between: func(*testing.T, *provisionerWorld) {}, want: 1},
+		{name: "the cache caught up", between: func(t *testing.T, w *provisionerWorld) { w.catchUp(t) }, want: 1},
+		{name: "the cache held the claim and saw it deleted", between: func(t *testing.T, w *provisionerWorld) {
+			w.catchUp(t)
+			// Gone, not only deleting: a claim the API server still
+			// holds is listed, and counts no capacity while it deletes.
+			for _, nc := range w.claims(t) {
+				nc.Finalizers = nil
+				if err := w.inner.Update(context.Background(), &nc); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.inner.Delete(context.Background(), &nc); err != nil {
+					t.Fatal(err)
+				}
+				w.p.Cluster.Seen().OnDelete(nc.DeepCopy())
+			}
+			if n := len(w.claims(t)); n != 0 {
+				t.Fatalf("%d nodeclaims left after deleting them", n)
+			}
+		}, want: 2},
+		{name: "the cache lags past RememberFor", between: func(*testing.T, *provisionerWorld) {}, step: state.RememberFor + time.Second, want: 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newProvisionerWorld(t, tc.hidden, pendingPod("p", "1"))
-			waited := w.reconcile(t)
-			if n := len(w.claims(t)); n != 1 {
-				t.Fatalf("%d nodeclaims, want 1", n)
-			}
-			if waited < tc.wantMin || waited > tc.wantMax {
-				t.Fatalf("waited %s, want %s to %s", waited, tc.wantMin, tc.wantMax)
-			}
-			if tc.hidden > 0 {
-				for name, n := range w.misses {
-					if n != tc.hidden {
-						t.Fatalf("nodeclaim %s read %d times before it was there, want %d", name, n, tc.hidden)
-					}
-				}
+			w := newProvisionerWorld(t, pendingPod("p", "1"))
+			w.lagging = true
+			w.reconcile(t)
+			tc.between(t, w)
+			w.fc.Step(tc.step)
+			w.reconcile(t)
+			if got := w.created(); got != tc.want {
+				t.Fatalf("%d nodeclaims created over two batches, want %d", got, tc.want)
 			}
 		})
 	}
@@ -155,7 +203,7 @@ func TestProvisionerWaitsForItsCache(t *testing.T) {
 // TestProvisionerNominates: the NodeClaims a batch launches, and the
 // in-flight capacity a later batch counts on, are nominated for their pods.
 func TestProvisionerNominates(t *testing.T) {
-	w := newProvisionerWorld(t, 0, pendingPod("p-0", "1"))
+	w := newProvisionerWorld(t, pendingPod("p-0", "1"))
 	w.reconcile(t)
 	claims := w.claims(t)
 	if len(claims) != 1 {
@@ -192,7 +240,7 @@ func TestProvisionerCreatesConcurrently(t *testing.T) {
 		// 100 CPUs each: no instance type holds two.
 		pods = append(pods, pendingPod(fmt.Sprintf("p-%d", i), "100"))
 	}
-	w := newProvisionerWorld(t, 0, pods...)
+	w := newProvisionerWorld(t, pods...)
 	var mu sync.Mutex
 	inflight, most := 0, 0
 	all := make(chan struct{})
