@@ -43,7 +43,8 @@ chaos: setup
 ## of churn with the controller's memory sampled; then the consolidation
 ## decision and repack search over 1,000 and 2,000 nodes. About 75 minutes;
 ## the figures go to SCALE_OUT (default .cache/scale) and the log, and
-## docs/benchmarks.md §4 and §7 have them.
+## docs/benchmarks.md §4 and §7 have them. SCALE_MEMORY_LIMIT=300Mi runs the
+## controller as the chart would under that memory limit.
 scale: setup
 	go vet -tags scale ./test/scale/
 	mkdir -p $(or $(SCALE_OUT),.cache/scale)

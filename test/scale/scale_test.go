@@ -21,6 +21,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -226,6 +227,13 @@ type result struct {
 	PeakRSSMiB, PeakRSSLast10MinMiB, EndRSSMiB float64
 	HWMAfterBurstMiB, HWMEndMiB                float64
 	NodeClaimsEnd, NodesEnd, PodsEnd           int
+	// NodeClaimsCreated counts every NodeClaim the provisioner created in
+	// the run; LaunchTimedOut those deleted unlaunched after LaunchTTL,
+	// the sign of pods planned twice.
+	NodeClaimsCreated, LaunchTimedOut int
+	// MemoryLimitMiB is SCALE_MEMORY_LIMIT, the container limit the chart
+	// would pass (the binary keeps its heap to 90% of it); 0 for none.
+	MemoryLimitMiB float64
 }
 
 // TestControllerAtScale: 10,000 pending pods of 50 shapes across three
@@ -249,7 +257,18 @@ func TestControllerAtScale(t *testing.T) {
 		out = t.TempDir()
 	}
 	port := framework.FreePort(t)
-	j := framework.StartJoiner(t, fmt.Sprintf("METRICS_PORT=%d", port), "ENABLE_PROFILING=true")
+	env := []string{fmt.Sprintf("METRICS_PORT=%d", port), "ENABLE_PROFILING=true"}
+	var res result
+	if v := os.Getenv("SCALE_MEMORY_LIMIT"); v != "" {
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Value() <= 0 {
+			t.Fatalf("SCALE_MEMORY_LIMIT=%q: want a memory quantity such as 300Mi", v)
+		}
+		// As the chart's downward API passes limits.memory.
+		env = append(env, fmt.Sprintf("MEMORY_LIMIT=%d", q.Value()))
+		res.MemoryLimitMiB = float64(q.Value()) / (1 << 20)
+	}
+	j := framework.StartJoiner(t, env...)
 	mem := &memory{}
 	stop := make(chan struct{})
 	var sampler sync.WaitGroup
@@ -269,7 +288,6 @@ func TestControllerAtScale(t *testing.T) {
 	}()
 	defer func() { close(stop); sampler.Wait() }()
 
-	var res result
 	ws := workload()
 	framework.Kubectl(t, pools(), "apply", "-f", "-")
 	framework.Kubectl(t, "", "wait", "--for=condition=Ready", "--timeout=2m", "nodepool/general", "nodepool/spot", "nodepool/batch")
@@ -329,6 +347,9 @@ func TestControllerAtScale(t *testing.T) {
 	res.PeakRSSMiB, res.PeakRSSLast10MinMiB, res.EndRSSMiB, res.HWMEndMiB = float64(peak)/1024, float64(peak10)/1024, float64(last)/1024, float64(hwm)/1024
 	res.NodeClaimsEnd, res.NodesEnd = len(framework.NodeClaims(t)), countNodes(t)
 	res.PodsEnd, _, _ = scalePods(t)
+	logs := j.Logs()
+	res.NodeClaimsCreated = strings.Count(logs, `"message":"created nodeclaim"`)
+	res.LaunchTimedOut = strings.Count(logs, `"message":"deleting nodeclaim, launch timed out"`)
 	t.Logf("after %.0f min of churn (%d rounds): %d pods on %d nodes (%d NodeClaims); resident %s at the end, peak %s during the churn, %s in its last 10 min; VmHWM %s",
 		res.ChurnMinutes, res.ChurnRounds, res.PodsEnd, res.NodesEnd, res.NodeClaimsEnd, mib(last), mib(peak), mib(peak10), mib(hwm))
 

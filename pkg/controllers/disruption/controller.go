@@ -228,8 +228,10 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 	if err := c.Client.List(ctx, &claims); err != nil {
 		return nil, opts, err
 	}
+	// The cache's own nodes, read and never written: the taint and its
+	// removal read each node afresh.
 	var nodeList corev1.NodeList
-	if err := c.Client.List(ctx, &nodeList); err != nil {
+	if err := c.Client.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, opts, err
 	}
 	var pdbs policyv1.PodDisruptionBudgetList
