@@ -189,7 +189,7 @@ func TestSnapshotCountsCreatedClaimsTheCacheLacks(t *testing.T) {
 	made := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "made", Labels: map[string]string{v1.LabelNodePool: "default"}, CreationTimestamp: metav1.NewTime(now)},
 		Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6a.xlarge"}}}}}
 	cases := []struct {
-		name      string
+		name    string
 		inCache bool
 		// seenDeleted: the informer held the claim and saw it deleted
 		// before any snapshot listed it.
