@@ -114,10 +114,15 @@ func (s *solver) roundPool(p *pool, groups []*podGroup) bool {
 		for k, t := range kindType {
 			// A zoned share uses its zone's kinds, anything else the
 			// kinds of no zone: patterns do not mix the two, which keeps
-			// pricing to the kinds each shape can use.
-			if (kindZone[k] != "") == (len(zs) > 0) && s.groupTypeCompatible(g, p, t) && g.requests.Fits(t.free) && (kindZone[k] == "" || zoneAllowed(g, kindZone[k])) {
+			// pricing to the kinds each shape can use. With mixZones the
+			// rest may use the zones' kinds too.
+			zoned := kindZone[k] != ""
+			if (zoned == (len(zs) > 0) || (s.mixZones && len(zs) == 0)) && s.groupTypeCompatible(g, p, t) && g.requests.Fits(t.free) && (!zoned || zoneAllowed(g, kindZone[k])) {
 				ks = append(ks, k)
 			}
+		}
+		if len(zs) == 0 && len(zones) > 0 && len(p.limits) > 0 {
+			s.zonesApart = true
 		}
 		request := lpVector(g.requests)
 		if len(zs) == 0 {

@@ -164,43 +164,74 @@ func TestPlansNearTheIntegerBound(t *testing.T) {
 	}
 }
 
-// TestLimitedPoolSpentWhereItSavesMost plans a spot pool limited to 1,500
-// CPUs over an on-demand one. Which pods overflow is the plan's choice; the
-// limited capacity should go to the pods it saves most on. Opening
-// patterns in the order pattern generation found them cost 8.2% over the
-// bound, in the order of their savings 5.7%; the test holds the plan to 7%.
+// TestLimitedPoolSpentWhereItSavesMost plans a pool limited in CPUs over an
+// unlimited one. Which pods overflow is the plan's choice; the limited
+// capacity should go to the pods it saves most on.
+//   - A spot pool limited to 1,500 CPUs over an on-demand one: opening
+//     patterns in the order pattern generation found them cost 8.2% over
+//     the bound, in the order of their savings 5.7%; held to 7%.
+//   - A c pool limited to 400 CPUs over a c/m/r one, three of five apps
+//     zone-spread: with the other apps kept off the zones' nodes the plan
+//     came to 9.0% over the bound, planned again with them let in 5.7%
+//     (2.6% over the best integer plan CBC found, make optimum); held to
+//     7%.
 func TestLimitedPoolSpentWhereItSavesMost(t *testing.T) {
-	pool := func(name string, weight int32, ct string) *v1.NodePool {
+	pool := func(name string, weight int32, ct string, categories ...string) *v1.NodePool {
 		np := mkNodePool(name, req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"),
 			req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, ct),
-			req("karpenter.k8s.aws/instance-category", corev1.NodeSelectorOpIn, "c", "m", "r"),
+			req("karpenter.k8s.aws/instance-category", corev1.NodeSelectorOpIn, categories...),
 			req("karpenter.k8s.aws/instance-generation", corev1.NodeSelectorOpGt, "2"))
 		np.Spec.Weight = &weight
 		return np
 	}
-	spot := pool("spot", 20, "spot")
-	spot.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("1500")}
-	snap := Snapshot{NodePools: []NodePool{{NodePool: spot, InstanceTypes: testCatalog(t)}, {NodePool: pool("on-demand", 10, "on-demand"), InstanceTypes: testCatalog(t)}},
-		DaemonSets: []*corev1.Pod{mkPod("aws-node", "25m", "64Mi"), mkPod("kube-proxy", "100m", "128Mi"), mkPod("ebs-csi-node", "30m", "120Mi")}}
-	for _, s := range []struct {
+	limited := func(np *v1.NodePool, cpus string) *v1.NodePool {
+		np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse(cpus)}
+		return np
+	}
+	type app struct {
 		n        int
 		cpu, mem string
-	}{{600, "500m", "1Gi"}, {500, "1", "4Gi"}, {500, "2", "2Gi"}, {400, "750m", "1536Mi"}, {300, "3", "6Gi"}, {200, "200m", "3Gi"}} {
-		app := fmt.Sprintf("app-%s-%s", s.cpu, s.mem)
-		snap.Pods = append(snap.Pods, replicas(s.n, app, s.cpu, s.mem, withLabels("app", app))...)
+		spread   bool
 	}
-	plan := Solve(snap, Options{})
-	if len(plan.Unschedulable) > 0 {
-		t.Fatalf("%d unschedulable", len(plan.Unschedulable))
+	cases := []struct {
+		name     string
+		pools    []*v1.NodePool
+		apps     []app
+		maxRatio float64
+	}{
+		{"spot over on-demand", []*v1.NodePool{limited(pool("spot", 20, "spot", "c", "m", "r"), "1500"), pool("on-demand", 10, "on-demand", "c", "m", "r")},
+			[]app{{600, "500m", "1Gi", false}, {500, "1", "4Gi", false}, {500, "2", "2Gi", false}, {400, "750m", "1536Mi", false}, {300, "3", "6Gi", false}, {200, "200m", "3Gi", false}}, 1.07},
+		{"zone-spread apps over a limited pool", []*v1.NodePool{limited(pool("compute", 20, "on-demand", "c"), "400"), pool("default", 10, "on-demand", "c", "m", "r")},
+			[]app{{400, "1", "1Gi", true}, {300, "1500m", "4Gi", true}, {200, "2", "8Gi", true}, {400, "250m", "512Mi", false}, {200, "3", "3Gi", false}}, 1.07},
 	}
-	m := PackingModel(snap)
-	res, err := lpbound.Patterns(m.Kinds, m.Shapes, m.Limits, lpbound.PatternOptions{})
-	if err != nil || res.Bound <= 0 {
-		t.Fatalf("no bound: %v", err)
-	}
-	ratio := plan.TotalPrice() / res.Bound
-	t.Logf("plan $%.2f/h is %.4f× the integer bound $%.2f/h", plan.TotalPrice(), ratio, res.Bound)
-	if ratio > 1.07 {
-		t.Errorf("plan $%.2f/h is %.4f× the integer bound", plan.TotalPrice(), ratio)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			snap := Snapshot{DaemonSets: []*corev1.Pod{mkPod("aws-node", "25m", "64Mi"), mkPod("kube-proxy", "100m", "128Mi"), mkPod("ebs-csi-node", "30m", "120Mi")}}
+			for _, np := range c.pools {
+				snap.NodePools = append(snap.NodePools, NodePool{NodePool: np, InstanceTypes: testCatalog(t)})
+			}
+			for _, a := range c.apps {
+				name := fmt.Sprintf("app-%s-%s", a.cpu, a.mem)
+				opts := []podOpt{withLabels("app", name)}
+				if a.spread {
+					opts = append(opts, withSpreadOnApp(corev1.LabelTopologyZone))
+				}
+				snap.Pods = append(snap.Pods, replicas(a.n, name, a.cpu, a.mem, opts...)...)
+			}
+			plan := Solve(snap, Options{})
+			if len(plan.Unschedulable) > 0 {
+				t.Fatalf("%d unschedulable", len(plan.Unschedulable))
+			}
+			m := PackingModel(snap)
+			res, err := lpbound.Patterns(m.Kinds, m.Shapes, m.Limits, lpbound.PatternOptions{})
+			if err != nil || res.Bound <= 0 {
+				t.Fatalf("no bound: %v", err)
+			}
+			ratio := plan.TotalPrice() / res.Bound
+			t.Logf("plan $%.2f/h is %.4f× the integer bound $%.2f/h", plan.TotalPrice(), ratio, res.Bound)
+			if ratio > c.maxRatio {
+				t.Errorf("plan $%.2f/h is %.4f× the integer bound, want at most %.2f×", plan.TotalPrice(), ratio, c.maxRatio)
+			}
+		})
 	}
 }

@@ -4,15 +4,41 @@ import "slices"
 
 // Solve plans the snapshot.
 func Solve(snap Snapshot, opts Options) *Plan {
-	s := place(snap, opts)
+	s := place(snap, opts, false)
 	s.finish()
+	if !s.zonesApart || len(snap.Pods) > mixedZonesPods {
+		return s.plan
+	}
+	// A limited pool rounded zone shares apart from the other pods; plan
+	// again with those pods free to fill the zones' nodes, and keep the
+	// better plan.
+	m := place(snap, opts, true)
+	m.finish()
+	if better(m.plan, s.plan) {
+		return m.plan
+	}
 	return s.plan
 }
 
+// mixedZonesPods bounds the batches Solve plans twice: letting every pod
+// use the zones' kinds prices many more patterns, 2.6 times the plan of
+// 10,000 pods of 50 shapes, where it saved nothing.
+const mixedZonesPods = 5000
+
+// better reports whether a places more pods than b, or as many for less.
+func better(a, b *Plan) bool {
+	if len(a.Unschedulable) != len(b.Unschedulable) {
+		return len(a.Unschedulable) < len(b.Unschedulable)
+	}
+	return a.TotalPrice() < b.TotalPrice()-1e-9
+}
+
 // place builds the solver for snap and places every pod, leaving the new
-// nodes un-sized.
-func place(snap Snapshot, opts Options) *solver {
+// nodes un-sized. With mixZones, pods without a zone spread may round onto
+// the nodes of zone-spread shares.
+func place(snap Snapshot, opts Options, mixZones bool) *solver {
 	s := newSolver(snap, opts)
+	s.mixZones = mixZones
 	s.buildGroups(snap)
 	// Pods that need nodes of their own go first and lay out those nodes,
 	// pulling in a fair share of the rest; LP rounding then packs the bulk
@@ -31,7 +57,7 @@ func place(snap Snapshot, opts Options) *solver {
 // one node that holds every displaced pod has room for them in whatever
 // order and wherever kube-scheduler puts them.
 func SolveWithOne(snap Snapshot, opts Options) (*Plan, *NewNodeClaim) {
-	s := place(snap, opts)
+	s := place(snap, opts, false)
 	one := s.one()
 	if one != nil {
 		// finish goes on changing the nodes one was sized from.

@@ -41,6 +41,10 @@ type solver struct {
 	volumes  volumeState
 	// shared, when the plan was given one, is what it was started from.
 	shared *Shared
+	// mixZones lets the rounding put pods without a zone spread on the
+	// nodes of zone-spread shares; zonesApart records that a limited pool
+	// rounded the two apart, so a plan with mixZones might do better.
+	mixZones, zonesApart bool
 }
 
 type pool struct {
