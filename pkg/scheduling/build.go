@@ -353,6 +353,11 @@ func (s *solver) value(pg *podGroup) {
 	if pg.err != nil || len(pg.variants) == 0 {
 		return
 	}
+	if pg.shape.valued {
+		pg.value = pg.shape.value
+		return
+	}
+	pg.shape.valued = true
 	best := math.Inf(1)
 	for _, p := range s.pools {
 		if p.err == nil && s.groupPoolCompatible(pg, p) {

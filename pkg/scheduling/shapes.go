@@ -16,7 +16,10 @@ type shape struct {
 	requests     resources.Resources
 	perNodeLimit int64
 	value        float64
-	remaining    int
+	// valued: value is computed. It depends only on what the shape's key
+	// holds, so each shape's groups share it.
+	valued    bool
+	remaining int
 	// rep is a group of the shape, whose constraints stand for all.
 	rep *podGroup
 	// typeOK and poolOK cache compatibility: 0 unknown, 1 yes, 2 no.
