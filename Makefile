@@ -48,7 +48,7 @@ chaos: setup
 scale: setup
 	go vet -tags scale ./test/scale/
 	mkdir -p $(or $(SCALE_OUT),.cache/scale)
-	SCALE_OUT=$(abspath $(or $(SCALE_OUT),.cache/scale)) go test -tags scale -count=1 -timeout 150m -v -run '^TestControllerAtScale$$' ./test/scale/
+	SCALE_OUT=$(abspath $(or $(SCALE_OUT),.cache/scale)) JOINER_TEST_LOGS=$(abspath $(or $(SCALE_OUT),.cache/scale)) go test -tags scale -count=1 -timeout 150m -v -run '^TestControllerAtScale$$' ./test/scale/
 	go test -run '^$$' -bench 'ConsolidationDecision|Repack' -benchtime 1x -count 3 ./pkg/disruption/ | tee $(or $(SCALE_OUT),.cache/scale)/consolidation.txt
 
 ## scale-down: 1,000 pods scaled down to 200 against the real kube-scheduler
