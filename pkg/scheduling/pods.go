@@ -1,10 +1,13 @@
 package scheduling
 
 import (
-	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/fnv"
+	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -72,25 +75,79 @@ type podConstraints struct {
 	relaxed string
 }
 
-// groupKey identifies pods that schedule identically.
+// groupKey identifies pods that schedule identically: a digest of every
+// field a placement reads. The API types' generated protobuf encoding
+// stands for each structured field; it is exact and several times faster
+// than JSON, which took 10% of a 5,000-pod plan.
 func groupKey(pod *corev1.Pod) string {
-	spec := struct {
-		NS           string
-		Labels       map[string]string
-		NodeSelector map[string]string
-		Affinity     *corev1.Affinity
-		Tolerations  []corev1.Toleration
-		TSC          []corev1.TopologySpreadConstraint
-		Containers   []corev1.Container
-		Init         []corev1.Container
-		Overhead     corev1.ResourceList
-		Resources    *corev1.ResourceRequirements
-	}{pod.Namespace, pod.Labels, pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations, pod.Spec.TopologySpreadConstraints,
-		pod.Spec.Containers, pod.Spec.InitContainers, pod.Spec.Overhead, pod.Spec.Resources}
-	b, _ := json.Marshal(spec)
-	h := fnv.New64a()
-	h.Write(b)
-	return strconv.FormatUint(h.Sum64(), 36)
+	k := keyHash{Hash64: fnv.New64a()}
+	k.str(pod.Namespace)
+	k.strings(pod.Labels)
+	k.strings(pod.Spec.NodeSelector)
+	if a := pod.Spec.Affinity; a != nil {
+		k.proto(a)
+	} else {
+		k.str("")
+	}
+	k.count(len(pod.Spec.Tolerations))
+	for i := range pod.Spec.Tolerations {
+		k.proto(&pod.Spec.Tolerations[i])
+	}
+	k.count(len(pod.Spec.TopologySpreadConstraints))
+	for i := range pod.Spec.TopologySpreadConstraints {
+		k.proto(&pod.Spec.TopologySpreadConstraints[i])
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		k.count(len(cs))
+		for i := range cs {
+			k.proto(&cs[i])
+		}
+	}
+	k.count(len(pod.Spec.Overhead))
+	for _, name := range slices.Sorted(maps.Keys(pod.Spec.Overhead)) {
+		q := pod.Spec.Overhead[name]
+		k.str(string(name))
+		k.str(q.String())
+	}
+	if r := pod.Spec.Resources; r != nil {
+		k.proto(r)
+	} else {
+		k.str("")
+	}
+	return strconv.FormatUint(k.Sum64(), 36)
+}
+
+// keyHash writes each part length-first, so that no two sequences of parts
+// write the same bytes.
+type keyHash struct{ hash.Hash64 }
+
+func (k keyHash) count(n int) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(n))
+	_, _ = k.Write(b[:])
+}
+
+func (k keyHash) str(s string) {
+	k.count(len(s))
+	_, _ = io.WriteString(k, s)
+}
+
+func (k keyHash) strings(m map[string]string) {
+	k.count(len(m))
+	for _, key := range slices.Sorted(maps.Keys(m)) {
+		k.str(key)
+		k.str(m[key])
+	}
+}
+
+func (k keyHash) proto(m interface{ Marshal() ([]byte, error) }) {
+	b, err := m.Marshal()
+	if err != nil {
+		// Never for an object the API server or a manifest decoded.
+		b = []byte(err.Error())
+	}
+	k.count(len(b))
+	_, _ = k.Write(b)
 }
 
 // analyze builds the group of a pod (the first pod of its kind).
