@@ -41,12 +41,16 @@ func TestGroupKey(t *testing.T) {
 		{"requests", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
 		}, false},
-		{"host port", func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{HostPort: 80, ContainerPort: 80}} }, false},
+		{"host port", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{HostPort: 80, ContainerPort: 80}}
+		}, false},
 		{"an init container", func(p *corev1.Pod) { p.Spec.InitContainers = []corev1.Container{{Name: "init"}} }, false},
 		{"the container moved to init", func(p *corev1.Pod) {
 			p.Spec.InitContainers, p.Spec.Containers = p.Spec.Containers, nil
 		}, false},
-		{"overhead", func(p *corev1.Pod) { p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")} }, false},
+		{"overhead", func(p *corev1.Pod) {
+			p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+		}, false},
 		{"pod-level resources", func(p *corev1.Pod) {
 			p.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
 		}, false},
