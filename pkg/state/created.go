@@ -20,8 +20,8 @@ const RememberFor = 2 * time.Minute
 // created are the NodeClaims this process created that its cache has not
 // held yet. At 10,000 pending pods the API server fell more than 5 s behind,
 // and each next batch, not seeing the claims it had just made, planned the
-// same pods again: 1,767 extra NodeClaims, which in turn timed out
-// unlaunched.
+// same pods again: 1,878 NodeClaims that then timed out unlaunched
+// (docs/benchmarks.md §7, run 1).
 //
 // A claim is forgotten as soon as the cache has held it (Seen), not when a
 // snapshot lists it: a claim created, cached and deleted between two
