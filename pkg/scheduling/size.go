@@ -45,6 +45,47 @@ func offeringFilter(zoneReq, ctReq *requirements.Requirement) func(cloudprovider
 	}
 }
 
+// holds says whether type t can carry node n: its pods fit and may run on
+// it, the pool stays within its limits, and volumes can attach.
+func (s *solver) holds(n *node, t *itype, narrowed requirements.Requirements) bool {
+	if !n.used.Fits(t.free) || !extendedOK(n.used, t.alloc) {
+		return false
+	}
+	if len(narrowed) > 0 && s.typeCompatible(narrowed, t.reqs) != nil {
+		return false
+	}
+	if t != n.target && !n.pool.withinLimits(t.cap.Sub(n.target.cap)) {
+		return false
+	}
+	return s.podsCompatibleWithType(n, t) && n.attachFits(t)
+}
+
+// cheapest is the option size would list first for a node of a pool
+// without minValues, priced under below; ok is false when no type under
+// below carries the node. It builds no claim: squeeze asks it thousands of
+// times whether a node would step down, and most answers are no after the
+// few types cheaper than the node's own.
+func (s *solver) cheapest(n *node, below float64) (best option, ok bool) {
+	accept := offeringFilter(n.requirements[corev1.LabelTopologyZone], n.requirements[v1.LabelCapacityType])
+	narrowed := n.narrowed()
+	for _, t := range n.pool.types {
+		if t.price >= below || (ok && t.price > best.price) {
+			break
+		}
+		if !s.holds(n, t, narrowed) {
+			continue
+		}
+		off, found := t.it.CheapestOffering(accept)
+		if !found || off.Price >= below {
+			continue
+		}
+		if !ok || off.Price < best.price || (off.Price == best.price && t.it.Name < best.t.it.Name) {
+			best, ok = option{t: t, price: off.Price, off: off}, true
+		}
+	}
+	return best, ok
+}
+
 // size is rightSize, saying why a node cannot be launched.
 func (s *solver) size(n *node, commit bool) (*NewNodeClaim, error) {
 	p := n.pool
@@ -59,16 +100,7 @@ func (s *solver) size(n *node, commit bool) (*NewNodeClaim, error) {
 		if t.price > bound && !hasMinValues {
 			break
 		}
-		if !n.used.Fits(t.free) || !extendedOK(n.used, t.alloc) {
-			continue
-		}
-		if len(narrowed) > 0 && s.typeCompatible(narrowed, t.reqs) != nil {
-			continue
-		}
-		if t != n.target && !p.withinLimits(t.cap.Sub(n.target.cap)) {
-			continue
-		}
-		if !s.podsCompatibleWithType(n, t) || !n.attachFits(t) {
+		if !s.holds(n, t, narrowed) {
 			continue
 		}
 		off, ok := t.it.CheapestOffering(accept)
