@@ -124,7 +124,7 @@ func Run(ctx context.Context, opts *Options) error {
 	// One view of the cluster for provisioning and disruption. It counts
 	// the NodeClaims the provisioner created that the cache has not held
 	// yet, until the NodeClaim informer reports them.
-	cluster := &state.Cluster{Client: mgr.GetClient(), CloudProvider: provider, Clock: clk}
+	cluster := &state.Cluster{Client: mgr.GetClient(), Cache: mgr.GetCache(), CloudProvider: provider, Clock: clk}
 	claims, err := mgr.GetCache().GetInformer(ctx, &v1.NodeClaim{})
 	if err != nil {
 		return err
@@ -182,7 +182,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if !opts.DisableClusterStateObservability {
-		if err := crmetrics.Registry.Register(&clustermetrics.State{Reader: mgr.GetClient()}); err != nil {
+		if err := crmetrics.Registry.Register(&clustermetrics.State{Reader: mgr.GetClient(), Cluster: cluster}); err != nil {
 			return err
 		}
 		if err := mgr.Add(&clustermetrics.Pods{Cache: mgr.GetCache(), Reader: mgr.GetClient(), Clock: clk}); err != nil {

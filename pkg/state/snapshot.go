@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -32,7 +33,11 @@ type Cluster struct {
 	CloudProvider cloudprovider.CloudProvider
 	// Clock times how long created NodeClaims are remembered (Remember);
 	// the real clock when nil.
-	Clock   clock.PassiveClock
+	Clock clock.PassiveClock
+	// Cache, when set, is the informer cache Client reads from: Pods and
+	// Nodes then read its objects in place. Tests with a fake client
+	// leave it nil.
+	Cache   cache.Informers
 	created created
 }
 
@@ -60,16 +65,15 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		return snap, nil, err
 	}
 	claims.Items = c.withCreated(claims.Items)
-	// Nodes and pods are the cache's own objects, read and never written
-	// (client.UnsafeDisableDeepCopy): a snapshot of 10,000 pods copied
-	// them every batch and every disruption poll, most of the controller's
-	// allocation at that size.
-	var nodes corev1.NodeList
-	if err := c.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+	// Nodes and pods are the cache's own objects, read and never written:
+	// a snapshot of 10,000 pods copied them every batch and every
+	// disruption poll, most of the controller's allocation at that size.
+	nodes, err := c.Nodes(ctx)
+	if err != nil {
 		return snap, nil, err
 	}
-	var podList corev1.PodList
-	if err := c.Client.List(ctx, &podList, client.UnsafeDisableDeepCopy); err != nil {
+	podList, err := c.Pods(ctx)
+	if err != nil {
 		return snap, nil, err
 	}
 	var daemonSets appsv1.DaemonSetList
@@ -126,8 +130,7 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 
 	podsByNode := map[string][]*corev1.Pod{}
 	boundNow := map[string]bool{}
-	for i := range podList.Items {
-		p := &podList.Items[i]
+	for _, p := range podList {
 		if p.Spec.NodeName != "" {
 			boundNow[p.Namespace+"/"+p.Name] = true
 		}
@@ -180,8 +183,7 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		nodeCount[pool]++
 	}
 	nodeNames := map[string]bool{}
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
+	for _, n := range nodes {
 		nodeNames[n.Name] = true
 		nc := claimByProvider[n.Spec.ProviderID]
 		ready := nodeReady(n)
@@ -213,7 +215,7 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		if nc.DeletionTimestamp != nil || (nc.Status.NodeName != "" && nodeNames[nc.Status.NodeName]) {
 			continue
 		}
-		if nc.Status.ProviderID != "" && c.hasNode(nodes.Items, nc.Status.ProviderID) {
+		if nc.Status.ProviderID != "" && c.hasNode(nodes, nc.Status.ProviderID) {
 			continue
 		}
 		labels := map[string]string{}
@@ -261,9 +263,9 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	return snap, problems, nil
 }
 
-func (c *Cluster) hasNode(nodes []corev1.Node, providerID string) bool {
-	for i := range nodes {
-		if nodes[i].Spec.ProviderID == providerID {
+func (c *Cluster) hasNode(nodes []*corev1.Node, providerID string) bool {
+	for _, n := range nodes {
+		if n.Spec.ProviderID == providerID {
 			return true
 		}
 	}

@@ -142,17 +142,12 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if c.explained == nil {
 		c.explained = map[string]string{}
 	}
-	var all corev1.PodList
-	// Read only: the cache's pods, not copies (see state.Cluster.Snapshot).
-	if err := c.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
+	pending, err := c.Cluster.Pending(ctx)
+	if err != nil {
 		return err
 	}
-	var pending []*corev1.Pod
-	for i := range all.Items {
-		if p := &all.Items[i]; pods.IsProvisionable(p) {
-			pending = append(pending, p)
-			c.observePending(ctx, p)
-		}
+	for _, p := range pending {
+		c.observePending(ctx, p)
 	}
 	snap, _, err := c.Cluster.Snapshot(ctx, pending)
 	if err != nil {
@@ -230,8 +225,8 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 	}
 	// The cache's own nodes, read and never written: the taint and its
 	// removal read each node afresh.
-	var nodeList corev1.NodeList
-	if err := c.Client.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
+	nodeList, err := c.Cluster.Nodes(ctx)
+	if err != nil {
 		return nil, opts, err
 	}
 	var pdbs policyv1.PodDisruptionBudgetList
@@ -239,8 +234,8 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 		return nil, opts, err
 	}
 	nodes := map[string]*corev1.Node{}
-	for i := range nodeList.Items {
-		nodes[nodeList.Items[i].Name] = &nodeList.Items[i]
+	for _, n := range nodeList {
+		nodes[n.Name] = n
 	}
 	types := map[string]map[string]*cloudprovider.InstanceType{}
 	for _, p := range snap.NodePools {

@@ -213,14 +213,12 @@ func (c *Controller) settleReplacements(ctx context.Context, kept []*v1.NodeClai
 // busyNodes are the nodes running pods other than their own (DaemonSet,
 // mirror): pods that deleting the node would evict.
 func (c *Controller) busyNodes(ctx context.Context) (map[string]bool, error) {
-	var all corev1.PodList
-	// Read only: the cache's pods, not copies (see state.Cluster.Snapshot).
-	if err := c.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
+	all, err := c.Cluster.Pods(ctx)
+	if err != nil {
 		return nil, err
 	}
 	busy := map[string]bool{}
-	for i := range all.Items {
-		p := &all.Items[i]
+	for _, p := range all {
 		if p.Spec.NodeName != "" && !pods.IsOwnedByNode(p) && !pods.IsTerminal(p) {
 			busy[p.Spec.NodeName] = true
 		}
@@ -267,16 +265,9 @@ func (c *Controller) recheck(ctx context.Context, r *run) (string, error) {
 	if err := c.Client.List(ctx, &pdbs); err != nil {
 		return "", err
 	}
-	var all corev1.PodList
-	// Read only: the cache's pods, not copies (see state.Cluster.Snapshot).
-	if err := c.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
+	pending, err := c.Cluster.Pending(ctx)
+	if err != nil {
 		return "", err
-	}
-	var pending []*corev1.Pod
-	for i := range all.Items {
-		if pods.IsProvisionable(&all.Items[i]) {
-			pending = append(pending, &all.Items[i])
-		}
 	}
 	snap, _, err := c.Cluster.Snapshot(ctx, pending)
 	if err != nil {

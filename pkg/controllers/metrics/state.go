@@ -20,6 +20,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
 // Unowned is the nodepool label of a node no NodePool owns, as in
@@ -65,6 +66,8 @@ var (
 type State struct {
 	// Reader is the manager's cached client.
 	Reader client.Reader
+	// Cluster reads the cache's nodes and pods in place.
+	Cluster *state.Cluster
 	// Timeout bounds one scrape's reads; a cache that has not synced yet
 	// makes the scrape skip these series rather than hang.
 	Timeout time.Duration
@@ -81,18 +84,23 @@ func (s *State) Describe(ch chan<- *prometheus.Desc) {
 func (s *State) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := scrapeContext(s.Timeout, 5*time.Second)
 	defer cancel()
-	var nodes corev1.NodeList
-	var podList corev1.PodList
-	var pools v1.NodePoolList
 	// The cache's own nodes and pods, read and never written: a copy of
 	// 10,000 pods per scrape was most of a scrape's memory.
-	if s.Reader.List(ctx, &nodes, client.UnsafeDisableDeepCopy) != nil || s.Reader.List(ctx, &podList, client.UnsafeDisableDeepCopy) != nil || s.Reader.List(ctx, &pools) != nil {
+	nodes, err := s.Cluster.Nodes(ctx)
+	if err != nil {
 		return
 	}
-	byName := make(map[string]*corev1.Node, len(nodes.Items))
+	podList, err := s.Cluster.Pods(ctx)
+	if err != nil {
+		return
+	}
+	var pools v1.NodePoolList
+	if s.Reader.List(ctx, &pools) != nil {
+		return
+	}
+	byName := make(map[string]*corev1.Node, len(nodes))
 	usage := map[string]corev1.ResourceList{}
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
+	for _, n := range nodes {
 		byName[n.Name] = n
 		if pool := n.Labels[v1.LabelNodePool]; pool != "" {
 			add(usage, pool, n.Status.Capacity)
@@ -100,8 +108,7 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 	}
 	podRequests := map[string]corev1.ResourceList{}
 	daemonRequests := map[string]corev1.ResourceList{}
-	for i := range podList.Items {
-		p := &podList.Items[i]
+	for _, p := range podList {
 		s.podState(ch, p, byName[p.Spec.NodeName])
 		if p.Spec.NodeName == "" || pods.IsTerminal(p) {
 			continue

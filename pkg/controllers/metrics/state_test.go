@@ -23,6 +23,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
 func node(name, pool string, cpu string) *corev1.Node {
@@ -98,7 +99,7 @@ func TestStateCollector(t *testing.T) {
 		pod("agent", "a", "100m", true, corev1.PodRunning),
 		pod("pending", "", "1", false, corev1.PodPending),
 	).Build()
-	got := series(t, &clustermetrics.State{Reader: kube})
+	got := series(t, &clustermetrics.State{Reader: kube, Cluster: &state.Cluster{Client: kube}})
 
 	nodeLabels := func(n, pool, typ, capacity string) string {
 		return fmt.Sprintf("arch=amd64,capacity_type=%s,instance_type=m5.large,node_name=%s,nodepool=%s,os=,region=,resource_type=%s,zone=us-east-1a", capacity, n, pool, typ)

@@ -83,16 +83,9 @@ func (p *Provisioner) NeedLeaderElection() bool { return true }
 func (p *Provisioner) Reconcile(ctx context.Context) error {
 	logger := log.FromContext(ctx)
 	start := p.Clock.Now()
-	var all corev1.PodList
-	// Read only: the cache's pods, not copies (see state.Cluster.Snapshot).
-	if err := p.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
+	pending, err := p.Cluster.Pending(ctx)
+	if err != nil {
 		return err
-	}
-	var pending []*corev1.Pod
-	for i := range all.Items {
-		if pods.IsProvisionable(&all.Items[i]) {
-			pending = append(pending, &all.Items[i])
-		}
 	}
 	if len(pending) == 0 {
 		return nil

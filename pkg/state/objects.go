@@ -1,0 +1,81 @@
+package state
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Pods are the cache's own pods, to read and never write.
+func (c *Cluster) Pods(ctx context.Context) ([]*corev1.Pod, error) {
+	if out, ok, err := inPlace[corev1.Pod](ctx, c); ok || err != nil {
+		return out, err
+	}
+	var list corev1.PodList
+	if err := c.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return pointers(list.Items), nil
+}
+
+// Nodes are the cache's own nodes, to read and never write.
+func (c *Cluster) Nodes(ctx context.Context) ([]*corev1.Node, error) {
+	if out, ok, err := inPlace[corev1.Node](ctx, c); ok || err != nil {
+		return out, err
+	}
+	var list corev1.NodeList
+	if err := c.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return pointers(list.Items), nil
+}
+
+// inPlace reads the informer's store, when c has the cache: a List, even
+// without deep copies, copies every object's struct into its Items, 11 MB
+// for 10,000 pods, and the provisioner, disruption and the metrics scrape
+// each did it at once. ok is false without a cache, to List instead.
+func inPlace[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, c *Cluster) (out []PT, ok bool, err error) {
+	if c.Cache == nil {
+		return nil, false, nil
+	}
+	inf, err := c.Cache.GetInformer(ctx, PT(new(T)))
+	if err != nil {
+		return nil, true, err
+	}
+	store, isStore := inf.(interface{ GetStore() toolscache.Store })
+	if !isStore {
+		return nil, false, nil
+	}
+	items := store.GetStore().List()
+	out = make([]PT, 0, len(items))
+	for _, o := range items {
+		obj, isT := o.(PT)
+		if !isT {
+			return nil, true, fmt.Errorf("the cache holds a %T where it keeps %T", o, PT(nil))
+		}
+		out = append(out, obj)
+	}
+	return out, true, nil
+}
+
+// Pending are the cache's pods that wait for a node Joiner could make.
+func (c *Cluster) Pending(ctx context.Context) ([]*corev1.Pod, error) {
+	all, err := c.Pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*corev1.Pod
+	for _, p := range all {
+		if pods.IsProvisionable(p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
