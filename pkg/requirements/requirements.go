@@ -422,6 +422,26 @@ func (rs Requirements) compatibleKey(k string, p *Requirement) error {
 	return nil
 }
 
+// LabelsCompatible is LabelRequirements(labels).Compatible(pod) without
+// building the requirements: an existing node's labels are checked this
+// way against every pod that might go there, and requirements for the
+// labels of 1,700 nodes took 24 MB in the two plans a scale run held.
+func LabelsCompatible(labels map[string]string, pod Requirements) error {
+	for k, p := range pod {
+		v, ok := labels[k]
+		if !ok {
+			if p.absentOK {
+				continue
+			}
+			return labelNotOffered(k, p)
+		}
+		if !p.Has(v) {
+			return labelMismatchError{p: p, key: k, value: v}
+		}
+	}
+	return nil
+}
+
 // NotOffered is the error of a predicate p on label k that no value
 // offered satisfies because the label is absent.
 func NotOffered(k string, p *Requirement) error { return labelNotOffered(k, p) }
@@ -446,6 +466,16 @@ type incompatibleError struct{ p, offered *Requirement }
 
 func (e incompatibleError) Error() string {
 	return fmt.Sprintf("incompatible requirement %s, offered %s", e.p, e.offered)
+}
+
+// labelMismatchError is incompatibleError for a concrete label.
+type labelMismatchError struct {
+	p          *Requirement
+	key, value string
+}
+
+func (e labelMismatchError) Error() string {
+	return incompatibleError{p: e.p, offered: In(e.key, e.value)}.Error()
 }
 
 func labelNotOffered(k string, p *Requirement) error { return notOfferedError{key: k, p: p} }

@@ -158,3 +158,42 @@ func TestIntersectsMatchesIntersect(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelsCompatibleMatchesCompatible holds the shortcut for concrete
+// labels to the requirements it stands for: same verdict, and for one
+// key the same message.
+func TestLabelsCompatibleMatchesCompatible(t *testing.T) {
+	preds := []v1.NodeSelectorRequirementWithMinValues{
+		nsr("k", corev1.NodeSelectorOpIn, "a", "b"),
+		nsr("k", corev1.NodeSelectorOpNotIn, "a"),
+		nsr("k", corev1.NodeSelectorOpExists),
+		nsr("k", corev1.NodeSelectorOpDoesNotExist),
+		nsr("k", corev1.NodeSelectorOpGt, "4"),
+		nsr("k", v1.NodeSelectorOpLte, "4"),
+		nsr("j", corev1.NodeSelectorOpIn, "x"),
+		nsr("j", corev1.NodeSelectorOpNotIn, "x"),
+	}
+	labelSets := []map[string]string{
+		nil,
+		{"k": "a"},
+		{"k": "c"},
+		{"k": "5"},
+		{"k": "4", "j": "x"},
+		{"j": "y"},
+	}
+	for _, labels := range labelSets {
+		for i := range preds {
+			for j := i; j < len(preds); j++ {
+				pod, err := FromNodeSelectorRequirements(preds[i], preds[j])
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, want := LabelsCompatible(labels, pod), LabelRequirements(labels).Compatible(pod)
+				// With two keys, which one fails first is map order.
+				if (got == nil) != (want == nil) || (got != nil && len(pod) == 1 && got.Error() != want.Error()) {
+					t.Errorf("labels %v, pod %s: LabelsCompatible %v, Compatible %v", labels, pod, got, want)
+				}
+			}
+		}
+	}
+}

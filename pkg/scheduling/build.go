@@ -57,14 +57,13 @@ type Shared struct {
 // and pods alone. Nothing reads it but buildExisting, which copies what a
 // plan changes.
 type nodeBase struct {
-	reqs      requirements.Requirements
 	used      resources.Resources
 	hostPorts []pods.HostPort
 	podSets   []podSet
 }
 
 func newNodeBase(in *Node) nodeBase {
-	b := nodeBase{reqs: requirements.LabelRequirements(in.Labels)}
+	var b nodeBase
 	for _, pod := range in.Pods {
 		b.used = b.used.Add(resources.PodRequests(pod))
 		b.hostPorts = append(b.hostPorts, pods.HostPorts(pod)...)
@@ -248,7 +247,7 @@ func (s *solver) buildExisting(nodes []*Node, daemons []*daemon) {
 		if !ok {
 			base = newNodeBase(in)
 		}
-		n := &node{name: in.Name, existing: true, deleting: in.MarkedForDeletion, requirements: base.reqs,
+		n := &node{name: in.Name, existing: true, deleting: in.MarkedForDeletion,
 			capacity: resources.FromResourceList(in.Allocatable), groups: map[*podGroup]int{}}
 		for _, t := range in.Taints {
 			if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {

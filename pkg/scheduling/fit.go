@@ -90,7 +90,7 @@ func taintString(t corev1.Taint) string {
 // NodePool's requirements and its instance type's labels together.
 func (s *solver) nodeCompatible(n *node, pc *podConstraints) error {
 	if n.existing {
-		return n.requirements.Compatible(pc.nodeReqs)
+		return requirements.LabelsCompatible(n.labels, pc.nodeReqs)
 	}
 	return labelsCompatible(n.requirements, n.target.reqs, pc.nodeReqs)
 }

@@ -84,8 +84,8 @@ type node struct {
 	existing bool
 	deleting bool
 	pool     *pool
-	// requirements of an existing node are its labels; of a new node, the
-	// NodePool's requirements narrowed by its pods.
+	// requirements of a new node are the NodePool's requirements narrowed
+	// by its pods; an existing node has labels instead.
 	requirements requirements.Requirements
 	taints       []corev1.Taint
 	capacity     resources.Resources
@@ -125,6 +125,12 @@ func (n *node) domain(key string) (string, bool) {
 
 // values returns the values node label key can take.
 func (n *node) values(key string) []string {
+	if n.existing && n.target == nil {
+		if v, ok := n.labels[key]; ok {
+			return []string{v}
+		}
+		return nil
+	}
 	r, ok := n.requirements[key]
 	if n.target != nil {
 		if t, tok := n.target.reqs[key]; tok {

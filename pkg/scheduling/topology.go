@@ -191,6 +191,12 @@ func (n *node) domainsOf(key string) []string {
 	if key == corev1.LabelHostname {
 		return []string{n.name}
 	}
+	if n.existing {
+		if v, ok := n.labels[key]; ok {
+			return []string{v}
+		}
+		return nil
+	}
 	r, ok := n.requirements[key]
 	if !ok {
 		return nil
@@ -408,7 +414,7 @@ func (f *nodeFilter) passes(n *node) bool {
 		return true
 	}
 	for _, t := range f.terms {
-		if n.existing && n.requirements.Compatible(t) == nil {
+		if n.existing && requirements.LabelsCompatible(n.labels, t) == nil {
 			return true
 		}
 		if !n.existing && labelsCompatible(n.pool.reqs, n.target.reqs, t) == nil {

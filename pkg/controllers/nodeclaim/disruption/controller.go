@@ -183,7 +183,7 @@ func (c *Controller) drifted(ctx context.Context, nc *v1.NodeClaim, np *v1.NodeP
 		return reasonNodePoolDrifted, nil
 	}
 	reqs, err := requirements.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...)
-	if err == nil && requirements.LabelRequirements(nc.Labels).Compatible(reqs) != nil {
+	if err == nil && requirements.LabelsCompatible(nc.Labels, reqs) != nil {
 		return "RequirementsDrifted", nil
 	}
 	reason, err := c.CloudProvider.IsDrifted(ctx, nc)
