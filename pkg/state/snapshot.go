@@ -60,8 +60,11 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	if err := c.Client.List(ctx, &pools); err != nil {
 		return snap, nil, err
 	}
+	// Read, never written, so not deep-copied: in the scale run the
+	// snapshot's and disruption's copies of 1,700 NodeClaims were 18 MB of
+	// the heap.
 	var claims v1.NodeClaimList
-	if err := c.Client.List(ctx, &claims); err != nil {
+	if err := c.Client.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
 		return snap, nil, err
 	}
 	claims.Items = c.withCreated(claims.Items)

@@ -219,8 +219,10 @@ func (c *Controller) prune(snap scheduling.Snapshot) {
 func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending []*corev1.Pod) ([]*candidateInfo, disruption.Options, error) {
 	opts := disruption.Options{Allowed: map[string]int{}, AllowedEmpty: map[string]int{}, AllowedDrift: map[string]int{},
 		SpotToSpot: c.SpotToSpot, Cautious: c.caution.Cautious(c.Clock.Now()), Scheduling: c.Scheduling}
+	// The cache's own NodeClaims: candidates are read, named in events and
+	// deleted, never changed in place (see state.Cluster.Snapshot).
 	var claims v1.NodeClaimList
-	if err := c.Client.List(ctx, &claims); err != nil {
+	if err := c.Client.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, opts, err
 	}
 	// The cache's own nodes, read and never written: the taint and its
