@@ -21,8 +21,9 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // kubectl's last-applied copy, the parts of containers that only the
 // kubelet uses (environment, commands, probes, mounts), the volumes that
 // cannot bear on placement (the service account's projected token, config
-// maps, secrets, emptyDirs: volumes.Constrains) and the containers'
-// statuses. Joiner never writes a pod back, so nothing trimmed here can be
+// maps, secrets, emptyDirs: volumes.Constrains), the containers' limits and
+// statuses and the conditions' messages; from nodes the images they hold.
+// Joiner never writes a pod or node back, so nothing trimmed here can be
 // lost; requests, ports, affinity, tolerations, claims, labels, phase and
 // conditions stay.
 func cacheTransform(in any) (any, error) {
@@ -49,6 +50,17 @@ func cacheTransform(in any) (any, error) {
 		}
 		pod.Spec.Volumes = kept
 		pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses = nil, nil, nil
+		// kube-scheduler writes why a pending pod did not fit into its
+		// PodScheduled condition, a few hundred bytes per pending pod that
+		// nothing here reads.
+		for i := range pod.Status.Conditions {
+			pod.Status.Conditions[i].Message = ""
+		}
+	}
+	if node, ok := in.(*corev1.Node); ok {
+		// The images a node has pulled, kube-scheduler's image locality:
+		// tens of entries on a busy node, and nothing here reads them.
+		node.Status.Images = nil
 	}
 	return in, nil
 }
@@ -59,6 +71,9 @@ func trimContainer(c *corev1.Container) {
 	c.VolumeMounts, c.VolumeDevices = nil, nil
 	c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
 	c.TerminationMessagePath = ""
+	// Requests are what placement counts (the API server copies limits
+	// into requests left unset); limits only bound the container at run time.
+	c.Resources.Limits = nil
 }
 
 // metricsOptions serves /metrics, and with ENABLE_PROFILING Go's pprof

@@ -15,11 +15,12 @@ func TestCacheTransform(t *testing.T) {
 	container := func() corev1.Container {
 		return corev1.Container{
 			Name: "app", Image: "app:1", Command: []string{"/app"}, Args: []string{"--big"}, WorkingDir: "/w",
-			Env:           []corev1.EnvVar{{Name: "A", Value: strings.Repeat("x", 1000)}},
-			EnvFrom:       []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}},
-			VolumeMounts:  []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-			Ports:         []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}},
-			Resources:     corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+			Env:          []corev1.EnvVar{{Name: "A", Value: strings.Repeat("x", 1000)}},
+			EnvFrom:      []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+			Ports:        []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}},
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+				Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}},
 			LivenessProbe: &corev1.Probe{}, ReadinessProbe: &corev1.Probe{}, StartupProbe: &corev1.Probe{}, Lifecycle: &corev1.Lifecycle{},
 		}
 	}
@@ -41,10 +42,13 @@ func TestCacheTransform(t *testing.T) {
 			Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
 			Affinity:    &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}},
 		},
-		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonUnschedulable, Message: "0/1700 nodes are available: " + strings.Repeat("x", 300)}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app"}}, InitContainerStatuses: []corev1.ContainerStatus{{Name: "app"}}},
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"app:1"}, SizeBytes: 1 << 20}},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	if _, err := cacheTransform(pod); err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +70,10 @@ func TestCacheTransform(t *testing.T) {
 		{"tolerations kept", len(pod.Spec.Tolerations) == 1},
 		{"affinity kept", pod.Spec.Affinity != nil},
 		{"status kept", pod.Status.Phase == corev1.PodPending && len(pod.Status.Conditions) == 1},
+		{"conditions keep type, status and reason", pod.Status.Conditions[0].Type == corev1.PodScheduled && pod.Status.Conditions[0].Status == corev1.ConditionFalse && pod.Status.Conditions[0].Reason == corev1.PodReasonUnschedulable},
+		{"condition messages dropped", pod.Status.Conditions[0].Message == ""},
+		{"node images dropped", node.Status.Images == nil},
+		{"node conditions kept", len(node.Status.Conditions) == 1},
 	}
 	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
 		checks = append(checks,
@@ -78,6 +86,10 @@ func TestCacheTransform(t *testing.T) {
 				name string
 				ok   bool
 			}{"requests, ports and image kept", c.Resources.Requests.Cpu().String() == "1" && len(c.Ports) == 1 && c.Ports[0].HostPort == 8080 && c.Image == "app:1"},
+			struct {
+				name string
+				ok   bool
+			}{"limits dropped", c.Resources.Limits == nil},
 		)
 	}
 	for _, c := range checks {
