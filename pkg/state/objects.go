@@ -6,32 +6,46 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Pods are the cache's own pods, to read and never write.
 func (c *Cluster) Pods(ctx context.Context) ([]*corev1.Pod, error) {
-	if out, ok, err := inPlace[corev1.Pod](ctx, c); ok || err != nil {
-		return out, err
-	}
-	var list corev1.PodList
-	if err := c.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	return pointers(list.Items), nil
+	return cached[corev1.Pod](ctx, c, &corev1.PodList{})
 }
 
 // Nodes are the cache's own nodes, to read and never write.
 func (c *Cluster) Nodes(ctx context.Context) ([]*corev1.Node, error) {
-	if out, ok, err := inPlace[corev1.Node](ctx, c); ok || err != nil {
+	return cached[corev1.Node](ctx, c, &corev1.NodeList{})
+}
+
+// cached reads the informer's store in place, or without a cache lists
+// into list without deep copies and points into its items.
+func cached[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, c *Cluster, list client.ObjectList) ([]PT, error) {
+	if out, ok, err := inPlace[T, PT](ctx, c); ok || err != nil {
 		return out, err
 	}
-	var list corev1.NodeList
-	if err := c.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	return pointers(list.Items), nil
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PT, 0, len(items))
+	for _, o := range items {
+		obj, isT := o.(PT)
+		if !isT {
+			return nil, fmt.Errorf("listed a %T where %T was asked for", o, PT(nil))
+		}
+		out = append(out, obj)
+	}
+	return out, nil
 }
 
 // inPlace reads the informer's store, when c has the cache: a List, even
