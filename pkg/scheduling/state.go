@@ -116,20 +116,25 @@ type podSet struct {
 // without building a slice, asked of every existing node for every
 // topology constraint.
 func (n *node) domain(key string) (string, bool) {
-	if n.existing && n.target == nil {
+	if n.existing {
 		v, ok := n.labels[key]
 		return v, ok
 	}
 	return single(n.values(key))
 }
 
+// labelValues is an existing node's value for key, as a list.
+func (n *node) labelValues(key string) []string {
+	if v, ok := n.labels[key]; ok {
+		return []string{v}
+	}
+	return nil
+}
+
 // values returns the values node label key can take.
 func (n *node) values(key string) []string {
-	if n.existing && n.target == nil {
-		if v, ok := n.labels[key]; ok {
-			return []string{v}
-		}
-		return nil
+	if n.existing {
+		return n.labelValues(key)
 	}
 	r, ok := n.requirements[key]
 	if n.target != nil {

@@ -192,10 +192,7 @@ func (n *node) domainsOf(key string) []string {
 		return []string{n.name}
 	}
 	if n.existing {
-		if v, ok := n.labels[key]; ok {
-			return []string{v}
-		}
-		return nil
+		return n.labelValues(key)
 	}
 	r, ok := n.requirements[key]
 	if !ok {

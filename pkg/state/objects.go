@@ -37,15 +37,7 @@ func cached[T any, PT interface {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]PT, 0, len(items))
-	for _, o := range items {
-		obj, isT := o.(PT)
-		if !isT {
-			return nil, fmt.Errorf("listed a %T where %T was asked for", o, PT(nil))
-		}
-		out = append(out, obj)
-	}
-	return out, nil
+	return typed[PT](items)
 }
 
 // inPlace reads the informer's store, when c has the cache: a List, even
@@ -67,16 +59,21 @@ func inPlace[T any, PT interface {
 	if !isStore {
 		return nil, false, nil
 	}
-	items := store.GetStore().List()
-	out = make([]PT, 0, len(items))
+	out, err = typed[PT](store.GetStore().List())
+	return out, true, err
+}
+
+// typed asserts each of items to PT.
+func typed[PT any, E any](items []E) ([]PT, error) {
+	out := make([]PT, 0, len(items))
 	for _, o := range items {
-		obj, isT := o.(PT)
-		if !isT {
-			return nil, true, fmt.Errorf("the cache holds a %T where it keeps %T", o, PT(nil))
+		obj, ok := any(o).(PT)
+		if !ok {
+			return nil, fmt.Errorf("read a %T where a %T was asked for", o, obj)
 		}
 		out = append(out, obj)
 	}
-	return out, true, nil
+	return out, nil
 }
 
 // Pending are the cache's pods that wait for a node Joiner could make.

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -73,31 +74,9 @@ func TestObjectsReadTheCacheInPlace(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			pods, err := tc.cluster.Pods(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(pods) != len(tc.wantPods) {
-				t.Fatalf("got %d pods, want %d", len(pods), len(tc.wantPods))
-			}
-			for _, p := range pods {
-				want, ok := tc.wantPods[p.Name]
-				if !ok || (want != nil && want != p) {
-					t.Fatalf("pod %s: not the object wanted (%p, want %p)", p.Name, p, want)
-				}
-			}
+			sameObjects(t, "pod", pods, err, tc.wantPods)
 			nodes, err := tc.cluster.Nodes(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(nodes) != len(tc.wantNodes) {
-				t.Fatalf("got %d nodes, want %d", len(nodes), len(tc.wantNodes))
-			}
-			for _, n := range nodes {
-				want, ok := tc.wantNodes[n.Name]
-				if !ok || (want != nil && want != n) {
-					t.Fatalf("node %s: not the object wanted (%p, want %p)", n.Name, n, want)
-				}
-			}
+			sameObjects(t, "node", nodes, err, tc.wantNodes)
 			waiting, err := tc.cluster.Pending(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -110,5 +89,23 @@ func TestObjectsReadTheCacheInPlace(t *testing.T) {
 				t.Fatalf("pending %v, want %v", names, tc.wantPending)
 			}
 		})
+	}
+}
+
+// sameObjects checks that got holds the objects named in want, and where
+// want gives one, that very object.
+func sameObjects[T client.Object](t *testing.T, kind string, got []T, err error, want map[string]T) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d %ss, want %d", len(got), kind, len(want))
+	}
+	for _, o := range got {
+		w, ok := want[o.GetName()]
+		if !ok || (!reflect.ValueOf(w).IsNil() && any(w) != any(o)) {
+			t.Fatalf("%s %s: not the object wanted (%p, want %p)", kind, o.GetName(), any(o), any(w))
+		}
 	}
 }
