@@ -30,24 +30,35 @@ func versionLine() string {
 // softMemoryLimit is the Go memory limit for the container's memory limit,
 // which the chart passes as MEMORY_LIMIT (bytes, from the downward API), so
 // that the garbage collector works harder before the kernel kills the pod;
-// ok is false when there is none to set, or an explicit GOMEMLIMIT wins.
+// ok is false when there is none to set, or an explicit GOMEMLIMIT wins. A
+// MEMORY_LIMIT that is not a count of bytes stops the binary rather than
+// leave the heap unbounded unnoticed.
 // It is 80% of the limit: Go counts its own memory against it, but not the
 // binary's pages mapped from disk, which the container's limit and its
 // resident size also count (39 MiB in the scale run); at 90% a controller
 // under a 300 MiB limit sat at 300-320 MiB resident through its churn.
-func softMemoryLimit(getenv func(string) string) (limit int64, ok bool) {
-	if getenv("GOMEMLIMIT") != "" {
-		return 0, false
+func softMemoryLimit(getenv func(string) string) (limit int64, ok bool, err error) {
+	v := getenv("MEMORY_LIMIT")
+	if getenv("GOMEMLIMIT") != "" || v == "" {
+		return 0, false, nil
 	}
-	limit, err := strconv.ParseInt(getenv("MEMORY_LIMIT"), 10, 64)
-	if err != nil || limit <= 0 {
-		return 0, false
+	limit, err = strconv.ParseInt(v, 10, 64)
+	if err != nil || limit < 0 {
+		return 0, false, fmt.Errorf("MEMORY_LIMIT=%q: want the container's memory limit in bytes, as the chart passes it from limits.memory (for example 314572800), or unset it", v)
 	}
-	return limit / 5 * 4, true
+	if limit == 0 {
+		return 0, false, nil
+	}
+	return limit / 5 * 4, true, nil
 }
 
 func main() {
-	if limit, ok := softMemoryLimit(os.Getenv); ok {
+	limit, ok, err := softMemoryLimit(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "joiner: "+err.Error())
+		os.Exit(1)
+	}
+	if ok {
 		debug.SetMemoryLimit(limit)
 	}
 	if err := newRoot().Execute(); err != nil {
