@@ -39,6 +39,7 @@ type Cluster struct {
 	// leave it nil.
 	Cache   cache.Informers
 	created created
+	plans   planSlot
 }
 
 // NodePoolProblem is a NodePool that cannot launch nodes, and why.

@@ -139,28 +139,47 @@ type candidateInfo struct {
 
 // Reconcile makes one decision and carries it out.
 func (c *Controller) Reconcile(ctx context.Context) error {
+	cmd, byNode, err := c.decide(ctx)
+	if err != nil || cmd == nil {
+		return err
+	}
+	if cmd.Risk > 0 {
+		c.caution.Risked(c.Clock.Now())
+	}
+	return c.execute(ctx, *cmd, byNode)
+}
+
+// decide plans in the cluster's plan slot, which it gives back before the
+// command runs: a command waits minutes for replacements and drains, and
+// the provisioner must not wait with it.
+func (c *Controller) decide(ctx context.Context) (*disruption.Command, map[string]*candidateInfo, error) {
+	done, err := c.Cluster.Plan(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
 	if c.explained == nil {
 		c.explained = map[string]string{}
 	}
 	pending, err := c.Cluster.Pending(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	for _, p := range pending {
 		c.observePending(ctx, p)
 	}
 	snap, _, err := c.Cluster.Snapshot(ctx, pending)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	c.prune(snap)
 	infos, opts, err := c.read(ctx, snap, pending)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	observeEligible(snap, infos)
 	if len(infos) == 0 {
-		return nil
+		return nil, nil, nil
 	}
 	byNode := map[string]*candidateInfo{}
 	cands := make([]disruption.Candidate, 0, len(infos))
@@ -172,13 +191,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	log.FromContext(ctx).V(1).Info("evaluated consolidation", "candidates", len(cands), "commands", len(decision.Commands))
 	c.explain(byNode, decision.Skipped)
 	if len(decision.Commands) == 0 {
-		return nil
+		return nil, nil, nil
 	}
-	cmd := decision.Commands[0]
-	if cmd.Risk > 0 {
-		c.caution.Risked(c.Clock.Now())
-	}
-	return c.execute(ctx, cmd, byNode)
+	return &decision.Commands[0], byNode, nil
 }
 
 // observePending counts a pending pod against the last risky command, if

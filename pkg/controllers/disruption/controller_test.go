@@ -879,3 +879,28 @@ func TestConsolidationType(t *testing.T) {
 		}
 	}
 }
+
+// TestDecisionsWaitForThePlanSlot: while the provisioner plans, disruption
+// waits, and decides nothing if its context ends first.
+func TestDecisionsWaitForThePlanSlot(t *testing.T) {
+	w := newWorld(t, "100%", replaceable()...)
+	held, err := w.c.Cluster.Plan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := w.c.Reconcile(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a decision while the slot was held: %v, want context.DeadlineExceeded", err)
+	}
+	if w.tainted("old") || len(w.taintedAtLaunch) != 0 {
+		t.Fatal("disruption acted while the slot was held")
+	}
+	held()
+	if err := w.reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.taintedAtLaunch) != 1 {
+		t.Fatalf("%d replacement(s) launched once the slot was free, want 1", len(w.taintedAtLaunch))
+	}
+}

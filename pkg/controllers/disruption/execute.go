@@ -265,6 +265,11 @@ func (c *Controller) recheck(ctx context.Context, r *run) (string, error) {
 	if err := c.Client.List(ctx, &pdbs); err != nil {
 		return "", err
 	}
+	done, err := c.Cluster.Plan(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer done()
 	pending, err := c.Cluster.Pending(ctx)
 	if err != nil {
 		return "", err

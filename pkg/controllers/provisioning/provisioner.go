@@ -83,6 +83,13 @@ func (p *Provisioner) NeedLeaderElection() bool { return true }
 func (p *Provisioner) Reconcile(ctx context.Context) error {
 	logger := log.FromContext(ctx)
 	start := p.Clock.Now()
+	// Held until the NodeClaims are created: disruption then plans on a
+	// state that has them.
+	done, err := p.Cluster.Plan(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	pending, err := p.Cluster.Pending(ctx)
 	if err != nil {
 		return err

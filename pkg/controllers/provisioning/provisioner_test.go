@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -267,5 +268,28 @@ func TestProvisionerCreatesConcurrently(t *testing.T) {
 	}
 	if most != n {
 		t.Fatalf("at most %d creates in flight, want all %d", most, n)
+	}
+}
+
+// TestProvisionerWaitsForThePlanSlot: while disruption plans, a batch
+// waits, and plans nothing if its context ends first.
+func TestProvisionerWaitsForThePlanSlot(t *testing.T) {
+	w := newProvisionerWorld(t, pendingPod("p", "1"))
+	held, err := w.p.Cluster.Plan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := w.p.Reconcile(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a batch while the slot was held: %v, want context.DeadlineExceeded", err)
+	}
+	if n := w.created(); n != 0 {
+		t.Fatalf("%d nodeclaims created while the slot was held, want 0", n)
+	}
+	held()
+	w.reconcile(t)
+	if n := len(w.claims(t)); n != 1 {
+		t.Fatalf("%d nodeclaims once the slot was free, want 1", n)
 	}
 }
