@@ -29,9 +29,13 @@ const reasonNodePoolDrifted = "NodePoolDrifted"
 // Controller sets Consolidatable and Drifted on NodeClaims, and keeps the
 // hashes drift is judged by comparable.
 type Controller struct {
-	Client        client.Client
+	Client client.Client
+	// Reader reads a NodeClaim around the cache after a write to it lost a
+	// race; the cache when nil.
+	Reader        client.Reader
 	CloudProvider cloudprovider.CloudProvider
 	Clock         clock.Clock
+	races         lifecycle.Races
 }
 
 // Register adds the controller to the manager.
@@ -72,6 +76,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.Client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	live := c.Reader
+	if live == nil {
+		live = c.Client
+	}
+	if err := c.races.Fresh(ctx, live, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
 	if nc.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
 		return reconcile.Result{}, nil
 	}
@@ -83,7 +94,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// judged on them.
 	if stored := nc.DeepCopy(); c.restamp(ctx, nc, np) {
 		if err := lifecycle.Patch(ctx, c.Client, nc, stored); err != nil {
-			return lifecycle.Retry(err)
+			return c.races.Retry(nc, err)
 		}
 		log.FromContext(ctx).V(1).Info("re-stamped nodeclaim hashes", "NodeClaim", map[string]string{"name": nc.Name})
 	}
@@ -105,7 +116,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Locked: the conditions list is written whole, and other
 		// controllers write other conditions of it.
 		if err := lifecycle.PatchStatus(ctx, c.Client, nc, stored); err != nil {
-			return lifecycle.Retry(err)
+			return c.races.Retry(nc, err)
 		}
 	}
 	// Drift that depends on the cloud (AMIs, subnets) is polled.

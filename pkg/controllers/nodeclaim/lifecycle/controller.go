@@ -66,6 +66,7 @@ type Controller struct {
 	Clock           clock.Clock
 	LaunchTTL       time.Duration
 	RegistrationTTL time.Duration
+	races           Races
 }
 
 // Register adds the controller to the manager.
@@ -102,6 +103,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.Client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if err := c.races.Fresh(ctx, c.Reader, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", map[string]string{"name": nc.Name}))
 	if nc.DeletionTimestamp != nil {
 		return c.finalize(ctx, nc)
@@ -110,7 +114,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		stored := nc.DeepCopy()
 		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
 		if err := Patch(ctx, c.Client, nc, stored); err != nil {
-			return Retry(err)
+			return c.races.Retry(nc, err)
 		}
 	}
 	if nc.Status.ProviderID == "" {
@@ -133,7 +137,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return c.register(ctx, nc)
 	}
 	if !isTrue(nc, v1.ConditionTypeInitialized) {
-		return c.initialize(ctx, nc)
+		return c.initialize(ctx, nc, nil)
 	}
 	return reconcile.Result{}, nil
 }
@@ -177,7 +181,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 		}
 		nc.Annotations[v1.AnnotationLaunchAttempted] = c.Clock.Now().UTC().Format(time.RFC3339)
 		if err := Patch(ctx, c.Client, nc, stored); err != nil {
-			return Retry(err)
+			return c.races.Retry(nc, err)
 		}
 	}
 	created, err := c.CloudProvider.Create(ctx, attempt)
@@ -210,7 +214,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	}
 	// Lost races are retried: Create returns the same machine again.
 	if err := Patch(ctx, c.Client, nc, stored); err != nil {
-		return Retry(err)
+		return c.races.Retry(nc, err)
 	}
 	stored = nc.DeepCopy()
 	nc.Status.ProviderID = created.Status.ProviderID
@@ -221,7 +225,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionUnknown, "NodeNotFound", "Node not registered with cluster")
 	c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionUnknown, "NodeNotFound", "Node not registered with cluster")
 	if err := PatchStatus(ctx, c.Client, nc, stored); err != nil {
-		return Retry(err)
+		return c.races.Retry(nc, err)
 	}
 	metrics.NodeClaimsLaunched.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	logger.Info("launched nodeclaim",
@@ -242,7 +246,11 @@ func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Nod
 	case 0:
 		return nil, nil
 	case 1:
-		return &nodes.Items[0], nil
+		node := &nodes.Items[0]
+		if err := c.races.Fresh(ctx, c.Reader, node); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return node, nil
 	default:
 		return nil, fmt.Errorf("%d nodes have provider ID %s", len(nodes.Items), nc.Status.ProviderID)
 	}
@@ -304,24 +312,28 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	}
 	// The lock keeps the taints and finalizers others write to the Node.
 	if err := Patch(ctx, c.Client, node, stored); err != nil {
-		return Retry(err)
+		return c.races.Retry(node, err)
 	}
 	storedNC := nc.DeepCopy()
 	nc.Status.NodeName = node.Name
 	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
 	if err := PatchStatus(ctx, c.Client, nc, storedNC); err != nil {
-		return Retry(err)
+		return c.races.Retry(nc, err)
 	}
 	metrics.NodeClaimsRegistered.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	metrics.NodesCreated.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	logger.Info("registered nodeclaim", "Node", map[string]string{"name": node.Name})
-	return c.initialize(ctx, nc)
+	// The node as the patch returned it: the cache's copy may predate it.
+	return c.initialize(ctx, nc, node)
 }
 
-func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
-	node, err := c.nodeFor(ctx, nc)
-	if err != nil || node == nil {
-		return reconcile.Result{RequeueAfter: 5 * time.Second}, err
+// initialize checks the node for readiness; node is nil to look it up.
+func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) (reconcile.Result, error) {
+	if node == nil {
+		var err error
+		if node, err = c.nodeFor(ctx, nc); err != nil || node == nil {
+			return reconcile.Result{RequeueAfter: 5 * time.Second}, err
+		}
 	}
 	reason, message := "", ""
 	ready := false
@@ -357,7 +369,7 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 		stored := nc.DeepCopy()
 		c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionUnknown, reason, message)
 		if err := PatchStatus(ctx, c.Client, nc, stored); err != nil {
-			return Retry(err)
+			return c.races.Retry(nc, err)
 		}
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 	}
@@ -368,7 +380,7 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 		}
 		node.Labels[v1.LabelNodeInitialized] = "true"
 		if err := Patch(ctx, c.Client, node, storedNode); err != nil {
-			return Retry(err)
+			return c.races.Retry(node, err)
 		}
 	}
 	// The lock makes this pass the only one to initialize the NodeClaim: a
@@ -377,7 +389,7 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 	stored := nc.DeepCopy()
 	c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "")
 	if err := PatchStatus(ctx, c.Client, nc, stored); err != nil {
-		return Retry(err)
+		return c.races.Retry(nc, err)
 	}
 	metrics.NodeClaimsInitialized.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	log.FromContext(ctx).Info("initialized nodeclaim", "Node", map[string]string{"name": node.Name}, "allocatable", node.Status.Allocatable)
@@ -400,7 +412,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		}
 		nc.Annotations[v1.AnnotationNodeClaimTerminationTimestamp] = nc.DeletionTimestamp.Add(tgp.Duration).UTC().Format(time.RFC3339)
 		if err := Patch(ctx, c.Client, nc, stored); err != nil {
-			return Retry(err)
+			return c.races.Retry(nc, err)
 		}
 	}
 	if nc.Status.ProviderID != "" {
@@ -428,7 +440,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 			stored := nc.DeepCopy()
 			c.setCondition(nc, v1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "Instance is terminating")
 			if err := PatchStatus(ctx, c.Client, nc, stored); err != nil {
-				return Retry(err)
+				return c.races.Retry(nc, err)
 			}
 		}
 		return reconcile.Result{RequeueAfter: InstancePoll}, nil
@@ -436,7 +448,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	stored := nc.DeepCopy()
 	controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)
 	if err := Patch(ctx, c.Client, nc, stored); err != nil {
-		return Retry(err)
+		return c.races.Retry(nc, err)
 	}
 	metrics.NodeClaimsTerminated.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	log.FromContext(ctx).Info("deleted nodeclaim", "Node", map[string]string{"name": nc.Status.NodeName}, "provider-id", nc.Status.ProviderID)

@@ -256,3 +256,93 @@ func TestWritesSkipWhatDidNotChange(t *testing.T) {
 		})
 	}
 }
+
+// TestARaceLostToAStaleCacheIsRetriedFromTheAPIServer: the cache holds an
+// object older than the API server's, so the registration's write loses
+// the race; the retry reads it around the cache and wins, however far the
+// cache is still behind.
+func TestARaceLostToAStaleCacheIsRetriedFromTheAPIServer(t *testing.T) {
+	for _, stale := range []string{"nodeclaim", "node"} {
+		t.Run(stale, func(t *testing.T) {
+			now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+			const providerID = "fake:///zone-a/i-1"
+			nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "raced", Labels: map[string]string{v1.LabelNodePool: "p"}, Finalizers: []string{v1.TerminationFinalizer}}}
+			nc.Status.ProviderID = providerID
+			nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched", LastTransitionTime: metav1.NewTime(now)}}
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Spec: corev1.NodeSpec{ProviderID: providerID},
+				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+			ctx := context.Background()
+			conflicts := 0
+			counted := func(err error) error {
+				if apierrors.IsConflict(err) {
+					conflicts++
+				}
+				return err
+			}
+			live := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithStatusSubresource(&v1.NodeClaim{}).WithObjects(nc, node).
+				WithIndex(&corev1.Node{}, lifecycle.ProviderIDIndex, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
+				WithInterceptorFuncs(interceptor.Funcs{
+					Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+						return counted(c.Patch(ctx, obj, patch, opts...))
+					},
+					SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+						return counted(c.SubResource(sub).Patch(ctx, obj, patch, opts...))
+					},
+				}).Build()
+			// The cache keeps the copies read now; someone else then writes.
+			oldClaim, oldNode := &v1.NodeClaim{}, &corev1.Node{}
+			if err := live.Get(ctx, client.ObjectKeyFromObject(nc), oldClaim); err != nil {
+				t.Fatal(err)
+			}
+			if err := live.Get(ctx, client.ObjectKeyFromObject(node), oldNode); err != nil {
+				t.Fatal(err)
+			}
+			switch stale {
+			case "nodeclaim":
+				bumped := oldClaim.DeepCopy()
+				bumped.Status.LastPodEventTime = metav1.NewTime(now)
+				if err := live.Status().Update(ctx, bumped); err != nil {
+					t.Fatal(err)
+				}
+			case "node":
+				bumped := oldNode.DeepCopy()
+				bumped.Labels = map[string]string{"someone": "else"}
+				if err := live.Update(ctx, bumped); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cache := interceptor.NewClient(live, interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if got, ok := obj.(*v1.NodeClaim); ok && stale == "nodeclaim" {
+						oldClaim.DeepCopyInto(got)
+						return nil
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					if got, ok := list.(*corev1.NodeList); ok && stale == "node" {
+						got.Items = []corev1.Node{*oldNode.DeepCopy()}
+						return nil
+					}
+					return c.List(ctx, list, opts...)
+				},
+			})
+			c := &lifecycle.Controller{Client: cache, Reader: live, Recorder: record.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(now), RegistrationTTL: time.Hour}
+			for range 2 {
+				if _, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := &v1.NodeClaim{}
+			if err := live.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+				t.Fatal(err)
+			}
+			if !meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionTypeRegistered) {
+				t.Fatalf("not registered after the retry: %v", got.Status.Conditions)
+			}
+			if conflicts != 1 {
+				t.Fatalf("%d conflicts, want 1: the retry read the stale cache again", conflicts)
+			}
+		})
+	}
+}

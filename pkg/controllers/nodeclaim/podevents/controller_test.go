@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -60,10 +61,14 @@ func TestReconcileStampsTheNodesClaim(t *testing.T) {
 		name      string
 		last      time.Time
 		wantStamp time.Time
+		// staleCache: the cache's copy of the claim predates the API
+		// server's; the stamp, one field, still lands at once.
+		staleCache bool
 	}{
-		{"never stamped", time.Time{}, now},
-		{"stamped within the dedupe window", now.Add(-podevents.Dedupe / 2), now.Add(-podevents.Dedupe / 2)},
-		{"stamped before it", now.Add(-podevents.Dedupe), now},
+		{"never stamped", time.Time{}, now, false},
+		{"stamped within the dedupe window", now.Add(-podevents.Dedupe / 2), now.Add(-podevents.Dedupe / 2), false},
+		{"stamped before it", now.Add(-podevents.Dedupe), now, false},
+		{"the cache is behind", time.Time{}, now, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
@@ -73,7 +78,21 @@ func TestReconcileStampsTheNodesClaim(t *testing.T) {
 			kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithStatusSubresource(&v1.NodeClaim{}).
 				WithIndex(&v1.NodeClaim{}, lifecycle.ProviderIDIndex, func(o client.Object) []string { return []string{o.(*v1.NodeClaim).Status.ProviderID} }).
 				WithObjects(nc, node).Build()
-			c := &podevents.Controller{Client: kube, Clock: clocktesting.NewFakeClock(now)}
+			var reader client.Client = kube
+			if tc.staleCache {
+				reader = interceptor.NewClient(kube, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					if err := c.List(ctx, list, opts...); err != nil {
+						return err
+					}
+					if claims, ok := list.(*v1.NodeClaimList); ok {
+						for i := range claims.Items {
+							claims.Items[i].ResourceVersion = "1"
+						}
+					}
+					return nil
+				}})
+			}
+			c := &podevents.Controller{Client: reader, Clock: clocktesting.NewFakeClock(now)}
 			if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "n"}}); err != nil {
 				t.Fatal(err)
 			}
