@@ -132,7 +132,16 @@ func Run(ctx context.Context, opts *Options) error {
 	if _, err := claims.AddEventHandler(cluster.Seen()); err != nil {
 		return err
 	}
-	prov := &provisioning.Provisioner{Client: mgr.GetClient(), Cluster: cluster,
+	// The provisioner creates NodeClaims on a client of its own: client-go
+	// limits requests per client and resource, and on the manager's client
+	// a batch's creates waited behind the lifecycle's thousand workers
+	// writing the NodeClaims the batch had just created (1,106 creates took
+	// 34–49 s; docs/benchmarks.md §7). Its budget is KUBE_CLIENT_QPS too.
+	creates, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+	if err != nil {
+		return err
+	}
+	prov := &provisioning.Provisioner{Client: creates, Cluster: cluster,
 		Batcher: batcher, Recorder: recorder, Clock: clk, Resync: resync, Nominations: nominations, Scheduling: sched}
 	if err := mgr.Add(prov); err != nil {
 		return err
@@ -150,7 +159,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := (&status.Controller{Client: mgr.GetClient(), Clock: clk}).Register(mgr); err != nil {
 		return err
 	}
-	if err := (&ncdisruption.Controller{Client: mgr.GetClient(), CloudProvider: provider, Clock: clk}).Register(mgr); err != nil {
+	if err := (&ncdisruption.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), CloudProvider: provider, Clock: clk}).Register(mgr); err != nil {
 		return err
 	}
 	if err := (&expiration.Controller{Client: mgr.GetClient(), Clock: clk}).Register(mgr); err != nil {
