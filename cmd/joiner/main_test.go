@@ -13,8 +13,8 @@ func TestSoftMemoryLimit(t *testing.T) {
 		wantOK  bool
 		wantErr bool
 	}{
-		{"the chart's 300 MiB limit", map[string]string{"MEMORY_LIMIT": "314572800"}, 251658240, true, false},
-		{"1 GiB", map[string]string{"MEMORY_LIMIT": "1073741824"}, 858993456, true, false},
+		{"the chart's 300 MiB limit", map[string]string{"MEMORY_LIMIT": "314572800"}, 220200960, true, false},
+		{"1 GiB", map[string]string{"MEMORY_LIMIT": "1073741824"}, 751619274, true, false},
 		{"an explicit GOMEMLIMIT wins", map[string]string{"MEMORY_LIMIT": "314572800", "GOMEMLIMIT": "200MiB"}, 0, false, false},
 		{"no limit", map[string]string{}, 0, false, false},
 		{"not a count of bytes: refused", map[string]string{"MEMORY_LIMIT": "300Mi"}, 0, false, true},

@@ -232,7 +232,7 @@ type result struct {
 	// the sign of pods planned twice.
 	NodeClaimsCreated, LaunchTimedOut int
 	// MemoryLimitMiB is SCALE_MEMORY_LIMIT, the container limit the chart
-	// would pass (the binary keeps Go's memory to 80% of it); 0 for none.
+	// would pass (the binary keeps Go's memory to 70% of it); 0 for none.
 	MemoryLimitMiB float64
 }
 
