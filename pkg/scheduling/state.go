@@ -219,12 +219,12 @@ func (p *pool) withinLimits(capacity resources.Resources) bool {
 	if len(p.limits) == 0 {
 		return true
 	}
-	after := p.usage.Add(capacity).ResourceList()
 	for name, limit := range p.limits {
 		if name == "nodes" {
 			continue
 		}
-		if q, ok := after[name]; ok && q.Cmp(limit) > 0 {
+		// A resource the pool and the node do not have is never over.
+		if after := p.usage.Of(name) + capacity.Of(name); after != 0 && after > resources.Units(name, limit) {
 			return false
 		}
 	}
@@ -234,7 +234,6 @@ func (p *pool) withinLimits(capacity resources.Resources) bool {
 // limitShare is the largest share of one of p's limits that a node of
 // type t takes.
 func (p *pool) limitShare(t *itype) float64 {
-	capacity := t.cap.ResourceList()
 	share := 0.0
 	for name, limit := range p.limits {
 		if name == "nodes" {
@@ -243,8 +242,8 @@ func (p *pool) limitShare(t *itype) float64 {
 			}
 			continue
 		}
-		if q, ok := capacity[name]; ok && limit.AsApproximateFloat64() > 0 {
-			share = max(share, q.AsApproximateFloat64()/limit.AsApproximateFloat64())
+		if q, lim := t.cap.Of(name), resources.Units(name, limit); q != 0 && lim > 0 {
+			share = max(share, float64(q)/float64(lim))
 		}
 	}
 	return share
