@@ -247,10 +247,16 @@ func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Nod
 		return nil, nil
 	case 1:
 		node := &nodes.Items[0]
-		if err := c.races.Fresh(ctx, c.Reader, node); err != nil {
-			return nil, client.IgnoreNotFound(err)
+		if !c.races.Lost(node) {
+			return node, nil
 		}
-		return node, nil
+		// Listed by name: the role Karpenter's chart grants lists and
+		// watches nodes but does not get them.
+		var fresh corev1.NodeList
+		if err := c.Reader.List(ctx, &fresh, client.MatchingFields{"metadata.name": node.Name}); err != nil || len(fresh.Items) == 0 {
+			return nil, err
+		}
+		return &fresh.Items[0], nil
 	default:
 		return nil, fmt.Errorf("%d nodes have provider ID %s", len(nodes.Items), nc.Status.ProviderID)
 	}

@@ -281,6 +281,8 @@ func TestARaceLostToAStaleCacheIsRetriedFromTheAPIServer(t *testing.T) {
 			}
 			live := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithStatusSubresource(&v1.NodeClaim{}).WithObjects(nc, node).
 				WithIndex(&corev1.Node{}, lifecycle.ProviderIDIndex, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
+				// The API server selects nodes by name; the fake needs an index.
+				WithIndex(&corev1.Node{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).
 				WithInterceptorFuncs(interceptor.Funcs{
 					Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 						return counted(c.Patch(ctx, obj, patch, opts...))

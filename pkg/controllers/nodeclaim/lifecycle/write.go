@@ -78,15 +78,21 @@ func (r *Races) Retry(obj client.Object, err error) (reconcile.Result, error) {
 // write lost a race. The mark goes with the read: the write that follows it
 // carries the API server's own resourceVersion.
 func (r *Races) Fresh(ctx context.Context, live client.Reader, obj client.Object) error {
-	key := raceKey(obj)
-	r.mu.Lock()
-	lost := r.lost[key]
-	delete(r.lost, key)
-	r.mu.Unlock()
-	if !lost {
+	if !r.Lost(obj) {
 		return nil
 	}
 	return live.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+}
+
+// Lost reports, once, whether obj's last write lost a race, for a caller
+// that reads it around the cache its own way.
+func (r *Races) Lost(obj client.Object) bool {
+	key := raceKey(obj)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lost := r.lost[key]
+	delete(r.lost, key)
+	return lost
 }
 
 func raceKey(obj client.Object) string {
