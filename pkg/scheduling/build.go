@@ -12,6 +12,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
+	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -57,16 +58,30 @@ type Shared struct {
 // and pods alone. Nothing reads it but buildExisting, which copies what a
 // plan changes.
 type nodeBase struct {
+	capacity  resources.Resources
 	used      resources.Resources
 	hostPorts []pods.HostPort
 	podSets   []podSet
+	// attachments are every volume attachment of the node's pods, of any
+	// driver: which drivers are limited depends on the plan's snapshot.
+	attachments []volumes.Attachment
+	// namespaces are those of the node's pods, each once.
+	namespaces []string
 }
 
-func newNodeBase(in *Node) nodeBase {
-	var b nodeBase
+func newNodeBase(in *Node, vols map[string]volumes.Usage) nodeBase {
+	b := nodeBase{capacity: resources.FromResourceList(in.Allocatable)}
 	for _, pod := range in.Pods {
 		b.used = b.used.Add(resources.PodRequests(pod))
 		b.hostPorts = append(b.hostPorts, pods.HostPorts(pod)...)
+		if len(vols) > 0 {
+			if u, ok := vols[pod.Namespace+"/"+pod.Name]; ok {
+				b.attachments = append(b.attachments, u.Attachments...)
+			}
+		}
+		if !slices.Contains(b.namespaces, pod.Namespace) {
+			b.namespaces = append(b.namespaces, pod.Namespace)
+		}
 		i := slices.IndexFunc(b.podSets, func(ps podSet) bool {
 			return ps.namespace == pod.Namespace && maps.Equal(ps.labels, labels.Set(pod.Labels))
 		})
@@ -89,7 +104,7 @@ func Share(snap Snapshot) *Shared {
 	sh := &Shared{pools: s.pools, daemons: s.daemons, knownKeys: s.knownKeys, domains: s.topo.domains, nextType: s.nextType,
 		nodes: make(map[*Node]nodeBase, len(snap.Nodes))}
 	for _, n := range snap.Nodes {
-		sh.nodes[n] = newNodeBase(n)
+		sh.nodes[n] = newNodeBase(n, snap.Volumes)
 	}
 	return sh
 }
@@ -245,10 +260,10 @@ func (s *solver) buildExisting(nodes []*Node, daemons []*daemon) {
 			base, ok = s.shared.nodes[in]
 		}
 		if !ok {
-			base = newNodeBase(in)
+			base = newNodeBase(in, s.volumes.byPod)
 		}
 		n := &node{name: in.Name, existing: true, deleting: in.MarkedForDeletion,
-			capacity: resources.FromResourceList(in.Allocatable), groups: map[*podGroup]int{}}
+			capacity: base.capacity, groups: map[*podGroup]int{}}
 		for _, t := range in.Taints {
 			if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
 				n.deleting = true
@@ -266,10 +281,11 @@ func (s *solver) buildExisting(nodes []*Node, daemons []*daemon) {
 		// Clipped, so that a plan's appends copy rather than share.
 		n.hostPorts = slices.Clip(base.hostPorts)
 		n.podSets, n.labels = base.podSets, in.Labels
-		s.attachExisting(n, in)
-		for k, v := range in.Labels {
-			s.topo.addDomain(k, v)
+		s.attachExisting(n, in, base.attachments)
+		for _, ns := range base.namespaces {
+			s.addNamespace(ns, nil)
 		}
+		s.topo.nodeLabels = append(s.topo.nodeLabels, in.Labels)
 		s.existing = append(s.existing, n)
 	}
 	sort.SliceStable(s.existing, func(i, j int) bool { return s.existing[i].name < s.existing[j].name })

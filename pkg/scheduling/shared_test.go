@@ -24,6 +24,8 @@ func TestSharedPlansMatchFreshOnes(t *testing.T) {
 		pools []*v1.NodePool
 		nodes func(t *testing.T) []*Node
 		pods  []*corev1.Pod
+		// storage, when set, resolves the pods' claims.
+		storage func(st *storage)
 	}{
 		{name: "limited pool", pools: []*v1.NodePool{limited},
 			pods: replicas(12, "p", "1", "1Gi")},
@@ -36,6 +38,16 @@ func TestSharedPlansMatchFreshOnes(t *testing.T) {
 			},
 			pods: append(replicas(6, "port", "500m", "512Mi", hostPortOpt(8080)),
 				replicas(9, "web", "1", "2Gi", withLabels("app", "web"), spread(corev1.LabelTopologyZone, 1, app))...)},
+		{name: "an existing node at its attach limit", pools: []*v1.NodePool{guide03Pool()},
+			nodes: func(t *testing.T) []*Node {
+				return []*Node{zoneNode("full", "us-east-1a", 2, mkPod("db-0", "100m", "128Mi", withClaims("d0")), mkPod("db-1", "100m", "128Mi", withClaims("d1")))}
+			},
+			pods: []*corev1.Pod{mkPod("db-2", "100m", "128Mi", withClaims("d2"))},
+			storage: func(st *storage) {
+				for _, c := range []string{"d0", "d1", "d2"} {
+					st.zonalDisk(c, "us-east-1a")
+				}
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -45,6 +57,11 @@ func TestSharedPlansMatchFreshOnes(t *testing.T) {
 			}
 			if c.nodes != nil {
 				snap.Nodes = c.nodes(t)
+			}
+			if c.storage != nil {
+				var st storage
+				c.storage(&st)
+				st.apply(&snap)
 			}
 			want := planString(Solve(snap, Options{}))
 			snap.Shared = Share(snap)

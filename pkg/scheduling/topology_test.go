@@ -122,7 +122,18 @@ func TestSpreadNodeInclusionPolicies(t *testing.T) {
 			pods:  replicas(4, "p", "500m", "512Mi", withLabels("app", "web"), zoneSpread("", pol)),
 			check: wantZoneCounts(placed, check)}
 	}
+	// Zone d is no pool's, but an existing node is in it, full of other
+	// pods: an eligible domain that stays empty, so one pod per zone.
+	existingOnlyZone := solveCase{pools: []*v1.NodePool{zonePool("open", nil, zoneA, zoneB)},
+		pods: replicas(4, "p", "500m", "512Mi", withLabels("app", "web"), zoneSpread("", "")),
+		mod: func(s *Snapshot) {
+			d := fullNode("d", "us-east-1d", nil, nil, 0)
+			d.Pods = replicas(2, "other", "1", "1Gi")
+			s.Nodes = []*Node{d}
+		},
+		check: wantZoneCounts(2, oneAndOne)}
 	cases := map[string]solveCase{
+		"a zone only an existing node is in":        existingOnlyZone,
 		"nodeAffinityPolicy default, existing node": affinityExisting("", inZoneA),
 		"nodeAffinityPolicy Honor, existing node":   affinityExisting(honor, inZoneA),
 		"nodeAffinityPolicy Ignore, existing node":  affinityExisting(ignore, notInZoneA),

@@ -96,15 +96,19 @@ func (s *solver) analyzeVolumes(pg *podGroup, pod *corev1.Pod) {
 	}
 }
 
-// attachExisting records what an existing node attaches and may attach.
-func (s *solver) attachExisting(n *node, in *Node) {
+// attachExisting records what an existing node attaches and may attach,
+// from atts, the attachments of its pods.
+func (s *solver) attachExisting(n *node, in *Node, atts []volumes.Attachment) {
 	if len(in.AttachLimits) > 0 {
 		n.attach = &nodeAttachments{limits: in.AttachLimits, users: map[string]int{}, count: map[string]int{}}
 	}
-	for _, pod := range in.Pods {
-		atts, _ := s.podVolumes(pod)
-		s.attachTo(n, atts)
+	var limited []volumes.Attachment
+	for _, a := range atts {
+		if s.volumes.limited[a.Driver] {
+			limited = append(limited, a)
+		}
 	}
+	s.attachTo(n, limited)
 }
 
 // attachLimit is the node's limit for driver, or -1 for none.
