@@ -35,18 +35,29 @@ var (
 // Main starts the control plane and builds joiner; call it from TestMain.
 // setup runs after that, for package fixtures such as a local AWS endpoint.
 func Main(m *testing.M, setup ...func(*localcluster.Cluster) error) int {
+	defer removeBinary()
 	return localcluster.Main(m, &Cluster, append([]func(*localcluster.Cluster) error{build}, setup...)...)
 }
 
 // MainWith is Main with the control plane's options.
 func MainWith(m *testing.M, opts localcluster.Options, setup ...func(*localcluster.Cluster) error) int {
+	defer removeBinary()
 	return localcluster.MainWith(m, &Cluster, opts, append([]func(*localcluster.Cluster) error{build}, setup...)...)
 }
 
 // MainAudited is Main with the apiserver's audit log of the chart's
 // service account (localcluster.MainAudited).
 func MainAudited(m *testing.M, setup ...func(*localcluster.Cluster) error) int {
+	defer removeBinary()
 	return localcluster.MainAudited(m, &Cluster, append([]func(*localcluster.Cluster) error{build}, setup...)...)
+}
+
+// removeBinary removes the package's build of joiner, 66 MB that each test
+// package's run would otherwise leave in the temporary folder.
+func removeBinary() {
+	if Binary != "" {
+		_ = os.RemoveAll(filepath.Dir(Binary))
+	}
 }
 
 // build builds joiner for the package and makes its client.
