@@ -3,6 +3,7 @@ package operator
 import (
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strconv"
 
 	"github.com/joiner-autoscaler/joiner/pkg/volumes"
@@ -39,16 +40,15 @@ func cacheTransform(in any) (any, error) {
 			trimContainer(&pod.Spec.Containers[i])
 		}
 		pod.Spec.EphemeralContainers = nil
-		kept := pod.Spec.Volumes[:0]
+		// A new slice: filtering in place would keep the dropped volumes
+		// alive behind the kept ones, in the same array.
+		var kept []corev1.Volume
 		for i := range pod.Spec.Volumes {
 			if volumes.Constrains(&pod.Spec.Volumes[i]) {
 				kept = append(kept, pod.Spec.Volumes[i])
 			}
 		}
-		if len(kept) == 0 {
-			kept = nil
-		}
-		pod.Spec.Volumes = kept
+		pod.Spec.Volumes = slices.Clip(kept)
 		pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses = nil, nil, nil
 		// kube-scheduler writes why a pending pod did not fit into its
 		// PodScheduled condition, a few hundred bytes per pending pod that

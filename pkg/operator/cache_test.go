@@ -66,6 +66,7 @@ func TestCacheTransform(t *testing.T) {
 		{"labels kept", pod.Labels["app"] == "a"},
 		{"ephemeral containers dropped", pod.Spec.EphemeralContainers == nil},
 		{"claims and attaching volumes kept, the rest dropped", len(pod.Spec.Volumes) == 3 && pod.Spec.Volumes[0].Name == "data" && pod.Spec.Volumes[1].Name == "scratch" && pod.Spec.Volumes[2].Name == "ebs"},
+		{"the dropped volumes not kept behind the slice", cap(pod.Spec.Volumes) == len(pod.Spec.Volumes)},
 		{"container statuses dropped", pod.Status.ContainerStatuses == nil && pod.Status.InitContainerStatuses == nil},
 		{"tolerations kept", len(pod.Spec.Tolerations) == 1},
 		{"affinity kept", pod.Spec.Affinity != nil},
