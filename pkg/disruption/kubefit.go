@@ -139,9 +139,7 @@ func (m *kubeModel) risk(cands []Candidate, repl []*scheduling.NewNodeClaim) flo
 	}
 	trial := scheduling.Snapshot{NodePools: m.snap.NodePools, DaemonSets: m.snap.DaemonSets, Volumes: m.snap.Volumes}
 	for _, p := range stranded {
-		cp := p.DeepCopy()
-		cp.Spec.NodeName = ""
-		trial.Pods = append(trial.Pods, cp)
+		trial.Pods = append(trial.Pods, unbound(p))
 	}
 	plan := scheduling.Solve(trial, m.sched)
 	if len(plan.Unschedulable) > 0 {

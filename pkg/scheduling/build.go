@@ -263,7 +263,7 @@ func (s *solver) buildExisting(nodes []*Node, daemons []*daemon) {
 			base = newNodeBase(in, s.volumes.byPod)
 		}
 		n := &node{name: in.Name, existing: true, deleting: in.MarkedForDeletion,
-			capacity: base.capacity, groups: map[*podGroup]int{}}
+			capacity: base.capacity}
 		for _, t := range in.Taints {
 			if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
 				n.deleting = true
@@ -277,8 +277,9 @@ func (s *solver) buildExisting(nodes []*Node, daemons []*daemon) {
 			n.used = pendingDaemons(daemons, in, n.taints)
 		}
 		n.used = n.used.Add(base.used)
-		n.pods = slices.Clone(in.Pods)
-		// Clipped, so that a plan's appends copy rather than share.
+		// Clipped, so that a plan's appends copy rather than share; the
+		// plan removes a pod only into a copy too (squeeze).
+		n.pods = slices.Clip(in.Pods)
 		n.hostPorts = slices.Clip(base.hostPorts)
 		n.podSets, n.labels = base.podSets, in.Labels
 		s.attachExisting(n, in, base.attachments)

@@ -160,6 +160,11 @@ func (s *solver) commit(pg *podGroup, pc *podConstraints, n *node, pod *corev1.P
 	n.pods = append(n.pods, pod)
 	n.hostPorts = append(n.hostPorts, pg.hostPorts...)
 	s.attachTo(n, pg.attachments)
+	if n.groups == nil {
+		// An existing node starts without one: most of a repack's
+		// 2,000 take no pod.
+		n.groups = map[*podGroup]int{}
+	}
 	n.groups[pg]++
 	pg.remaining--
 	if pg.shape != nil {
