@@ -76,7 +76,9 @@ func (c *Controller) Start(ctx context.Context) error {
 			return nil
 		case <-t.C():
 		}
-		if err := c.Reconcile(ctx); err != nil {
+		// A pass cut short by shutdown did not fail; the next leader's
+		// releaseStale undoes what it left.
+		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			log.FromContext(ctx).Error(err, "disruption failed")
 		}
 	}

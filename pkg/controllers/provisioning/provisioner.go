@@ -69,7 +69,8 @@ func (p *Provisioner) Start(ctx context.Context) error {
 		}()
 	}
 	for p.Batcher.Wait(ctx) {
-		if err := p.Reconcile(ctx); err != nil {
+		// A batch cut short by shutdown did not fail.
+		if err := p.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			logger.Error(err, "provisioning failed")
 		}
 	}
