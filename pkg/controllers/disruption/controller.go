@@ -7,6 +7,7 @@ package disruption
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"sort"
@@ -65,9 +66,6 @@ func (c *Controller) NeedLeaderElection() bool { return true }
 // Start implements manager.Runnable.
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption"))
-	if err := c.releaseStale(ctx); err != nil {
-		log.FromContext(ctx).Error(err, "releasing nodes left tainted by an earlier run")
-	}
 	t := c.Clock.NewTicker(c.Poll)
 	defer t.Stop()
 	for {
@@ -84,15 +82,20 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 }
 
-// releaseStale removes the disrupted taint and the DisruptionReason that a
-// crashed run left on NodeClaims it never deleted, so their nodes take pods
-// again.
+// releaseStale removes the disrupted taint and the DisruptionReason that
+// an earlier command left on NodeClaims it never deleted, so their nodes
+// take pods again: a run that crashed, or a command whose release failed
+// or ran out of time (a 153-node command's did, against a busy API
+// server). A command runs within a pass, so at the start of a pass none is
+// under way, and each pass releases what is left (as Karpenter does before
+// each of its passes).
 func (c *Controller) releaseStale(ctx context.Context) error {
 	var claims v1.NodeClaimList
-	if err := c.Client.List(ctx, &claims); err != nil {
+	if err := c.Client.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	released := map[string]bool{}
+	var errs []error
 	for i := range claims.Items {
 		nc := &claims.Items[i]
 		if nc.DeletionTimestamp != nil || meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) == nil {
@@ -100,12 +103,15 @@ func (c *Controller) releaseStale(ctx context.Context) error {
 		}
 		if nc.Status.NodeName != "" {
 			if err := c.untaint(ctx, nc.Status.NodeName); err != nil {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 		}
 		if err := c.clearReason(ctx, nc.Name); err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
+		log.FromContext(ctx).Info("released a node an earlier disruption left marked", "NodeClaim", map[string]string{"name": nc.Name})
 		released[nc.Name] = true
 	}
 	// The replacements launched by the run that crashed: those whose
@@ -126,7 +132,7 @@ func (c *Controller) releaseStale(ctx context.Context) error {
 	}
 	c.dropReplacements(ctx, abandoned)
 	c.settleReplacements(ctx, settled)
-	return nil
+	return errors.Join(errs...)
 }
 
 // candidateInfo is a candidate with the objects it was read from.
@@ -141,6 +147,9 @@ type candidateInfo struct {
 
 // Reconcile makes one decision and carries it out.
 func (c *Controller) Reconcile(ctx context.Context) error {
+	if err := c.releaseStale(ctx); err != nil {
+		log.FromContext(ctx).Error(err, "releasing nodes an earlier disruption left marked")
+	}
 	cmd, byNode, err := c.decide(ctx)
 	if err != nil || cmd == nil {
 		return err

@@ -904,3 +904,48 @@ func TestDecisionsWaitForThePlanSlot(t *testing.T) {
 		t.Fatalf("%d replacement(s) launched once the slot was free, want 1", len(w.taintedAtLaunch))
 	}
 }
+
+// TestEachPassReleasesWhatWasLeftMarked: a node left tainted, with its
+// NodeClaim's DisruptionReason, by a run that crashed or by a command whose
+// release failed is released by the next pass, not only at start: a
+// 153-node command's release once ran out of time against a busy API
+// server and left its nodes unschedulable.
+func TestEachPassReleasesWhatWasLeftMarked(t *testing.T) {
+	boom := errors.New("injected")
+	for _, tc := range []struct {
+		name string
+		// failedPasses fail every node patch, before the pass that succeeds.
+		failedPasses int
+	}{
+		{name: "left marked"},
+		{name: "the first release fails too", failedPasses: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node, nc := nodeAndClaim("old", "c6a.2xlarge", true)
+			node.Spec.Taints = []corev1.Taint{v1.DisruptedNoScheduleTaint}
+			nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue,
+				Reason: string(v1.DisruptionReasonUnderutilized), LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC))})
+			// A budget of none: the passes release and decide nothing.
+			w := newWorld(t, "0", node, nc, boundPod("inflate-0", "old", "1"))
+			for range tc.failedPasses {
+				w.fail = func(op string, obj client.Object) error {
+					if _, ok := obj.(*corev1.Node); ok && op == "patch" {
+						return boom
+					}
+					return nil
+				}
+				_ = w.reconcile()
+				if !w.tainted("old") {
+					t.Fatal("released although every node patch failed")
+				}
+			}
+			w.mu.Lock()
+			w.fail = nil
+			w.mu.Unlock()
+			if err := w.reconcile(); err != nil {
+				t.Fatal(err)
+			}
+			w.released("old")
+		})
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -41,6 +42,10 @@ type run struct {
 // cleanupTimeout bounds the API calls that release a command after its
 // context ended.
 const cleanupTimeout = 30 * time.Second
+
+// releaseWorkers release a command's nodes at once; the client's rate
+// limit still bounds what they ask of the API server.
+const releaseWorkers = 16
 
 // execute carries out a command, in Karpenter's order: mark and taint the
 // candidates, so that kube-scheduler puts nothing more on them; launch the
@@ -147,9 +152,13 @@ func (c *Controller) finish(ctx context.Context, r *run) {
 	logger := log.FromContext(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	for _, info := range r.marked {
+	// In parallel: one at a time, a command of 153 nodes did not release
+	// them within cleanupTimeout on a busy API server. What is not
+	// released here, the next pass releases (releaseStale).
+	workqueue.ParallelizeUntil(ctx, releaseWorkers, len(r.marked), func(i int) {
+		info := r.marked[i]
 		if r.deleting[info.nc.Name] {
-			continue
+			return
 		}
 		if err := c.untaint(ctx, info.node.Name); err != nil {
 			logger.Error(err, "removing the disrupted taint", "Node", map[string]string{"name": info.node.Name})
@@ -157,7 +166,7 @@ func (c *Controller) finish(ctx context.Context, r *run) {
 		if err := c.clearReason(ctx, info.nc.Name); err != nil {
 			logger.Error(err, "clearing the DisruptionReason", "NodeClaim", map[string]string{"name": info.nc.Name})
 		}
-	}
+	})
 	if len(r.deleting) > 0 || len(r.created) == 0 {
 		c.settleReplacements(ctx, r.created)
 		return
