@@ -1,6 +1,7 @@
 package events
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -35,6 +36,7 @@ func TestDeduped(t *testing.T) {
 		{"a new message", []emit{{0, a, "no room"}, {0, a, "no NodePool"}}, 2},
 		{"another object", []emit{{0, a, "no room"}, {0, b, "no room"}}, 2},
 		{"an object without a UID, by name", []emit{{0, noUID, "no room"}, {0, noUID, "no room"}, {0, pod("d", ""), "no room"}}, 2},
+		{"within the window across a generation's end", []emit{{0, a, "no room"}, {Window - 10*time.Second, b, "no room"}, {20 * time.Second, b, "no room"}}, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -49,5 +51,23 @@ func TestDeduped(t *testing.T) {
 				t.Errorf("%d events recorded, want %d", got, c.want)
 			}
 		})
+	}
+}
+
+// TestDedupedForgets: what is remembered is the events of the last two
+// windows at most; older ones are dropped whole, not kept until pushed out.
+func TestDedupedForgets(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
+	rec := Deduped(record.NewFakeRecorder(2000), clk)
+	for i := range 1000 {
+		rec.Event(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint(i), UID: types.UID(fmt.Sprint(i))}}, corev1.EventTypeNormal, "Nominated", "here")
+	}
+	clk.Step(Window + time.Second)
+	rec.Event(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late", UID: "late"}}, corev1.EventTypeNormal, "Nominated", "here")
+	clk.Step(Window + time.Second)
+	rec.Event(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "later", UID: "later"}}, corev1.EventTypeNormal, "Nominated", "here")
+	d := rec.(*deduped)
+	if n := len(d.current) + len(d.previous); n != 2 {
+		t.Fatalf("%d events remembered two windows on, want the last two", n)
 	}
 }
