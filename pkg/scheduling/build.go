@@ -74,10 +74,8 @@ func newNodeBase(in *Node, vols map[string]volumes.Usage) nodeBase {
 	for _, pod := range in.Pods {
 		b.used = b.used.Add(resources.PodRequests(pod))
 		b.hostPorts = append(b.hostPorts, pods.HostPorts(pod)...)
-		if len(vols) > 0 {
-			if u, ok := vols[pod.Namespace+"/"+pod.Name]; ok {
-				b.attachments = append(b.attachments, u.Attachments...)
-			}
+		if u, ok := usageOf(vols, pod); ok {
+			b.attachments = append(b.attachments, u.Attachments...)
 		}
 		if !slices.Contains(b.namespaces, pod.Namespace) {
 			b.namespaces = append(b.namespaces, pod.Namespace)

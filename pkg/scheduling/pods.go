@@ -188,7 +188,7 @@ func (s *solver) constraintLadder(pod *corev1.Pod, pg *podGroup) ([]*podConstrai
 	// Topology spread counts the nodes matching the pod's own affinity, as
 	// kube-scheduler does, not the narrower set its volumes allow.
 	filterTerms := terms
-	if u, ok := s.volumes.byPod[pod.Namespace+"/"+pod.Name]; ok && u.Injected {
+	if u, ok := usageOf(s.volumes.byPod, pod); ok && u.Injected {
 		if filterTerms, err = requiredTerms(base, u.OwnAffinity); err != nil {
 			return nil, err
 		}

@@ -84,9 +84,6 @@ type topology struct {
 // existing nodes.
 func (t *topology) keyDomains(key string) map[string]struct{} {
 	if !t.folded[key] {
-		if t.folded == nil {
-			t.folded = map[string]bool{}
-		}
 		t.folded[key] = true
 		for _, l := range t.nodeLabels {
 			if v, ok := l[key]; ok {
@@ -98,7 +95,8 @@ func (t *topology) keyDomains(key string) map[string]struct{} {
 }
 
 func newTopology() *topology {
-	return &topology{groups: map[string]*topoGroup{}, domains: map[string]map[string]struct{}{}, eligible: map[string]map[string]struct{}{}}
+	return &topology{groups: map[string]*topoGroup{}, domains: map[string]map[string]struct{}{}, eligible: map[string]map[string]struct{}{},
+		folded: map[string]bool{}}
 }
 
 func (t *topology) addDomain(key, value string) {

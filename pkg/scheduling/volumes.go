@@ -52,20 +52,35 @@ func newVolumeState(snap Snapshot) volumeState {
 	return vs
 }
 
-// podVolumes returns the pod's attachments that count against a limit, and
-// its volume problem.
-func (s *solver) podVolumes(pod *corev1.Pod) ([]volumes.Attachment, string) {
-	pv, ok := s.volumes.byPod[pod.Namespace+"/"+pod.Name]
-	if !ok {
-		return nil, ""
+// usageOf is pod's entry in a snapshot's Volumes; without volumes it
+// builds no key.
+func usageOf(vols map[string]volumes.Usage, pod *corev1.Pod) (volumes.Usage, bool) {
+	if len(vols) == 0 {
+		return volumes.Usage{}, false
 	}
+	u, ok := vols[pod.Namespace+"/"+pod.Name]
+	return u, ok
+}
+
+// limitedOnly keeps the attachments of drivers with a limit.
+func (vs volumeState) limitedOnly(atts []volumes.Attachment) []volumes.Attachment {
 	var out []volumes.Attachment
-	for _, a := range pv.Attachments {
-		if s.volumes.limited[a.Driver] {
+	for _, a := range atts {
+		if vs.limited[a.Driver] {
 			out = append(out, a)
 		}
 	}
-	return out, pv.Problem
+	return out
+}
+
+// podVolumes returns the pod's attachments that count against a limit, and
+// its volume problem.
+func (s *solver) podVolumes(pod *corev1.Pod) ([]volumes.Attachment, string) {
+	pv, ok := usageOf(s.volumes.byPod, pod)
+	if !ok {
+		return nil, ""
+	}
+	return s.volumes.limitedOnly(pv.Attachments), pv.Problem
 }
 
 // volumeKey separates pods whose volumes differ into groups of their own:
@@ -102,13 +117,7 @@ func (s *solver) attachExisting(n *node, in *Node, atts []volumes.Attachment) {
 	if len(in.AttachLimits) > 0 {
 		n.attach = &nodeAttachments{limits: in.AttachLimits, users: map[string]int{}, count: map[string]int{}}
 	}
-	var limited []volumes.Attachment
-	for _, a := range atts {
-		if s.volumes.limited[a.Driver] {
-			limited = append(limited, a)
-		}
-	}
-	s.attachTo(n, limited)
+	s.attachTo(n, s.volumes.limitedOnly(atts))
 }
 
 // attachLimit is the node's limit for driver, or -1 for none.
