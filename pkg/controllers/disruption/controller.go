@@ -101,13 +101,7 @@ func (c *Controller) releaseStale(ctx context.Context) error {
 		if nc.DeletionTimestamp != nil || meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) == nil {
 			continue
 		}
-		if nc.Status.NodeName != "" {
-			if err := c.untaint(ctx, nc.Status.NodeName); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		}
-		if err := c.clearReason(ctx, nc.Name); err != nil {
+		if err := c.release(ctx, nc.Status.NodeName, nc.Name); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -391,6 +391,36 @@ func TestAbandonWhenTheReplacementNeverInitializes(t *testing.T) {
 	}
 }
 
+// TestAFailedUntaintKeepsTheMark: when an abandoned command cannot take
+// the disrupted taint off its node, the NodeClaim keeps its
+// DisruptionReason, the mark by which the next pass finds the node and
+// releases it; cleared alone, it left the node unschedulable for good.
+func TestAFailedUntaintKeepsTheMark(t *testing.T) {
+	w := newWorld(t, "100%", replaceable()...)
+	w.fail = func(op string, obj client.Object) error {
+		if n, ok := obj.(*corev1.Node); ok && op == "patch" && !taints.Has(n.Spec.Taints, v1.DisruptedNoScheduleTaint) {
+			return errors.New("injected")
+		}
+		return nil
+	}
+	if err := w.reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	if !w.tainted("old") {
+		t.Fatal("the untaint did not fail as injected")
+	}
+	if nc := w.claim("old"); nc == nil || meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) == nil {
+		t.Fatal("the DisruptionReason went although the node kept its taint")
+	}
+	w.mu.Lock()
+	w.fail = nil
+	w.mu.Unlock()
+	if err := w.reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	w.released("old")
+}
+
 func TestRecheckBeforeTheDrain(t *testing.T) {
 	dnd := boundPod("precious", "old", "100m")
 	dnd.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"}

@@ -160,11 +160,8 @@ func (c *Controller) finish(ctx context.Context, r *run) {
 		if r.deleting[info.nc.Name] {
 			return
 		}
-		if err := c.untaint(ctx, info.node.Name); err != nil {
-			logger.Error(err, "removing the disrupted taint", "Node", map[string]string{"name": info.node.Name})
-		}
-		if err := c.clearReason(ctx, info.nc.Name); err != nil {
-			logger.Error(err, "clearing the DisruptionReason", "NodeClaim", map[string]string{"name": info.nc.Name})
+		if err := c.release(ctx, info.node.Name, info.nc.Name); err != nil {
+			logger.Error(err, "releasing a node of the disruption", "NodeClaim", map[string]string{"name": info.nc.Name})
 		}
 	})
 	if len(r.deleting) > 0 || len(r.created) == 0 {
@@ -472,6 +469,22 @@ func (c *Controller) patchNode(ctx context.Context, name string, change func(*co
 		return c.Client.Patch(ctx, &node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
 	})
 	return changed, client.IgnoreNotFound(err)
+}
+
+// release takes the disrupted taint off node (none when empty) and then
+// the DisruptionReason off its NodeClaim. The reason goes last: it is what
+// releaseStale finds a marked node by, so a node whose taint could not be
+// removed keeps it and is released by a later pass.
+func (c *Controller) release(ctx context.Context, node, claim string) error {
+	if node != "" {
+		if err := c.untaint(ctx, node); err != nil {
+			return fmt.Errorf("removing the disrupted taint from node %s: %w", node, err)
+		}
+	}
+	if err := c.clearReason(ctx, claim); err != nil {
+		return fmt.Errorf("clearing the DisruptionReason of nodeclaim %s: %w", claim, err)
+	}
+	return nil
 }
 
 func (c *Controller) taint(ctx context.Context, name string) error {
