@@ -360,6 +360,19 @@ func (w *world) events() string {
 
 // released checks that a command left nothing behind on the candidate: no
 // taint, no DisruptionReason, no live replacement.
+// releasedByAPassWithoutFaults ends the injected faults, runs a pass and
+// checks that it released node.
+func (w *world) releasedByAPassWithoutFaults(node string) {
+	w.t.Helper()
+	w.mu.Lock()
+	w.fail = nil
+	w.mu.Unlock()
+	if err := w.reconcile(); err != nil {
+		w.t.Fatal(err)
+	}
+	w.released(node)
+}
+
 func (w *world) released(node string) {
 	w.t.Helper()
 	if w.tainted(node) {
@@ -412,13 +425,7 @@ func TestAFailedUntaintKeepsTheMark(t *testing.T) {
 	if nc := w.claim("old"); nc == nil || meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) == nil {
 		t.Fatal("the DisruptionReason went although the node kept its taint")
 	}
-	w.mu.Lock()
-	w.fail = nil
-	w.mu.Unlock()
-	if err := w.reconcile(); err != nil {
-		t.Fatal(err)
-	}
-	w.released("old")
+	w.releasedByAPassWithoutFaults("old")
 }
 
 func TestRecheckBeforeTheDrain(t *testing.T) {
@@ -969,13 +976,7 @@ func TestEachPassReleasesWhatWasLeftMarked(t *testing.T) {
 					t.Fatal("released although every node patch failed")
 				}
 			}
-			w.mu.Lock()
-			w.fail = nil
-			w.mu.Unlock()
-			if err := w.reconcile(); err != nil {
-				t.Fatal(err)
-			}
-			w.released("old")
+			w.releasedByAPassWithoutFaults("old")
 		})
 	}
 }
