@@ -19,9 +19,13 @@ func TestRecheck(t *testing.T) {
 		name    string
 		setup   func() *setup
 		pending []*corev1.Pod
-		// cands are the command's candidates, by node name.
+		// cands are the command's candidates, by node name, in the order
+		// the decision removed them.
 		cands []string
 		want  string
+		// keep is how many candidates may go; every one when want is "",
+		// none otherwise, unless set.
+		keep int
 	}{
 		{
 			name: "the replacement, initialized, holds the candidate's pods",
@@ -75,6 +79,37 @@ func TestRecheck(t *testing.T) {
 			cands: []string{"a"},
 			want:  "no longer fit",
 		},
+		{
+			name: "a deletion of two nodes whose room elsewhere holds both",
+			setup: func() *setup {
+				s := (&setup{}).add(tainted(node("a", "c6a.large", "on-demand", pod("a-0", "1", "1Gi"))))
+				s.add(tainted(node("b", "c6a.large", "on-demand", pod("b-0", "1", "1Gi"))))
+				return s.add(node("c", "c6a.2xlarge", "on-demand", pod("c-0", "5", "1Gi")))
+			},
+			cands: []string{"a", "b"},
+		},
+		{
+			name: "a deletion of three nodes whose room elsewhere now holds two: the first two go",
+			setup: func() *setup {
+				s := (&setup{}).add(tainted(node("a", "c6a.large", "on-demand", pod("a-0", "1", "1Gi"))))
+				s.add(tainted(node("b", "c6a.large", "on-demand", pod("b-0", "1", "1Gi"))))
+				s.add(tainted(node("d", "c6a.large", "on-demand", pod("d-0", "1", "1Gi"))))
+				return s.add(node("c", "c6a.2xlarge", "on-demand", pod("c-0", "5", "1Gi")))
+			},
+			cands: []string{"a", "b", "d"},
+			want:  "1 more node(s) would be needed, for pod default/d-0 first",
+			keep:  2,
+		},
+		{
+			name: "a deletion of two nodes whose first no longer fits: none goes",
+			setup: func() *setup {
+				s := (&setup{}).add(tainted(node("a", "c6a.large", "on-demand", pod("a-0", "3", "1Gi"))))
+				s.add(tainted(node("b", "c6a.large", "on-demand", pod("b-0", "1", "1Gi"))))
+				return s.add(node("c", "c6a.2xlarge", "on-demand", pod("c-0", "5", "1Gi")))
+			},
+			cands: []string{"a", "b"},
+			want:  "for pod default/a-0 first",
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,9 +126,16 @@ func TestRecheck(t *testing.T) {
 					}
 				}
 			}
-			got := Recheck(snap, cmd, scheduling.Options{})
+			keep, got := Recheck(snap, cmd, scheduling.Options{})
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+			wantKeep := tc.keep
+			if tc.want == "" {
+				wantKeep = len(tc.cands)
+			}
+			if keep != wantKeep {
+				t.Fatalf("%d candidate(s) may go, want %d", keep, wantKeep)
 			}
 		})
 	}

@@ -358,8 +358,6 @@ func (w *world) events() string {
 	}
 }
 
-// released checks that a command left nothing behind on the candidate: no
-// taint, no DisruptionReason, no live replacement.
 // releasedByAPassWithoutFaults ends the injected faults, runs a pass and
 // checks that it released node.
 func (w *world) releasedByAPassWithoutFaults(node string) {
@@ -373,6 +371,8 @@ func (w *world) releasedByAPassWithoutFaults(node string) {
 	w.released(node)
 }
 
+// released checks that a command left nothing behind on the candidate: no
+// taint, no DisruptionReason, no live replacement.
 func (w *world) released(node string) {
 	w.t.Helper()
 	if w.tainted(node) {
@@ -841,6 +841,78 @@ func TestDeletionsWaitAndSimulateAgain(t *testing.T) {
 			}
 			if !tc.deleted && w.tainted("a") {
 				t.Error("the abandoned candidate keeps its taint")
+			}
+		})
+	}
+}
+
+// TestADeletionGoesAheadWithWhatStillHolds: a deletion of several nodes
+// whose recheck finds that not all of them may go any more deletes those
+// before the first that may not, and releases the rest; Karpenter would
+// abandon it whole. a and b each hold a 1-CPU pod that c's room holds
+// both of, and the decision removes a first.
+func TestADeletionGoesAheadWithWhatStillHolds(t *testing.T) {
+	dnd := boundPod("precious", "b", "100m")
+	dnd.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"}
+	for _, tc := range []struct {
+		name string
+		// arrive are created while the command waits, before the taint.
+		arrive []client.Object
+		// deleted and kept are the candidates deleted and released.
+		deleted, kept []string
+		want          string
+	}{
+		{name: "the room still holds both: both go", deleted: []string{"a", "b"}},
+		{name: "a pod took room for one of them: a goes, b stays", arrive: []client.Object{boundPod("late", "c", "1")},
+			deleted: []string{"a"}, kept: []string{"b"}, want: "1 more node(s) would be needed, for pod default/b-0 first"},
+		{name: "a do-not-disrupt pod came to b: a goes, b stays", arrive: []client.Object{dnd},
+			deleted: []string{"a"}, kept: []string{"b"}, want: `node b: pod default/precious has "karpenter.sh/do-not-disrupt: true"`},
+		{name: "no room for the first: neither goes", arrive: []client.Object{boundPod("late", "c", "2")},
+			kept: []string{"a", "b"}, want: "for pod default/a-0 first"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, aClaim := nodeAndClaim("a", "c6a.large", true)
+			b, bClaim := nodeAndClaim("b", "c6a.large", true)
+			c, cClaim := nodeAndClaim("c", "c6a.2xlarge", true)
+			w := newWorld(t, "100%", a, aClaim, b, bClaim, c, cClaim,
+				boundPod("a-0", "a", "1"), boundPod("b-0", "b", "1"), boundPod("b-1", "b", "100m"), boundPod("c-0", "c", "5"))
+			w.c.ValidationDelay = 15 * time.Second
+			done := make(chan error, 1)
+			go func() { done <- w.c.Reconcile(context.Background()) }()
+			deadline := time.Now().Add(30 * time.Second)
+			for !w.fc.HasWaiters() {
+				if time.Now().After(deadline) {
+					t.Fatal("the command never waited")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			for _, o := range tc.arrive {
+				if err := w.kube.Create(context.Background(), o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.drive(func() {
+				if err := <-done; err != nil {
+					t.Error(err)
+				}
+			})
+			events := w.events()
+			for _, name := range tc.deleted {
+				if nc := w.claim(name); nc != nil && nc.DeletionTimestamp == nil {
+					t.Errorf("candidate %s was not deleted; events:\n%s", name, events)
+				}
+			}
+			for _, name := range tc.kept {
+				w.released(name)
+			}
+			blocked := 0
+			for _, e := range strings.Split(events, "\n") {
+				if strings.Contains(e, "DisruptionBlocked disruption abandoned: ") && strings.Contains(e, tc.want) {
+					blocked++
+				}
+			}
+			if tc.want != "" && blocked != len(tc.kept) {
+				t.Errorf("%d DisruptionBlocked event(s) with %q, want one for each of %v:\n%s", blocked, tc.want, tc.kept, events)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -117,28 +118,50 @@ func (c *Controller) execute(ctx context.Context, cmd disruption.Command, byNode
 			return nil
 		}
 	}
-	why, err := c.recheck(ctx, r)
+	goes, why, err := c.recheck(ctx, r)
 	if err != nil {
 		return fmt.Errorf("re-checking the disruption: %w", err)
 	}
 	if why != "" {
-		logger.Info("abandoning the disruption: "+why, "reason", strings.ToLower(string(cmd.Reason)))
-		for _, info := range r.infos {
+		kept := r.infos
+		if len(goes) == 0 {
+			logger.Info("abandoning the disruption: "+why, "reason", strings.ToLower(string(cmd.Reason)))
+		} else {
+			kept = without(r.infos, goes)
+			logger.Info(fmt.Sprintf("going ahead with %d of the disruption's %d nodes, the rest stay: %s", len(goes), len(r.infos), why),
+				"reason", strings.ToLower(string(cmd.Reason)))
+		}
+		for _, info := range kept {
 			c.Recorder.Event(info.nc, corev1.EventTypeNormal, "DisruptionBlocked", "disruption abandoned: "+why)
 		}
-		return nil
 	}
-	for _, info := range r.infos {
+	var deleted []disruption.Candidate
+	for _, info := range goes {
 		c.Recorder.Event(info.nc, corev1.EventTypeNormal, "DisruptionTerminating", fmt.Sprintf("Disrupting NodeClaim: %s/%s", how, cmd.Reason))
 		if err := c.Client.Delete(ctx, info.nc); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting nodeclaim %s: %w", info.nc.Name, err)
 		}
 		r.deleting[info.nc.Name] = true
+		deleted = append(deleted, info.cand)
 		metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(string(cmd.Reason)), info.cand.NodePool, info.cand.CapacityType).Inc()
+	}
+	if len(deleted) == 0 {
+		return nil
 	}
 	// Decide again only once the candidates are gone: until their pods have
 	// moved, the replacement looks empty.
-	return c.waitGone(ctx, cmd.Candidates)
+	return c.waitGone(ctx, deleted)
+}
+
+// without are the candidates of all not in some.
+func without(all, some []*candidateInfo) []*candidateInfo {
+	var out []*candidateInfo
+	for _, info := range all {
+		if !slices.Contains(some, info) {
+			out = append(out, info)
+		}
+	}
+	return out
 }
 
 // finish releases what a command leaves behind. Candidates whose deletion
@@ -262,55 +285,69 @@ func decisionMessage(cmd disruption.Command, how string, infos []*candidateInfo)
 	return msg
 }
 
-// recheck says why the command may no longer go ahead, from fresh pods,
-// PDBs and nodes: a protection that arrived (a do-not-disrupt pod, a PDB
-// that allows no eviction), or pods that no longer fit once the candidates
-// go (see disruption.Recheck). Empty when it may.
-func (c *Controller) recheck(ctx context.Context, r *run) (string, error) {
+// recheck returns the candidates that may still go, from fresh pods, PDBs
+// and nodes, and why the others may not ("" when all may): a protection
+// that arrived (a do-not-disrupt pod, a PDB that allows no eviction), or
+// pods that no longer fit once the candidates go (see disruption.Recheck).
+// A deletion of several nodes goes ahead with the candidates before the
+// first that may not go; any other command goes whole or not at all.
+func (c *Controller) recheck(ctx context.Context, r *run) ([]*candidateInfo, string, error) {
 	var pdbs policyv1.PodDisruptionBudgetList
 	if err := c.Client.List(ctx, &pdbs); err != nil {
-		return "", err
+		return nil, "", err
 	}
 	done, err := c.Cluster.Plan(ctx)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	defer done()
 	pending, err := c.Cluster.Pending(ctx)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	snap, _, err := c.Cluster.Snapshot(ctx, pending)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	inSnap := map[string]*scheduling.Node{}
 	for _, n := range snap.Nodes {
 		inSnap[n.Name] = n
 	}
+	partial := len(r.cmd.Replacements) == 0 && len(r.infos) > 1
 	present := r.cmd
 	present.Candidates = nil
+	// goes are the candidates that may go so far: the nodes already gone,
+	// then those present, up to the first protected one.
+	var goes, presentInfos []*candidateInfo
+	var why string
 	arrived := 0
 	for _, info := range r.infos {
 		var node corev1.Node
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: info.node.Name}, &node); err != nil {
 			if apierrors.IsNotFound(err) {
-				continue // gone already: nothing of it to recheck
+				goes = append(goes, info) // gone already: nothing of it to recheck
+				continue
 			}
-			return "", err
+			return nil, "", err
 		}
 		sn := inSnap[node.Name]
 		if sn == nil {
+			goes = append(goes, info)
 			continue
 		}
 		onNode := sn.Pods
 		if info.cand.Forceable && r.cmd.Reason == v1.DisruptionReasonDrifted {
 			onNode = nil // its pods may block the drain, not the drift
 		}
-		if why := disruption.Blocked(&node, onNode, pdbs.Items, c.Clock.Now()); why != "" {
-			return fmt.Sprintf("node %s: %s", node.Name, why), nil
+		if blocked := disruption.Blocked(&node, onNode, pdbs.Items, c.Clock.Now()); blocked != "" {
+			why = fmt.Sprintf("node %s: %s", node.Name, blocked)
+			if !partial {
+				return nil, why, nil
+			}
+			break
 		}
 		present.Candidates = append(present.Candidates, info.cand)
+		presentInfos = append(presentInfos, info)
 		arrived += len(disruption.Arrived(info.planned, sn.Pods))
 	}
 	// Pods that land on a replacement take room the plan gave the
@@ -318,7 +355,7 @@ func (c *Controller) recheck(ctx context.Context, r *run) (string, error) {
 	for _, nc := range r.created {
 		var fresh v1.NodeClaim
 		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(nc), &fresh); err != nil {
-			return "", client.IgnoreNotFound(err)
+			return nil, "", client.IgnoreNotFound(err)
 		}
 		if sn := inSnap[fresh.Status.NodeName]; sn != nil {
 			arrived += len(disruption.Arrived(nil, sn.Pods))
@@ -332,9 +369,16 @@ func (c *Controller) recheck(ctx context.Context, r *run) (string, error) {
 	// A deletion is simulated again whatever arrived: the room it counted
 	// on in other nodes may have been taken, and nothing was launched.
 	if len(present.Candidates) == 0 || (arrived == 0 && len(r.created) > 0) {
-		return "", nil
+		return append(goes, presentInfos...), why, nil
 	}
-	return disruption.Recheck(snap, present, c.Scheduling), nil
+	keep, unfit := disruption.Recheck(snap, present, c.Scheduling)
+	if unfit != "" {
+		why = unfit
+	}
+	if keep == 0 && !partial {
+		return nil, why, nil
+	}
+	return append(goes, presentInfos[:keep]...), why, nil
 }
 
 func (c *Controller) createReplacement(ctx context.Context, r *scheduling.NewNodeClaim, reason v1.DisruptionReason, replacing string) (*v1.NodeClaim, error) {
