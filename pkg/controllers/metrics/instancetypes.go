@@ -12,15 +12,15 @@ import (
 )
 
 var (
-	typeCPU = prometheus.NewDesc("karpenter_cloudprovider_instance_type_cpu_cores",
-		"vCPUs of each instance type the NodePools can launch.", []string{"instance_type"}, nil)
-	typeMemory = prometheus.NewDesc("karpenter_cloudprovider_instance_type_memory_bytes",
-		"Memory of each instance type the NodePools can launch, in bytes.", []string{"instance_type"}, nil)
-	offeringAvailable = prometheus.NewDesc("karpenter_cloudprovider_instance_type_offering_available",
+	typeCPU = newFamily("karpenter_cloudprovider_instance_type_cpu_cores",
+		"vCPUs of each instance type the NodePools can launch.", "instance_type")
+	typeMemory = newFamily("karpenter_cloudprovider_instance_type_memory_bytes",
+		"Memory of each instance type the NodePools can launch, in bytes.", "instance_type")
+	offeringAvailable = newFamily("karpenter_cloudprovider_instance_type_offering_available",
 		"1 when the offering (type, capacity type, zone) can be launched now, 0 when it is out (capacity errors, a full reservation).",
-		[]string{"instance_type", "capacity_type", "zone"}, nil)
-	offeringPrice = prometheus.NewDesc("karpenter_cloudprovider_instance_type_offering_price_estimate",
-		"The price Joiner plans with for the offering, in $/h.", []string{"instance_type", "capacity_type", "zone"}, nil)
+		"instance_type", "capacity_type", "zone")
+	offeringPrice = newFamily("karpenter_cloudprovider_instance_type_offering_price_estimate",
+		"The price Joiner plans with for the offering, in $/h.", "instance_type", "capacity_type", "zone")
 )
 
 // InstanceTypes is the scrape-time collector of the offering gauges: the
@@ -35,8 +35,8 @@ type InstanceTypes struct {
 
 // Describe implements prometheus.Collector.
 func (c *InstanceTypes) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{typeCPU, typeMemory, offeringAvailable, offeringPrice} {
-		ch <- d
+	for _, f := range []*family{typeCPU, typeMemory, offeringAvailable, offeringPrice} {
+		ch <- f.desc
 	}
 }
 
@@ -48,6 +48,7 @@ func (c *InstanceTypes) Collect(ch chan<- prometheus.Metric) {
 	if c.Reader.List(ctx, &pools) != nil {
 		return
 	}
+	lp := pairs{}
 	types := map[string]bool{}
 	offerings := map[[3]string]bool{}
 	for i := range pools.Items {
@@ -59,8 +60,8 @@ func (c *InstanceTypes) Collect(ch chan<- prometheus.Metric) {
 			if !types[it.Name] {
 				types[it.Name] = true
 				cpu, mem := it.Capacity[corev1.ResourceCPU], it.Capacity[corev1.ResourceMemory]
-				ch <- prometheus.MustNewConstMetric(typeCPU, prometheus.GaugeValue, cpu.AsApproximateFloat64(), it.Name)
-				ch <- prometheus.MustNewConstMetric(typeMemory, prometheus.GaugeValue, mem.AsApproximateFloat64(), it.Name)
+				ch <- typeCPU.series(lp, cpu.AsApproximateFloat64(), it.Name)
+				ch <- typeMemory.series(lp, mem.AsApproximateFloat64(), it.Name)
 			}
 			for _, o := range it.Offerings {
 				key := [3]string{it.Name, o.CapacityType, o.Zone}
@@ -72,8 +73,8 @@ func (c *InstanceTypes) Collect(ch chan<- prometheus.Metric) {
 				if o.Available {
 					available = 1
 				}
-				ch <- prometheus.MustNewConstMetric(offeringAvailable, prometheus.GaugeValue, available, key[:]...)
-				ch <- prometheus.MustNewConstMetric(offeringPrice, prometheus.GaugeValue, o.Price, key[:]...)
+				ch <- offeringAvailable.series(lp, available, key[:]...)
+				ch <- offeringPrice.series(lp, o.Price, key[:]...)
 			}
 		}
 	}

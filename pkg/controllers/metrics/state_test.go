@@ -37,7 +37,7 @@ func node(name, pool string, cpu string) *corev1.Node {
 		Spec:       corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name},
 		Status: corev1.NodeStatus{
 			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi")},
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("7Gi")},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("110")},
 		},
 	}
 }
@@ -115,6 +115,9 @@ func TestStateCollector(t *testing.T) {
 		{"karpenter_nodes_total_daemon_requests{" + nodeLabels("a", "default", "cpu", "spot") + "}", 0.1},
 		// Every allocatable resource has a requests series, zero when none.
 		{"karpenter_nodes_total_pod_requests{" + nodeLabels("b", "default", "memory", "spot") + "}", 0},
+		// Pods ask for no pods resource, as in Karpenter's metric.
+		{"karpenter_nodes_allocatable{" + nodeLabels("a", "default", "pods", "spot") + "}", 110},
+		{"karpenter_nodes_total_pod_requests{" + nodeLabels("a", "default", "pods", "spot") + "}", 0},
 		{"karpenter_nodepools_usage{nodepool=default,resource_type=cpu}", 6},
 		{"karpenter_nodepools_limit{nodepool=default,resource_type=cpu}", 100},
 		{"karpenter_pods_state{arch=amd64,capacity_type=spot,instance_type=m5.large,name=web,namespace=default,node=a,nodepool=default,owner=ReplicaSet/web-1,phase=Running,ready=false,scheduled=false,zone=us-east-1a}", 1},
