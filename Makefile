@@ -40,7 +40,8 @@ chaos: setup
 ## scale: the controller at 1,000 nodes and 10,000 pods (-tags scale,
 ## test/scale): 10,000 pending pods of 50 shapes across three NodePools to
 ## NodeClaims and Running pods on kwok nodes, then SCALE_CHURN (default 1h)
-## of churn with the controller's memory sampled; then the consolidation
+## of churn with the controller's memory sampled and its /metrics scraped
+## every SCALE_SCRAPE_INTERVAL (default 30s, 0 for none); then the consolidation
 ## decision and repack search over 1,000 and 2,000 nodes. About 75 minutes;
 ## the figures go to SCALE_OUT (default .cache/scale) and the log, and
 ## docs/benchmarks.md §4 and §7 have them. SCALE_MEMORY_LIMIT=300Mi runs the

@@ -234,13 +234,53 @@ type result struct {
 	// MemoryLimitMiB is SCALE_MEMORY_LIMIT, the container limit the chart
 	// would pass (the binary keeps Go's memory to 70% of it); 0 for none.
 	MemoryLimitMiB float64
+	// Scrapes of /metrics, as Prometheus would make them every
+	// SCALE_SCRAPE_INTERVAL, and those that failed or took longer than its
+	// 10 s timeout; the largest answer and the longest scrape.
+	Scrapes, ScrapesFailed int
+	ScrapeBytesMax         int64
+	ScrapeSecondsMax       float64
+}
+
+// scraper reads the controller's /metrics as Prometheus would: a user who
+// runs Karpenter's dashboards has it scraped all the time, and a scrape
+// holds every series of 10,000 pods in memory while it lasts.
+type scraper struct {
+	mu              sync.Mutex
+	scrapes, failed int
+	bytesMax        int64
+	secondsMax      float64
+}
+
+func (s *scraper) scrape(url string) {
+	c := http.Client{Timeout: 10 * time.Second} // Prometheus's default scrape_timeout
+	began := time.Now()
+	var n int64
+	resp, err := c.Get(url)
+	if err == nil {
+		n, err = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scrapes++
+	if err != nil {
+		s.failed++
+		return
+	}
+	s.bytesMax = max(s.bytesMax, n)
+	s.secondsMax = max(s.secondsMax, time.Since(began).Seconds())
 }
 
 // TestControllerAtScale: 10,000 pending pods of 50 shapes across three
 // NodePools (zone spread on ten apps, a tainted pool for ten) become
 // NodeClaims in one batch and Running pods on about 1,000 kwok nodes; then
 // SCALE_CHURN (default 1h) of churn, four apps rescaled every 30 s, while
-// the controller's resident memory is sampled every 10 s. It writes the
+// the controller's resident memory is sampled every 10 s and its /metrics
+// scraped every SCALE_SCRAPE_INTERVAL (default 30 s). It writes the
 // figures to $SCALE_OUT (default a temporary folder) and the log; it
 // asserts only that the work got done, never a timing.
 func TestControllerAtScale(t *testing.T) {
@@ -251,6 +291,14 @@ func TestControllerAtScale(t *testing.T) {
 			t.Fatalf("SCALE_CHURN=%q: want a duration such as 1h or 10m", v)
 		}
 		churn = d
+	}
+	scrapeEvery := 30 * time.Second // kube-prometheus-stack's default interval
+	if v := os.Getenv("SCALE_SCRAPE_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			t.Fatalf("SCALE_SCRAPE_INTERVAL=%q: want a duration such as 30s, or 0 for no scrapes", v)
+		}
+		scrapeEvery = d
 	}
 	out := os.Getenv("SCALE_OUT")
 	if out == "" {
@@ -286,6 +334,23 @@ func TestControllerAtScale(t *testing.T) {
 			}
 		}
 	}()
+	scrapes := &scraper{}
+	if scrapeEvery > 0 {
+		sampler.Add(1)
+		go func() {
+			defer sampler.Done()
+			tick := time.NewTicker(scrapeEvery)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					scrapes.scrape(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+				}
+			}
+		}()
+	}
 	defer func() { close(stop); sampler.Wait() }()
 
 	ws := workload()
@@ -350,8 +415,15 @@ func TestControllerAtScale(t *testing.T) {
 	logs := j.Logs()
 	res.NodeClaimsCreated = strings.Count(logs, `"message":"created nodeclaim"`)
 	res.LaunchTimedOut = strings.Count(logs, `"message":"deleting nodeclaim, launch timed out"`)
-	t.Logf("after %.0f min of churn (%d rounds): %d pods on %d nodes (%d NodeClaims); resident %s at the end, peak %s during the churn, %s in its last 10 min; VmHWM %s",
-		res.ChurnMinutes, res.ChurnRounds, res.PodsEnd, res.NodesEnd, res.NodeClaimsEnd, mib(last), mib(peak), mib(peak10), mib(hwm))
+	scrapes.mu.Lock()
+	res.Scrapes, res.ScrapesFailed, res.ScrapeBytesMax, res.ScrapeSecondsMax = scrapes.scrapes, scrapes.failed, scrapes.bytesMax, scrapes.secondsMax
+	scrapes.mu.Unlock()
+	if scrapeEvery > 0 && res.Scrapes == res.ScrapesFailed {
+		t.Errorf("none of %d scrapes of /metrics succeeded", res.Scrapes)
+	}
+	t.Logf("after %.0f min of churn (%d rounds): %d pods on %d nodes (%d NodeClaims); resident %s at the end, peak %s during the churn, %s in its last 10 min; VmHWM %s; %d scrapes (%d failed), up to %d bytes and %.2f s",
+		res.ChurnMinutes, res.ChurnRounds, res.PodsEnd, res.NodesEnd, res.NodeClaimsEnd, mib(last), mib(peak), mib(peak10), mib(hwm),
+		res.Scrapes, res.ScrapesFailed, res.ScrapeBytesMax, res.ScrapeSecondsMax)
 
 	// The heap as the profile sees it, for the notes on what holds memory.
 	if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", port)); err == nil {
