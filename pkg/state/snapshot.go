@@ -187,8 +187,10 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		nodeCount[pool]++
 	}
 	nodeNames := map[string]bool{}
+	nodeProviders := map[string]bool{}
 	for _, n := range nodes {
 		nodeNames[n.Name] = true
+		nodeProviders[n.Spec.ProviderID] = true
 		nc := claimByProvider[n.Spec.ProviderID]
 		ready := nodeReady(n)
 		if nc == nil && !ready {
@@ -219,7 +221,7 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		if nc.DeletionTimestamp != nil || (nc.Status.NodeName != "" && nodeNames[nc.Status.NodeName]) {
 			continue
 		}
-		if nc.Status.ProviderID != "" && c.hasNode(nodes, nc.Status.ProviderID) {
+		if nc.Status.ProviderID != "" && nodeProviders[nc.Status.ProviderID] {
 			continue
 		}
 		labels := map[string]string{}
@@ -265,15 +267,6 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: np, InstanceTypes: typesByPool[name], InUse: use})
 	}
 	return snap, problems, nil
-}
-
-func (c *Cluster) hasNode(nodes []*corev1.Node, providerID string) bool {
-	for _, n := range nodes {
-		if n.Spec.ProviderID == providerID {
-			return true
-		}
-	}
-	return false
 }
 
 // StaticNodePool says why a NodePool with spec.replicas launches nothing,

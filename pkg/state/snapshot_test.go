@@ -241,3 +241,55 @@ func TestSnapshotCountsCreatedClaimsTheCacheLacks(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotInFlightClaims: a NodeClaim is capacity on its way only
+// while no node of it has registered, whether the node is found by the
+// claim's status.nodeName or, before the lifecycle controller has written
+// that, by its providerID; counted as both, its room would be planned
+// twice.
+func TestSnapshotInFlightClaims(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1.AddToScheme(scheme)
+	_ = awsv1.AddToScheme(scheme)
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+		NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}}}}}
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	class.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "kwok://n1"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	cases := []struct {
+		name                 string
+		providerID, nodeName string
+		inFlight             bool
+	}{
+		{name: "not launched", inFlight: true},
+		{name: "launched, its node not registered", providerID: "kwok://n2", inFlight: true},
+		{name: "its node registered, found by providerID", providerID: "kwok://n1"},
+		{name: "its node registered, found by name", providerID: "kwok://n1", nodeName: "n1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim", Labels: map[string]string{v1.LabelNodePool: "default"}},
+				Spec:   v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6a.xlarge"}}}},
+				Status: v1.NodeClaimStatus{ProviderID: c.providerID, NodeName: c.nodeName}}
+			kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pool.DeepCopy(), class.DeepCopy(), node.DeepCopy(), claim).
+				WithStatusSubresource(&v1.NodeClaim{}, &awsv1.EC2NodeClass{}).Build()
+			provider, err := kwok.New(kube, kwok.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, _, err := (&state.Cluster{Client: kube, CloudProvider: provider}).Snapshot(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inFlight := false
+			for _, n := range snap.Nodes {
+				inFlight = inFlight || n.Name == state.InFlightName("claim")
+			}
+			if inFlight != c.inFlight {
+				t.Errorf("in flight %t, want %t", inFlight, c.inFlight)
+			}
+		})
+	}
+}
