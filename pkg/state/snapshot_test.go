@@ -27,16 +27,10 @@ import (
 // kubernetes.io/os); for a node not yet initialized, its taints without the
 // startup taints, which go away.
 func TestSnapshotForDaemonSetsAndNamespaces(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1.AddToScheme(scheme)
-	_ = awsv1.AddToScheme(scheme)
+	scheme := snapshotScheme()
 	startup := corev1.Taint{Key: "node.cilium.io/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}
 	dedicated := corev1.Taint{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-		NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}}}}}
-	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	class.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	pool, class := readyPool()
 	options := v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6a.large", "c6a.xlarge"}}
 	unlaunched := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "unlaunched", Labels: map[string]string{v1.LabelNodePool: "default"}},
 		Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{options}}}
@@ -88,10 +82,7 @@ func TestSnapshotForDaemonSetsAndNamespaces(t *testing.T) {
 // some in between. A pod the snapshot finds bound is counted on its node,
 // not planned again.
 func TestSnapshotLeavesOutPodsBoundSinceListed(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1.AddToScheme(scheme)
-	_ = awsv1.AddToScheme(scheme)
+	scheme := snapshotScheme()
 	pod := func(name, node string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{NodeName: node}}
 	}
@@ -128,14 +119,8 @@ func TestSnapshotLeavesOutPodsBoundSinceListed(t *testing.T) {
 // types, not as its pods' requests, so that the next batch does not spend
 // the rest of that node's capacity again.
 func TestSnapshotCountsUnlaunchedClaimsAgainstLimits(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1.AddToScheme(scheme)
-	_ = awsv1.AddToScheme(scheme)
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-		NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}}}}}
-	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	class.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	scheme := snapshotScheme()
+	pool, class := readyPool()
 	claim := func(name string, types ...string) *v1.NodeClaim {
 		return &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelNodePool: "default"}},
 			Spec: v1.NodeClaimSpec{
@@ -177,15 +162,9 @@ func TestSnapshotCountsUnlaunchedClaimsAgainstLimits(t *testing.T) {
 // deleted: a lagging cache must not make the next batch plan the same pods
 // again, and a deleted claim must not count as capacity.
 func TestSnapshotCountsCreatedClaimsTheCacheLacks(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1.AddToScheme(scheme)
-	_ = awsv1.AddToScheme(scheme)
+	scheme := snapshotScheme()
 	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-		NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}}}}}
-	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	class.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	pool, class := readyPool()
 	made := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "made", Labels: map[string]string{v1.LabelNodePool: "default"}, CreationTimestamp: metav1.NewTime(now)},
 		Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6a.xlarge"}}}}}
 	cases := []struct {
@@ -248,14 +227,8 @@ func TestSnapshotCountsCreatedClaimsTheCacheLacks(t *testing.T) {
 // that, by its providerID; counted as both, its room would be planned
 // twice.
 func TestSnapshotInFlightClaims(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1.AddToScheme(scheme)
-	_ = awsv1.AddToScheme(scheme)
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-		NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}}}}}
-	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	class.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	scheme := snapshotScheme()
+	pool, class := readyPool()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "kwok://n1"},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	cases := []struct {
@@ -292,4 +265,22 @@ func TestSnapshotInFlightClaims(t *testing.T) {
 			}
 		})
 	}
+}
+
+// snapshotScheme holds every type a snapshot reads.
+func snapshotScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1.AddToScheme(scheme)
+	_ = awsv1.AddToScheme(scheme)
+	return scheme
+}
+
+// readyPool is the NodePool "default" and its Ready EC2NodeClass "default".
+func readyPool() (*v1.NodePool, *awsv1.EC2NodeClass) {
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+		NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}}}}}
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	class.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	return pool, class
 }

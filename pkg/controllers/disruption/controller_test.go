@@ -301,6 +301,25 @@ func (w *world) drive(f func()) {
 	}
 }
 
+// reconcileUntilTheDeletionWaits starts a pass with a 15 s validation
+// delay and returns once its command waits on the clock, with the pass's
+// result to come on done: a test changes the cluster meanwhile, then drives
+// the clock on.
+func (w *world) reconcileUntilTheDeletionWaits() (done chan error) {
+	w.t.Helper()
+	w.c.ValidationDelay = 15 * time.Second
+	done = make(chan error, 1)
+	go func() { done <- w.c.Reconcile(context.Background()) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !w.fc.HasWaiters() {
+		if time.Now().After(deadline) {
+			w.t.Fatal("the command never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return done
+}
+
 func (w *world) reconcile() error {
 	var err error
 	w.drive(func() { err = w.c.Reconcile(context.Background()) })
@@ -812,16 +831,7 @@ func TestDeletionsWaitAndSimulateAgain(t *testing.T) {
 			a, aClaim := nodeAndClaim("a", "c6a.xlarge", true)
 			b, bClaim := nodeAndClaim("b", "c6a.2xlarge", true)
 			w := newWorld(t, "100%", a, aClaim, b, bClaim, boundPod("a-0", "a", "2"), boundPod("b-0", "b", "5"))
-			w.c.ValidationDelay = 15 * time.Second
-			done := make(chan error, 1)
-			go func() { done <- w.c.Reconcile(context.Background()) }()
-			deadline := time.Now().Add(30 * time.Second)
-			for !w.fc.HasWaiters() {
-				if time.Now().After(deadline) {
-					t.Fatal("the command never waited")
-				}
-				time.Sleep(time.Millisecond)
-			}
+			done := w.reconcileUntilTheDeletionWaits()
 			if w.tainted("a") {
 				t.Fatal("the candidate was tainted while the command waited: its room is held from pending pods")
 			}
@@ -876,16 +886,7 @@ func TestADeletionGoesAheadWithWhatStillHolds(t *testing.T) {
 			c, cClaim := nodeAndClaim("c", "c6a.2xlarge", true)
 			w := newWorld(t, "100%", a, aClaim, b, bClaim, c, cClaim,
 				boundPod("a-0", "a", "1"), boundPod("b-0", "b", "1"), boundPod("b-1", "b", "100m"), boundPod("c-0", "c", "5"))
-			w.c.ValidationDelay = 15 * time.Second
-			done := make(chan error, 1)
-			go func() { done <- w.c.Reconcile(context.Background()) }()
-			deadline := time.Now().Add(30 * time.Second)
-			for !w.fc.HasWaiters() {
-				if time.Now().After(deadline) {
-					t.Fatal("the command never waited")
-				}
-				time.Sleep(time.Millisecond)
-			}
+			done := w.reconcileUntilTheDeletionWaits()
 			for _, o := range tc.arrive {
 				if err := w.kube.Create(context.Background(), o); err != nil {
 					t.Fatal(err)
