@@ -8,13 +8,12 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
+	"github.com/joiner-autoscaler/joiner/pkg/operator"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -27,7 +26,7 @@ import (
 // kubernetes.io/os); for a node not yet initialized, its taints without the
 // startup taints, which go away.
 func TestSnapshotForDaemonSetsAndNamespaces(t *testing.T) {
-	scheme := snapshotScheme()
+	scheme := operator.Scheme()
 	startup := corev1.Taint{Key: "node.cilium.io/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}
 	dedicated := corev1.Taint{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}
 	pool, class := readyPool()
@@ -82,7 +81,7 @@ func TestSnapshotForDaemonSetsAndNamespaces(t *testing.T) {
 // some in between. A pod the snapshot finds bound is counted on its node,
 // not planned again.
 func TestSnapshotLeavesOutPodsBoundSinceListed(t *testing.T) {
-	scheme := snapshotScheme()
+	scheme := operator.Scheme()
 	pod := func(name, node string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{NodeName: node}}
 	}
@@ -119,7 +118,7 @@ func TestSnapshotLeavesOutPodsBoundSinceListed(t *testing.T) {
 // types, not as its pods' requests, so that the next batch does not spend
 // the rest of that node's capacity again.
 func TestSnapshotCountsUnlaunchedClaimsAgainstLimits(t *testing.T) {
-	scheme := snapshotScheme()
+	scheme := operator.Scheme()
 	pool, class := readyPool()
 	claim := func(name string, types ...string) *v1.NodeClaim {
 		return &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelNodePool: "default"}},
@@ -162,7 +161,7 @@ func TestSnapshotCountsUnlaunchedClaimsAgainstLimits(t *testing.T) {
 // deleted: a lagging cache must not make the next batch plan the same pods
 // again, and a deleted claim must not count as capacity.
 func TestSnapshotCountsCreatedClaimsTheCacheLacks(t *testing.T) {
-	scheme := snapshotScheme()
+	scheme := operator.Scheme()
 	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
 	pool, class := readyPool()
 	made := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "made", Labels: map[string]string{v1.LabelNodePool: "default"}, CreationTimestamp: metav1.NewTime(now)},
@@ -227,7 +226,7 @@ func TestSnapshotCountsCreatedClaimsTheCacheLacks(t *testing.T) {
 // that, by its providerID; counted as both, its room would be planned
 // twice.
 func TestSnapshotInFlightClaims(t *testing.T) {
-	scheme := snapshotScheme()
+	scheme := operator.Scheme()
 	pool, class := readyPool()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "kwok://n1"},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
@@ -265,15 +264,6 @@ func TestSnapshotInFlightClaims(t *testing.T) {
 			}
 		})
 	}
-}
-
-// snapshotScheme holds every type a snapshot reads.
-func snapshotScheme() *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1.AddToScheme(scheme)
-	_ = awsv1.AddToScheme(scheme)
-	return scheme
 }
 
 // readyPool is the NodePool "default" and its Ready EC2NodeClass "default".
