@@ -25,7 +25,7 @@ type Resources struct {
 // FromResourceList converts a ResourceList.
 func FromResourceList(rl corev1.ResourceList) Resources {
 	var r Resources
-	r.addList(rl)
+	r.AddList(rl)
 	return r
 }
 
@@ -40,9 +40,9 @@ func PodRequests(pod *corev1.Pod) Resources {
 	var r Resources
 	if len(pod.Spec.InitContainers) == 0 && pod.Spec.Resources == nil {
 		for i := range pod.Spec.Containers {
-			r.addList(pod.Spec.Containers[i].Resources.Requests)
+			r.AddList(pod.Spec.Containers[i].Resources.Requests)
 		}
-		r.addList(pod.Spec.Overhead)
+		r.AddList(pod.Spec.Overhead)
 	} else {
 		r = FromResourceList(pods.Requests(pod))
 	}
@@ -50,8 +50,10 @@ func PodRequests(pod *corev1.Pod) Resources {
 	return r
 }
 
-// addList adds rl to r in place.
-func (r *Resources) addList(rl corev1.ResourceList) {
+// AddList adds rl to r in place: a sum over many lists allocates nothing
+// but r's own map of extended resources, where Add would copy that map at
+// every step.
+func (r *Resources) AddList(rl corev1.ResourceList) {
 	for name, q := range rl {
 		switch name {
 		case corev1.ResourceCPU:

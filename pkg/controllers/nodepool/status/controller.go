@@ -90,8 +90,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	var total resources.Resources
 	nodes := int64(0)
-	for _, nc := range claims.Items {
-		total = total.Add(resources.FromResourceList(nc.Status.Capacity))
+	for i := range claims.Items {
+		total.AddList(claims.Items[i].Status.Capacity)
 		nodes++
 	}
 	res := corev1.ResourceList{

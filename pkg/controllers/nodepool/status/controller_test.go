@@ -12,6 +12,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -132,5 +133,55 @@ func TestNodeClassReadiness(t *testing.T) {
 				t.Errorf("NodeClassReady %s %q, want %s with %q", cond.Reason, cond.Message, tc.reason, tc.message)
 			}
 		})
+	}
+}
+
+// TestNodePoolResources: status.resources is the sum of the capacity of
+// the pool's NodeClaims, extended resources included, with zeros for the
+// common resources none has, and status.nodes their count; another pool's
+// NodeClaims do not count.
+func TestNodePoolResources(t *testing.T) {
+	claim := func(name, pool string, capacity corev1.ResourceList) *v1.NodeClaim {
+		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelNodePool: pool}}}
+		nc.Status.Capacity = capacity
+		return nc
+	}
+	eni := corev1.ResourceName("vpc.amazonaws.com/pod-eni")
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "pool"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+		NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}}}}}
+	kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(np,
+		claim("a", "pool", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), eni: resource.MustParse("9")}),
+		claim("b", "pool", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), eni: resource.MustParse("3")}),
+		claim("c", "other", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}),
+	).WithStatusSubresource(&v1.NodePool{}).Build()
+	c := &status.Controller{Client: kube, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
+	if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "pool"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1.NodePool{}
+	if err := kube.Get(context.Background(), types.NamespacedName{Name: "pool"}, got); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name corev1.ResourceName
+		want string
+	}{
+		{corev1.ResourceCPU, "6"},
+		{corev1.ResourceMemory, "8Gi"},
+		{eni, "12"},
+		{corev1.ResourcePods, "0"},
+		{corev1.ResourceEphemeralStorage, "0"},
+		{"nodes", "2"},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.name), func(t *testing.T) {
+			q, ok := got.Status.Resources[tc.name]
+			if want := resource.MustParse(tc.want); !ok || q.Cmp(want) != 0 {
+				t.Errorf("status.resources[%s] = %s (present %t), want %s", tc.name, q.String(), ok, tc.want)
+			}
+		})
+	}
+	if got.Status.Nodes == nil || *got.Status.Nodes != 2 {
+		t.Errorf("status.nodes = %v, want 2", got.Status.Nodes)
 	}
 }
