@@ -156,7 +156,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := (&termination.Controller{Client: mgr.GetClient(), CloudProvider: provider, Recorder: recorder, Clock: clk}).Register(mgr); err != nil {
 		return err
 	}
-	if err := (&status.Controller{Client: mgr.GetClient(), Clock: clk}).Register(mgr); err != nil {
+	if err := (&status.Controller{Client: mgr.GetClient(), Cluster: cluster, Clock: clk}).Register(mgr); err != nil {
 		return err
 	}
 	if err := (&ncdisruption.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), CloudProvider: provider, Clock: clk}).Register(mgr); err != nil {

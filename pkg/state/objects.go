@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,11 @@ func (c *Cluster) Pods(ctx context.Context) ([]*corev1.Pod, error) {
 // Nodes are the cache's own nodes, to read and never write.
 func (c *Cluster) Nodes(ctx context.Context) ([]*corev1.Node, error) {
 	return cached[corev1.Node](ctx, c, &corev1.NodeList{})
+}
+
+// NodeClaims are the cache's own NodeClaims, to read and never write.
+func (c *Cluster) NodeClaims(ctx context.Context) ([]*v1.NodeClaim, error) {
+	return cached[v1.NodeClaim](ctx, c, &v1.NodeClaimList{})
 }
 
 // cached reads the informer's store in place, or without a cache lists

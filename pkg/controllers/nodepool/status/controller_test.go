@@ -10,6 +10,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodepool/status"
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -49,7 +50,7 @@ func TestNodePoolValidationStatus(t *testing.T) {
 				Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{Requirements: tc.reqs,
 					NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}}}}}
 			kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(np).WithStatusSubresource(&v1.NodePool{}).Build()
-			c := &status.Controller{Client: kube, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
+			c := &status.Controller{Client: kube, Cluster: &state.Cluster{Client: kube}, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
 			if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "pool"}}); err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +118,7 @@ func TestNodeClassReadiness(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c := &status.Controller{Client: kube, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
+			c := &status.Controller{Client: kube, Cluster: &state.Cluster{Client: kube}, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
 			if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "pool"}}); err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +155,7 @@ func TestNodePoolResources(t *testing.T) {
 		claim("b", "pool", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), eni: resource.MustParse("3")}),
 		claim("c", "other", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}),
 	).WithStatusSubresource(&v1.NodePool{}).Build()
-	c := &status.Controller{Client: kube, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
+	c := &status.Controller{Client: kube, Cluster: &state.Cluster{Client: kube}, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
 	if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "pool"}}); err != nil {
 		t.Fatal(err)
 	}
