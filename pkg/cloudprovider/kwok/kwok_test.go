@@ -3,6 +3,7 @@ package kwok
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -548,28 +549,14 @@ func TestGetListDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Run("List", func(t *testing.T) {
-		all := listed(t)
-		for _, want := range []*v1.NodeClaim{a, b} {
-			got, ok := all[want.Status.ProviderID]
-			if !ok {
-				t.Errorf("List lacks %s", want.Status.ProviderID)
-				continue
-			}
-			if got.Name != want.Name || got.Labels[itKey] != "c5a.large" || got.Labels[zoneKey] != want.Labels[zoneKey] || got.Labels[v1.LabelNodePool] != "default" {
-				t.Errorf("List entry %s: name %q labels %v", want.Status.ProviderID, got.Name, got.Labels)
-			}
-			if !resourcesEqual(got.Status.Capacity, it.Capacity) {
-				t.Errorf("List entry %s capacity {%s}", want.Status.ProviderID, fmtResources(got.Status.Capacity))
-			}
-			if got.CreationTimestamp.IsZero() {
-				t.Errorf("List entry %s has no creation time", want.Status.ProviderID)
-			}
-		}
-		if _, ok := all[ProviderID("us-east-1", "us-east-1a", other)]; ok {
-			t.Error("List reports a Node this provider did not launch")
-		}
-	})
+	// A page of one Node: List must follow every page, not only the first.
+	for _, page := range []int64{listPage, 1} {
+		t.Run(fmt.Sprintf("List in pages of %d", page), func(t *testing.T) {
+			defer func(was int64) { listPage = was }(listPage)
+			listPage = page
+			listEntries(t, listed(t), it, other, a, b)
+		})
+	}
 
 	t.Run("Get", func(t *testing.T) {
 		got, err := p.Get(ctx, a.Status.ProviderID)
@@ -761,5 +748,30 @@ func TestProviderIDRoundTrip(t *testing.T) {
 		if tt.ok && ProviderID(region, zone, name) != tt.id {
 			t.Errorf("ProviderID(ParseProviderID(%q)) = %q", tt.id, ProviderID(region, zone, name))
 		}
+	}
+}
+
+// listEntries checks what List returned: the instances wanted, as they
+// were launched, and not the Node other that this provider did not launch.
+func listEntries(t *testing.T, all map[string]*v1.NodeClaim, it *cloudprovider.InstanceType, other string, wanted ...*v1.NodeClaim) {
+	t.Helper()
+	for _, want := range wanted {
+		got, ok := all[want.Status.ProviderID]
+		if !ok {
+			t.Errorf("List lacks %s", want.Status.ProviderID)
+			continue
+		}
+		if got.Name != want.Name || got.Labels[itKey] != "c5a.large" || got.Labels[zoneKey] != want.Labels[zoneKey] || got.Labels[v1.LabelNodePool] != "default" {
+			t.Errorf("List entry %s: name %q labels %v", want.Status.ProviderID, got.Name, got.Labels)
+		}
+		if !resourcesEqual(got.Status.Capacity, it.Capacity) {
+			t.Errorf("List entry %s capacity {%s}", want.Status.ProviderID, fmtResources(got.Status.Capacity))
+		}
+		if got.CreationTimestamp.IsZero() {
+			t.Errorf("List entry %s has no creation time", want.Status.ProviderID)
+		}
+	}
+	if _, ok := all[ProviderID("us-east-1", "us-east-1a", other)]; ok {
+		t.Error("List reports a Node this provider did not launch")
 	}
 }
