@@ -42,7 +42,7 @@ chaos: setup
 ## NodeClaims and Running pods on kwok nodes, then SCALE_CHURN (default 1h)
 ## of churn with the controller's memory sampled and its /metrics scraped
 ## every SCALE_SCRAPE_INTERVAL (default 30s, 0 for none); then the consolidation
-## decision and repack search over 1,000 and 2,000 nodes. About 75 minutes;
+## decision and repack search over 1,000 and 2,000 nodes. About 90 minutes;
 ## the figures go to SCALE_OUT (default .cache/scale) and the log, and
 ## docs/benchmarks.md §4 and §7 have them. SCALE_MEMORY_LIMIT=300Mi runs the
 ## controller as the chart would under that memory limit.
