@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -50,14 +51,7 @@ func TestNodePoolValidationStatus(t *testing.T) {
 				Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{Requirements: tc.reqs,
 					NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}}}}}
 			kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(np).WithStatusSubresource(&v1.NodePool{}).Build()
-			c := &status.Controller{Client: kube, Cluster: &state.Cluster{Client: kube}, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
-			if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "pool"}}); err != nil {
-				t.Fatal(err)
-			}
-			got := &v1.NodePool{}
-			if err := kube.Get(context.Background(), types.NamespacedName{Name: "pool"}, got); err != nil {
-				t.Fatal(err)
-			}
+			got := reconciled(t, kube)
 			cond := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionTypeValidationSucceeded)
 			if cond == nil {
 				t.Fatal("no ValidationSucceeded condition")
@@ -118,14 +112,7 @@ func TestNodeClassReadiness(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c := &status.Controller{Client: kube, Cluster: &state.Cluster{Client: kube}, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
-			if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "pool"}}); err != nil {
-				t.Fatal(err)
-			}
-			got := &v1.NodePool{}
-			if err := kube.Get(context.Background(), types.NamespacedName{Name: "pool"}, got); err != nil {
-				t.Fatal(err)
-			}
+			got := reconciled(t, kube)
 			cond := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionTypeNodeClassReady)
 			if cond == nil || (cond.Status == metav1.ConditionTrue) != tc.ready {
 				t.Fatalf("NodeClassReady %+v, want ready=%v", cond, tc.ready)
@@ -155,14 +142,7 @@ func TestNodePoolResources(t *testing.T) {
 		claim("b", "pool", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), eni: resource.MustParse("3")}),
 		claim("c", "other", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}),
 	).WithStatusSubresource(&v1.NodePool{}).Build()
-	c := &status.Controller{Client: kube, Cluster: &state.Cluster{Client: kube}, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
-	if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "pool"}}); err != nil {
-		t.Fatal(err)
-	}
-	got := &v1.NodePool{}
-	if err := kube.Get(context.Background(), types.NamespacedName{Name: "pool"}, got); err != nil {
-		t.Fatal(err)
-	}
+	got := reconciled(t, kube)
 	cases := []struct {
 		name corev1.ResourceName
 		want string
@@ -185,4 +165,19 @@ func TestNodePoolResources(t *testing.T) {
 	if got.Status.Nodes == nil || *got.Status.Nodes != 2 {
 		t.Errorf("status.nodes = %v, want 2", got.Status.Nodes)
 	}
+}
+
+// reconciled runs the controller once on the NodePool "pool" and returns
+// the NodePool as stored after it.
+func reconciled(t *testing.T, kube client.Client) *v1.NodePool {
+	t.Helper()
+	c := &status.Controller{Client: kube, Cluster: &state.Cluster{Client: kube}, Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
+	if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "pool"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1.NodePool{}
+	if err := kube.Get(context.Background(), types.NamespacedName{Name: "pool"}, got); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
