@@ -109,7 +109,7 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	// Summed in integers, not ResourceLists: a ResourceList per pod was
-	// 40% of a scrape's allocation at 10,000 pods.
+	// a third of a scrape's allocation at 10,000 pods.
 	podRequests := map[string]resources.Resources{}
 	daemonRequests := map[string]resources.Resources{}
 	for _, p := range podList {
