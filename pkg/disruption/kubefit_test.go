@@ -1,9 +1,11 @@
 package disruption
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,6 +43,61 @@ func TestKubeFits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := len((&kubeModel{reqs: map[*corev1.Pod]resources.Resources{}}).stranded([][]*corev1.Pod{tc.pods}, tc.targets)) == 0; got != tc.want {
 				t.Fatalf("fits = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRiskPlansAsAFreshPlanWould: the plans risk makes for stranded pods
+// share what their NodePools and DaemonSets have in common (built for the
+// first, used by the next) and cost what a plan of those pods made from
+// nothing costs.
+func TestRiskPlansAsAFreshPlanWould(t *testing.T) {
+	cases := []struct {
+		name string
+		// cands are removed; the other nodes are where the pods may go.
+		cands []string
+		setup func() *setup
+	}{
+		{name: "one node's pods strand", cands: []string{"a"}, setup: func() *setup {
+			s := (&setup{}).add(node("a", "c6a.2xlarge", "on-demand", pod("a-0", "3", "4Gi"), pod("a-1", "3", "4Gi")))
+			return s.add(node("b", "c6a.xlarge", "on-demand", pod("b-0", "2", "2Gi")))
+		}},
+		{name: "two nodes' pods strand", cands: []string{"a", "b"}, setup: func() *setup {
+			s := (&setup{}).add(node("a", "c6a.2xlarge", "on-demand", pod("a-0", "5", "4Gi")))
+			s.add(node("b", "m6a.2xlarge", "on-demand", pod("b-0", "2", "20Gi")))
+			return s.add(node("c", "c6a.large", "on-demand"))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.setup()
+			snap := scheduling.Snapshot{Nodes: s.nodes, NodePools: []scheduling.NodePool{{NodePool: guide03(), InstanceTypes: catalogTypes()}}}
+			m := newKubeModel(snap)
+			removed := map[string]bool{}
+			var cands []Candidate
+			for _, c := range s.cands {
+				if slices.Contains(tc.cands, c.Node) {
+					removed[c.Node] = true
+					cands = append(cands, c)
+				}
+			}
+			stranded := m.stranded(movingPods(snap, removed), m.targets(removed, nil))
+			if len(stranded) == 0 {
+				t.Fatal("no pod strands: the case tests nothing")
+			}
+			fresh := scheduling.Snapshot{NodePools: snap.NodePools}
+			for _, p := range stranded {
+				fresh.Pods = append(fresh.Pods, unbound(p))
+			}
+			want := scheduling.Solve(fresh, scheduling.Options{}).TotalPrice()
+			for i := range 2 {
+				if got := m.risk(cands, nil); got != want {
+					t.Fatalf("risk %d: %v, want %v", i+1, got, want)
+				}
+				if m.shared == nil {
+					t.Fatalf("risk %d made its plan without the shared part", i+1)
+				}
 			}
 		})
 	}
