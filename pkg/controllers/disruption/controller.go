@@ -90,14 +90,13 @@ func (c *Controller) Start(ctx context.Context) error {
 // under way, and each pass releases what is left (as Karpenter does before
 // each of its passes).
 func (c *Controller) releaseStale(ctx context.Context) error {
-	var claims v1.NodeClaimList
-	if err := c.Client.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
+	claims, err := c.Cluster.NodeClaims(ctx)
+	if err != nil {
 		return err
 	}
 	released := map[string]bool{}
 	var errs []error
-	for i := range claims.Items {
-		nc := &claims.Items[i]
+	for _, nc := range claims {
 		if nc.DeletionTimestamp != nil || meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) == nil {
 			continue
 		}
@@ -112,8 +111,7 @@ func (c *Controller) releaseStale(ctx context.Context) error {
 	// candidates were just released are dropped as an abandoned command's
 	// are; those whose candidates went are ordinary NodeClaims now.
 	var abandoned, settled []*v1.NodeClaim
-	for i := range claims.Items {
-		nc := &claims.Items[i]
+	for _, nc := range claims {
 		replacing, ok := nc.Annotations[v1.AnnotationReplacing]
 		if !ok || nc.DeletionTimestamp != nil {
 			continue
@@ -241,8 +239,8 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 		SpotToSpot: c.SpotToSpot, Cautious: c.caution.Cautious(c.Clock.Now()), Scheduling: c.Scheduling}
 	// The cache's own NodeClaims: candidates are read, named in events and
 	// deleted, never changed in place (see state.Cluster.Snapshot).
-	var claims v1.NodeClaimList
-	if err := c.Client.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
+	claims, err := c.Cluster.NodeClaims(ctx)
+	if err != nil {
 		return nil, opts, err
 	}
 	// The cache's own nodes, read and never written: the taint and its
@@ -276,8 +274,7 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 	}
 	var budgetNodes []disruption.BudgetNode
 	var out []*candidateInfo
-	for i := range claims.Items {
-		nc := &claims.Items[i]
+	for _, nc := range claims {
 		var node *corev1.Node
 		if nc.Status.NodeName != "" {
 			node = nodes[nc.Status.NodeName]
