@@ -8,14 +8,16 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Controller periodically compares the cloud's instances with NodeClaims.
 type Controller struct {
-	Client        client.Client
+	// Cluster reads the NodeClaims in place: a List deep-copied every one
+	// of them on each pass, 1,600 in the scale run, every 30 s.
+	Cluster       *state.Cluster
 	CloudProvider cloudprovider.CloudProvider
 	Clock         clock.WithTicker
 	Interval      time.Duration
@@ -48,8 +50,8 @@ func (c *Controller) collect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var claims v1.NodeClaimList
-	if err := c.Client.List(ctx, &claims); err != nil {
+	claims, err := c.Cluster.NodeClaims(ctx)
+	if err != nil {
 		return err
 	}
 	owned := map[string]bool{}
@@ -57,7 +59,7 @@ func (c *Controller) collect(ctx context.Context) error {
 	// attempted, per NodePool, the earliest time one of them attempted it.
 	launching := map[string]bool{}
 	attempted := map[string]time.Time{}
-	for _, nc := range claims.Items {
+	for _, nc := range claims {
 		owned[nc.Status.ProviderID] = true
 		if nc.Status.ProviderID != "" {
 			continue

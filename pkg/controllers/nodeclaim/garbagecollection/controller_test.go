@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -72,7 +73,7 @@ func TestCollect(t *testing.T) {
 				b = b.WithObjects(nc)
 			}
 			cp := &cloud{instances: []*v1.NodeClaim{tc.instance}}
-			c := &Controller{Client: b.Build(), CloudProvider: cp, Clock: clocktesting.NewFakeClock(now), MinAge: 30 * time.Second}
+			c := &Controller{Cluster: &state.Cluster{Client: b.Build()}, CloudProvider: cp, Clock: clocktesting.NewFakeClock(now), MinAge: 30 * time.Second}
 			if err := c.collect(context.Background()); err != nil {
 				t.Fatal(err)
 			}
