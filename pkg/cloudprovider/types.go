@@ -84,9 +84,14 @@ func (it *InstanceType) Copy() *InstanceType {
 // consolidation makes dozens of plans a decision. The caller must not
 // change them; Copy them to add more.
 func (it *InstanceType) LabelRequirements() requirements.Requirements {
-	it.labelReqsOnce.Do(func() { it.labelReqs = requirements.LabelRequirements(it.Labels) })
+	it.labelReqsOnce.Do(func() { it.labelReqs = typeLabels.LabelRequirements(it.Labels) })
 	return it.labelReqs
 }
+
+// typeLabels shares the requirements of a label among the instance types
+// that carry it, and among a provider's refreshes of its types: there are a
+// few thousand distinct labels, however often types are rebuilt.
+var typeLabels requirements.Interner
 
 // Offering is one way to buy an instance type: a zone and a capacity type at a price.
 type Offering struct {

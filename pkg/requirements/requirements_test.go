@@ -197,3 +197,32 @@ func TestLabelsCompatibleMatchesCompatible(t *testing.T) {
 		}
 	}
 }
+
+// An interned set must read as the set LabelRequirements builds, and share
+// each requirement with the earlier sets that had its label.
+func TestInternerSharesLabels(t *testing.T) {
+	sets := []map[string]string{
+		{"arch": "amd64", "family": "m5", "cpu": "4"},
+		{"arch": "amd64", "family": "m5", "cpu": "8"},
+		{"arch": "arm64", "family": "m6g"},
+		nil,
+	}
+	var in Interner
+	seen := map[[2]string]*Requirement{}
+	for _, labels := range sets {
+		got, want := in.LabelRequirements(labels), LabelRequirements(labels)
+		if got.String() != want.String() || len(got) != len(labels) {
+			t.Errorf("labels %v: interned %s, want %s", labels, got, want)
+		}
+		for k, v := range labels {
+			r := got[k]
+			if first, ok := seen[[2]string{k, v}]; ok && first != r {
+				t.Errorf("label %s=%s: a second requirement, not the first's", k, v)
+			}
+			seen[[2]string{k, v}] = r
+		}
+	}
+	if seen[[2]string{"cpu", "4"}] == seen[[2]string{"cpu", "8"}] {
+		t.Error("cpu=4 and cpu=8 share a requirement")
+	}
+}
