@@ -53,8 +53,7 @@ func buildDaemons(in []*corev1.Pod) []*daemon {
 // Only NoSchedule and NoExecute taints keep a pod off a node.
 func (d *daemon) toleratesAll(taints []corev1.Taint) bool {
 	pg := podGroup{tolerations: d.tolerations}
-	_, bad := pg.untolerated(taints, true)
-	return !bad
+	return pg.untolerated(taints, true) == nil
 }
 
 // runsOn reports whether the daemon's pods would run on a node whose labels

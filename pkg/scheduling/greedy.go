@@ -178,8 +178,8 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 	if p.err != nil {
 		return nil, p.err
 	}
-	if t, bad := pg.untolerated(p.taints, pc.toleratePreferNoSchedule); bad {
-		return nil, fmt.Errorf("did not tolerate taint %s", taintString(t))
+	if t := pg.untolerated(p.taints, pc.toleratePreferNoSchedule); t != nil {
+		return nil, fmt.Errorf("did not tolerate taint %s", taintString(*t))
 	}
 	if err := p.reqs.Compatible(s.podNodeReqs(pc, p)); err != nil {
 		return nil, err

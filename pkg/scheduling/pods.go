@@ -374,7 +374,7 @@ func nodeSelectorTermRequirements(term corev1.NodeSelectorTerm) (requirements.Re
 }
 
 // tolerates reports the first taint in taints the group does not tolerate.
-func (pg *podGroup) untolerated(taints []corev1.Taint, preferNoScheduleOK bool) (corev1.Taint, bool) {
+func (pg *podGroup) untolerated(taints []corev1.Taint, preferNoScheduleOK bool) *corev1.Taint {
 	for i := range taints {
 		t := &taints[i]
 		if t.Effect == corev1.TaintEffectPreferNoSchedule && preferNoScheduleOK {
@@ -388,10 +388,10 @@ func (pg *podGroup) untolerated(taints []corev1.Taint, preferNoScheduleOK bool) 
 			}
 		}
 		if !tolerated {
-			return *t, true
+			return t
 		}
 	}
-	return corev1.Taint{}, false
+	return nil
 }
 
 // withLabelKeys returns the pod with the matchLabelKeys and

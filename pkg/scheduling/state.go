@@ -45,6 +45,8 @@ type solver struct {
 	// nodes of zone-spread shares; zonesApart records that a limited pool
 	// rounded the two apart, so a plan with mixZones might do better.
 	mixZones, zonesApart bool
+	// untolerated holds the rejection made for each taint (untoleratedBy).
+	untolerated map[*corev1.Taint]*rejection
 }
 
 type pool struct {

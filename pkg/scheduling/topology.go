@@ -356,8 +356,7 @@ func (f *nodeFilter) tolerates(taints []corev1.Taint) bool {
 		return true
 	}
 	pg := podGroup{tolerations: f.tolerations}
-	_, bad := pg.untolerated(taints, true)
-	return !bad
+	return pg.untolerated(taints, true) == nil
 }
 
 // passes reports whether the pods on n count. A new node is judged by its
