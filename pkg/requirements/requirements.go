@@ -375,10 +375,11 @@ func (in *Interner) LabelRequirements(labels map[string]string) Requirements {
 	}
 	out := make(Requirements, len(labels))
 	for k, v := range labels {
-		r, ok := in.m[[2]string{k, v}]
+		key := [2]string{k, v}
+		r, ok := in.m[key]
 		if !ok {
 			r = label(k, v)
-			in.m[[2]string{k, v}] = r
+			in.m[key] = r
 		}
 		out[k] = r
 	}
