@@ -42,15 +42,17 @@ chaos: setup
 ## NodeClaims and Running pods on kwok nodes, then SCALE_CHURN (default 1h)
 ## of churn with the controller's memory sampled and its /metrics scraped
 ## every SCALE_SCRAPE_INTERVAL (default 30s, 0 for none); then the consolidation
-## decision and repack search over 1,000 and 2,000 nodes. About 90 minutes;
-## the figures go to SCALE_OUT (default .cache/scale) and the log, and
-## docs/benchmarks.md §4 and §7 have them. SCALE_MEMORY_LIMIT=300Mi runs the
+## decision and repack search over 1,000 and 2,000 nodes, and what a pod
+## informer holds while it lists 10,000 pods again (TestRelistMemory). About
+## 95 minutes; the figures go to SCALE_OUT (default .cache/scale) and the
+## log, and docs/benchmarks.md §4 and §7 have them. SCALE_MEMORY_LIMIT=300Mi runs the
 ## controller as the chart would under that memory limit.
 scale: setup
 	go vet -tags scale ./test/scale/
 	mkdir -p $(or $(SCALE_OUT),.cache/scale)
 	SCALE_OUT=$(abspath $(or $(SCALE_OUT),.cache/scale)) JOINER_TEST_LOGS=$(abspath $(or $(SCALE_OUT),.cache/scale)) go test -tags scale -count=1 -timeout 150m -v -run '^TestControllerAtScale$$' ./test/scale/
 	go test -run '^$$' -bench 'ConsolidationDecision|Repack' -benchtime 1x -count 3 ./pkg/disruption/ | tee $(or $(SCALE_OUT),.cache/scale)/consolidation.txt
+	SCALE_OUT=$(abspath $(or $(SCALE_OUT),.cache/scale)) go test -tags scale -count=1 -timeout 30m -v -run '^TestRelistMemory$$' ./test/scale/
 
 ## scale-down: 1,000 pods scaled down to 200 against the real kube-scheduler
 ## (-tags scale), outside make test; about 11 minutes. The cluster must come

@@ -33,7 +33,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -87,7 +86,7 @@ func Run(ctx context.Context, opts *Options) error {
 		Scheme:                        Scheme(),
 		Logger:                        logger,
 		Metrics:                       metricsOptions(opts),
-		Cache:                         cache.Options{DefaultTransform: cacheTransform},
+		Cache:                         CacheOptions(),
 		HealthProbeBindAddress:        ":" + strconv.Itoa(opts.HealthProbePort),
 		LeaderElection:                !opts.DisableLeaderElection,
 		LeaderElectionID:              opts.LeaderElectionName,
