@@ -41,10 +41,10 @@ func newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Du
 // cache's transform trimmed any (69 MB of scale run 9's heap, and its one
 // moment over 300 MiB). Asked for in pages of relistPage and trimmed page
 // by page, a relist holds one untrimmed page at a time. A paged list at a
-// resource version is read from etcd rather than the watch cache; the
-// reflector avoids that so that every client of a restarted API server
-// does not relist from etcd at once, but a relist of one controller's
-// informers is what a first list costs.
+// resource version is read from etcd rather than the watch cache. client-go
+// asks for the whole list so that every client of a restarted API server
+// does not go to etcd at once; one controller relisting after the server
+// ended a watch can.
 //
 // transform must be idempotent: the informer applies it again.
 // Exported for test/scale.

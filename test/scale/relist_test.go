@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // relistTrigger ends an informer's watch when fired, the way the API server
@@ -102,6 +104,8 @@ type relistRun struct {
 // of them.
 func TestRelistMemory(t *testing.T) {
 	ctx := context.Background()
+	// The informers' own log lines (the ended watch) are not measured here.
+	ctrllog.SetLogger(logr.Discard())
 	framework.Kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: relist}\n", "apply", "-f", "-")
 	for _, a := range workload() {
 		framework.Kubectl(t, a.yaml(replicas), "apply", "-n", "relist", "-f", "-")
