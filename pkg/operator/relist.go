@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -53,7 +54,7 @@ func TrimmedRelists(lw toolscache.ListerWatcher, transform toolscache.TransformF
 	paged := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			if isWholeRelist(opts) {
-				opts.Limit = relistPage
+				return listInPages(ctx, inner, opts, transform)
 			}
 			list, err := inner.ListWithContext(ctx, opts)
 			if err != nil {
@@ -81,4 +82,43 @@ func TrimmedRelists(lw toolscache.ListerWatcher, transform toolscache.TransformF
 // whatever its limit.
 func isWholeRelist(opts metav1.ListOptions) bool {
 	return opts.Limit == 0 && opts.ResourceVersion != "0"
+}
+
+// listInPages reads a list its caller wants whole in pages of relistPage,
+// trims each page as it comes, and returns the list whole, in the form
+// client-go's pager gives a paged list. It never returns part of a list:
+// the pager, when a continue token has expired, asks again for the whole
+// list at once and takes the answer as all there is. An expired token ends
+// this list with the server's Expired error instead, and the reflector then
+// lists again from the latest resource version.
+func listInPages(ctx context.Context, lw toolscache.ListerWithContext, opts metav1.ListOptions, transform toolscache.TransformFunc) (runtime.Object, error) {
+	whole := &metainternalversion.List{}
+	opts.Limit = relistPage
+	for first := true; ; first = false {
+		page, err := lw.ListWithContext(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		m, err := meta.ListAccessor(page)
+		if err != nil {
+			return nil, err
+		}
+		if first {
+			whole.ResourceVersion = m.GetResourceVersion()
+		}
+		// Each item its own allocation, so that the page's array goes.
+		if err := meta.EachListItemWithAlloc(page, func(o runtime.Object) error {
+			if _, err := transform(o); err != nil {
+				return err
+			}
+			whole.Items = append(whole.Items, o)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		if m.GetContinue() == "" {
+			return whole, nil
+		}
+		opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = m.GetContinue(), "", ""
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,9 @@ import (
 // watch in scale run 9, so the reflector relists.
 type apiServer133 struct {
 	pods []corev1.Pod
+	// expire ends the first continue of a list with Expired, as when the
+	// server has compacted the token away.
+	expire bool
 
 	mu      sync.Mutex
 	lists   []metav1.ListOptions
@@ -36,6 +40,10 @@ func (s *apiServer133) List(opts metav1.ListOptions) (runtime.Object, error) {
 	s.mu.Unlock()
 	from := 0
 	if opts.Continue != "" {
+		if s.expire {
+			s.expire = false
+			return nil, apierrors.NewResourceExpired("the provided continue parameter is too old")
+		}
 		from, _ = strconv.Atoi(opts.Continue)
 	}
 	to := len(s.pods)
@@ -68,6 +76,17 @@ func (s *apiServer133) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	return watch.NewFake(), nil
 }
 
+func plain(lw toolscache.ListerWatcher) toolscache.ListerWatcher { return lw }
+
+func trimmed(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
+	return TrimmedRelists(lw, cacheTransform)
+}
+
+// TestRelistIsPagedAndTrimmed runs client-go's reflector against a server
+// like kube-apiserver 1.33 whose first watch ends at once. The relist must
+// be asked for in pages, reach the store trimmed and, when a continue token
+// expires, still be whole: client-go's pager would take the first page of
+// its retry for the whole list.
 func TestRelistIsPagedAndTrimmed(t *testing.T) {
 	const pods = 1200
 	cases := []struct {
@@ -76,13 +95,16 @@ func TestRelistIsPagedAndTrimmed(t *testing.T) {
 		// wantLimit is the limit of the relist's first request.
 		wantLimit int64
 		trimmed   bool
+		// expire: a continue token of the relist expires.
+		expire bool
 	}{
-		{"client-go's reflector alone", func(lw toolscache.ListerWatcher) toolscache.ListerWatcher { return lw }, 0, false},
-		{"TrimmedRelists", func(lw toolscache.ListerWatcher) toolscache.ListerWatcher { return TrimmedRelists(lw, cacheTransform) }, relistPage, true},
+		{"client-go's reflector alone", plain, 0, false, false},
+		{"TrimmedRelists", trimmed, relistPage, true, false},
+		{"TrimmedRelists, a continue token expired", trimmed, relistPage, true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			server := &apiServer133{relist: make(chan struct{})}
+			server := &apiServer133{relist: make(chan struct{}), expire: tc.expire}
 			for i := range pods {
 				server.pods = append(server.pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 					Name: fmt.Sprintf("p%d", i), Namespace: "default",
@@ -93,11 +115,25 @@ func TestRelistIsPagedAndTrimmed(t *testing.T) {
 			informer := toolscache.NewSharedIndexInformer(tc.lw(server), &corev1.Pod{}, 0, toolscache.Indexers{})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			// The relist replaces every pod: an update for each it still
+			// lists, a deletion for each it does not.
+			var replaced atomic.Int64
+			if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+				UpdateFunc: func(_, _ any) { replaced.Add(1) },
+				DeleteFunc: func(any) { replaced.Add(1) },
+			}); err != nil {
+				t.Fatal(err)
+			}
 			go informer.RunWithContext(ctx)
 			select {
 			case <-server.relist:
 			case <-time.After(30 * time.Second):
 				t.Fatal("the reflector did not relist after its watch ended")
+			}
+			for deadline := time.Now().Add(30 * time.Second); replaced.Load() < pods; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the informer handled %d of the relist's %d pods", replaced.Load(), pods)
+				}
 			}
 
 			server.mu.Lock()
@@ -115,7 +151,7 @@ func TestRelistIsPagedAndTrimmed(t *testing.T) {
 			if relist[0].Limit != tc.wantLimit {
 				t.Errorf("relist asked for limit %d, want %d", relist[0].Limit, tc.wantLimit)
 			}
-			if tc.wantLimit > 0 {
+			if tc.wantLimit > 0 && !tc.expire {
 				if want := (pods + relistPage - 1) / relistPage; len(relist) != want {
 					t.Errorf("relist read %d pages, want %d", len(relist), want)
 				}
