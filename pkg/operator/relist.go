@@ -75,11 +75,10 @@ func TrimmedRelists(lw toolscache.ListerWatcher, transform toolscache.TransformF
 	return paged
 }
 
-// isWholeRelist tells the lists of a reflector's relist, which it asks for
-// whole: at its last resource version, then, if that has gone, at the
-// latest, and on with a continue token if the server paged it anyway. A
-// first list is at resource version "0", whole from the watch cache
-// whatever its limit.
+// isWholeRelist tells a list the reflector asks for whole, without a
+// limit: a relist, at its last resource version or, if that has gone, at
+// the latest. A first list, at resource version "0", is left as it is: the
+// watch cache answers it whole whatever its limit.
 func isWholeRelist(opts metav1.ListOptions) bool {
 	return opts.Limit == 0 && opts.ResourceVersion != "0"
 }
