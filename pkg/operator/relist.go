@@ -8,7 +8,6 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -56,18 +55,11 @@ func TrimmedRelists(lw toolscache.ListerWatcher, transform toolscache.TransformF
 			if isWholeRelist(opts) {
 				return listInPages(ctx, inner, opts, transform)
 			}
-			list, err := inner.ListWithContext(ctx, opts)
-			if err != nil {
-				return nil, err
-			}
-			return list, meta.EachListItem(list, func(o runtime.Object) error {
-				_, err := transform(o)
-				return err
-			})
+			// Any other list comes whole or in the pager's pages; the
+			// informer's transform trims it.
+			return inner.ListWithContext(ctx, opts)
 		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return inner.WatchWithContext(ctx, opts)
-		},
+		WatchFuncWithContext: inner.WatchWithContext,
 	}
 	if watchlist.DoesClientNotSupportWatchListSemantics(lw) {
 		return toolscache.ToListWatcherWithWatchListSemantics(paged, lw)

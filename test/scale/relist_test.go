@@ -33,7 +33,7 @@ import (
 // ended the pod informer's in scale run 9: the watch in progress stops and
 // the next one closes at once, a "very short watch", after which the
 // reflector lists every pod again. done closes at the watch that follows
-// that list, once the cache holds it.
+// that list, once the reflector has handed it to the informer's queue.
 type relistTrigger struct {
 	mu      sync.Mutex
 	current watch.Interface
