@@ -123,7 +123,7 @@ func Run(ctx context.Context, opts *Options) error {
 	// One view of the cluster for provisioning and disruption. It counts
 	// the NodeClaims the provisioner created that the cache has not held
 	// yet, until the NodeClaim informer reports them.
-	cluster := &state.Cluster{Client: mgr.GetClient(), Cache: mgr.GetCache(), CloudProvider: provider, Clock: clk}
+	cluster := &state.Cluster{Client: mgr.GetClient(), Cache: mgr.GetCache(), CloudProvider: provider, Clock: clk, Nominations: nominations}
 	claims, err := mgr.GetCache().GetInformer(ctx, &v1.NodeClaim{})
 	if err != nil {
 		return err

@@ -41,6 +41,10 @@ type Snapshot struct {
 	// namespaceSelector of pod affinity terms matches. A namespace left out
 	// has only its kubernetes.io/metadata.name label.
 	Namespaces map[string]map[string]string
+	// Nominated maps pods (namespace/name) to the node, as Nodes name it,
+	// that an earlier plan put them on: most often an in-flight NodeClaim
+	// launched for them. The plan keeps them there where they still fit.
+	Nominated map[string]string
 	// Shared, when set, is Share of these NodePools and DaemonSets, made
 	// once for many plans of the same cluster; nil builds it for this plan.
 	Shared *Shared

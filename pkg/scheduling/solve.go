@@ -40,6 +40,7 @@ func place(snap Snapshot, opts Options, mixZones bool) *solver {
 	s := newSolver(snap, opts)
 	s.mixZones = mixZones
 	s.buildGroups(snap)
+	s.pin(snap.Nominated)
 	// Pods that need nodes of their own go first and lay out those nodes,
 	// pulling in a fair share of the rest; LP rounding then packs the bulk
 	// of what is left, and the greedy pass places the remainder.

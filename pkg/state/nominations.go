@@ -19,7 +19,9 @@ func InFlightName(nodeClaim string) string { return inFlightPrefix + nodeClaim }
 // Nominations remember which NodeClaims and nodes the provisioner launched,
 // or chose, for which pending pods. Until kube-scheduler binds those pods,
 // such a node looks empty, or emptier than it is, and voluntary disruption
-// must leave it alone: only it, not the whole cluster. A nomination lasts
+// must leave it alone: only it, not the whole cluster. The next batch
+// plans the pods back onto it (Targets, scheduling.Snapshot.Nominated)
+// rather than afresh over every node in flight. A nomination lasts
 // Window; the provisioner plans again while the pods wait (every batch and
 // resync) and so renews it. Karpenter protects a nominated node the same
 // way (see NominationWindow).
@@ -116,5 +118,53 @@ func (n *Nominations) For(node, nodeClaim string) []string {
 		out = append(out, p)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// Target is what a pod was last nominated for: a node, or a NodeClaim.
+type Target struct{ Node, NodeClaim string }
+
+// Targets returns, for each pod (namespace/name) with a nomination in
+// force, the one renewed last; between two renewed at once, the NodeClaim's,
+// then the first by name. A pod nominated twice was planned onto another
+// node by a later batch, and its earlier nomination waits out its window.
+func (n *Nominations) Targets() map[string]Target {
+	if n == nil {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := n.Clock.Now()
+	keys := make([]string, 0, len(n.byName))
+	for k, v := range n.byName {
+		if now.Before(v.until) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := n.byName[keys[i]].until, n.byName[keys[j]].until
+		if !a.Equal(b) {
+			return a.After(b)
+		}
+		ai, bi := strings.HasPrefix(keys[i], "nodeclaim:"), strings.HasPrefix(keys[j], "nodeclaim:")
+		if ai != bi {
+			return ai
+		}
+		return keys[i] < keys[j]
+	})
+	out := map[string]Target{}
+	for _, k := range keys {
+		var t Target
+		if claim, ok := strings.CutPrefix(k, "nodeclaim:"); ok {
+			t.NodeClaim = claim
+		} else {
+			t.Node = strings.TrimPrefix(k, "node:")
+		}
+		for p := range n.byName[k].pods {
+			if _, ok := out[p]; !ok {
+				out[p] = t
+			}
+		}
+	}
 	return out
 }

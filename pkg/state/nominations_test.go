@@ -65,3 +65,34 @@ func TestNominationWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestTargets: a pod nominated twice is taken to be where it was nominated
+// last; nominated at the same moment, for its NodeClaim; and a nomination
+// past its window is not a target.
+func TestTargets(t *testing.T) {
+	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	n := &Nominations{Clock: fc, Window: 20 * time.Second}
+	n.NominateNode("node-1", pending("b"), pending("c"))
+	n.NominateNodeClaim("nc-1", pending("a"), pending("b"))
+	fc.Step(time.Second)
+	n.NominateNode("node-2", pending("a"))
+	n.NominateNodeClaim("nc-3", pending("d"))
+	steps := []struct {
+		advance time.Duration
+		want    map[string]Target
+	}{
+		{want: map[string]Target{"default/a": {Node: "node-2"}, "default/b": {NodeClaim: "nc-1"}, "default/c": {Node: "node-1"}, "default/d": {NodeClaim: "nc-3"}}},
+		{advance: 19500 * time.Millisecond, want: map[string]Target{"default/a": {Node: "node-2"}, "default/d": {NodeClaim: "nc-3"}}},
+		{advance: time.Second, want: map[string]Target{}},
+	}
+	for i, s := range steps {
+		fc.Step(s.advance)
+		if got := n.Targets(); !reflect.DeepEqual(got, s.want) {
+			t.Fatalf("step %d: %v, want %v", i, got, s.want)
+		}
+	}
+	var none *Nominations
+	if got := none.Targets(); got != nil {
+		t.Fatalf("nil nominations: %v", got)
+	}
+}

@@ -37,9 +37,13 @@ type Cluster struct {
 	// Cache, when set, is the informer cache Client reads from: Pods and
 	// Nodes then read its objects in place. Tests with a fake client
 	// leave it nil.
-	Cache   cache.Informers
-	created created
-	plans   planSlot
+	Cache cache.Informers
+	// Nominations, when set, are the provisioner's: a snapshot then tells
+	// the plan which node each pending pod was last planned onto
+	// (scheduling.Snapshot.Nominated).
+	Nominations *Nominations
+	created     created
+	plans       planSlot
 }
 
 // NodePoolProblem is a NodePool that cannot launch nodes, and why.
@@ -188,6 +192,9 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	}
 	nodeNames := map[string]bool{}
 	nodeProviders := map[string]bool{}
+	// nodeOfClaim names each NodeClaim's node in the snapshot, for its
+	// nominations.
+	nodeOfClaim := map[string]string{}
 	for _, n := range nodes {
 		nodeNames[n.Name] = true
 		nodeProviders[n.Spec.ProviderID] = true
@@ -200,6 +207,7 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			Pods: podsByNode[n.Name], MarkedForDeletion: n.DeletionTimestamp != nil || n.Spec.Unschedulable,
 			AttachLimits: vols.nodeAttachLimits(n, typeByName)}
 		if nc != nil {
+			nodeOfClaim[nc.Name] = n.Name
 			sn.NodePool = nc.Labels[v1.LabelNodePool]
 			sn.InFlight = NodeClaimCondition(nc, v1.ConditionTypeInitialized) != "True"
 			if sn.InFlight {
@@ -246,10 +254,12 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		if len(alloc) == 0 {
 			alloc = smallestOption(nc, typesByPool[nc.Labels[v1.LabelNodePool]], allocatableOf)
 		}
+		nodeOfClaim[nc.Name] = InFlightName(nc.Name)
 		snap.Nodes = append(snap.Nodes, &scheduling.Node{Name: InFlightName(nc.Name), Labels: labels, Taints: nc.Spec.Taints,
 			Allocatable: alloc, NodePool: nc.Labels[v1.LabelNodePool], InFlight: true,
 			AttachLimits: claimAttachLimits(nc, typesByPool[nc.Labels[v1.LabelNodePool]])})
 	}
+	snap.Nominated = nominated(c.Nominations.Targets(), snap, nodeOfClaim)
 	names := make([]string, 0, len(typesByPool))
 	for name := range typesByPool {
 		names = append(names, name)
@@ -414,4 +424,33 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// nominated maps each pending pod of snap with a nomination in force to its
+// node as snap names it; a nomination for a node or NodeClaim the snapshot
+// lacks (gone, or not usable) is dropped.
+func nominated(targets map[string]Target, snap scheduling.Snapshot, nodeOfClaim map[string]string) map[string]string {
+	if len(targets) == 0 {
+		return nil
+	}
+	inSnap := make(map[string]bool, len(snap.Nodes))
+	for _, n := range snap.Nodes {
+		inSnap[n.Name] = true
+	}
+	out := map[string]string{}
+	for _, p := range snap.Pods {
+		key := p.Namespace + "/" + p.Name
+		t, ok := targets[key]
+		if !ok {
+			continue
+		}
+		name := t.Node
+		if t.NodeClaim != "" {
+			name = nodeOfClaim[t.NodeClaim]
+		}
+		if inSnap[name] {
+			out[key] = name
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -240,6 +241,13 @@ func TestSnapshotInFlightClaims(t *testing.T) {
 		{name: "its node registered, found by providerID", providerID: "kwok://n1"},
 		{name: "its node registered, found by name", providerID: "kwok://n1", nodeName: "n1"},
 	}
+	// The provisioner nominated p for the claim, r for the node n1 and q
+	// for a claim since gone; the snapshot names each where the plan
+	// finds it, the claim's node once it has one.
+	var pending []*corev1.Pod
+	for _, name := range []string{"p", "q", "r"} {
+		pending = append(pending, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}})
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim", Labels: map[string]string{v1.LabelNodePool: "default"}},
@@ -251,7 +259,12 @@ func TestSnapshotInFlightClaims(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			snap, _, err := (&state.Cluster{Client: kube, CloudProvider: provider}).Snapshot(context.Background(), nil)
+			fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			nominations := &state.Nominations{Clock: fc, Window: 20 * time.Second}
+			nominations.NominateNodeClaim("claim", pending[0])
+			nominations.NominateNodeClaim("gone", pending[1])
+			nominations.NominateNode("n1", pending[2])
+			snap, _, err := (&state.Cluster{Client: kube, CloudProvider: provider, Nominations: nominations}).Snapshot(context.Background(), pending)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -261,6 +274,13 @@ func TestSnapshotInFlightClaims(t *testing.T) {
 			}
 			if inFlight != c.inFlight {
 				t.Errorf("in flight %t, want %t", inFlight, c.inFlight)
+			}
+			want := map[string]string{"default/p": "n1", "default/r": "n1"}
+			if c.inFlight {
+				want["default/p"] = state.InFlightName("claim")
+			}
+			if !reflect.DeepEqual(snap.Nominated, want) {
+				t.Errorf("nominated %v, want %v", snap.Nominated, want)
 			}
 		})
 	}
