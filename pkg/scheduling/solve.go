@@ -40,6 +40,8 @@ func place(snap Snapshot, opts Options, mixZones bool) *solver {
 	s := newSolver(snap, opts)
 	s.mixZones = mixZones
 	s.buildGroups(snap)
+	// Pods an earlier batch planned onto nodes still launching go back
+	// there first: those nodes were sized for them.
 	s.pin(snap.Nominated)
 	// Pods that need nodes of their own go first and lay out those nodes,
 	// pulling in a fair share of the rest; LP rounding then packs the bulk

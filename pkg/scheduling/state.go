@@ -15,7 +15,8 @@ import (
 // and the journal that lets a trial be undone. It lives in this file with
 // the two operations that change a node, commit and newNode; everything
 // else reads it. Each way of placing pods is a file of its own that drives
-// these: greedy.go (one pod at a time, with lookahead typing), lpround.go
+// these: pin.go (pods back where an earlier plan put them), greedy.go (one
+// pod at a time, with lookahead typing), lpround.go
 // (rounding the configuration LP, seeded by lpseed.go), grow.go,
 // squeeze.go and merge.go (the passes that improve a placement), size.go
 // (choosing each NodeClaim's instance types); build.go makes the state

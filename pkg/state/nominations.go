@@ -35,12 +35,24 @@ type Nominations struct {
 
 	mu     sync.Mutex
 	byName map[string]nomination
+	// pruned is when nominations past TargetFor were last dropped.
+	pruned time.Time
 }
 
 type nomination struct {
-	pods  map[string]struct{}
+	// pods map each pod to when it was last nominated here.
+	pods  map[string]time.Time
 	until time.Time
 }
+
+// TargetFor is how long a pod's nomination still tells later plans where
+// the pod goes (Targets): REGISTRATION_TTL's default, as long as a launched
+// node may take to join before it is given up. The Window, which protects
+// the node from disruption, is far shorter; but batches come more than a
+// Window apart when the API server is slow (three minutes apart in scale
+// run 11), and a plan that has forgotten where its pods go launches for
+// them again.
+const TargetFor = 15 * time.Minute
 
 // NominationWindow is how long a nomination lasts: Karpenter's twice
 // BATCH_MAX_DURATION, at least 10 s, and here at least twice the
@@ -80,20 +92,36 @@ func (n *Nominations) nominate(key string, pods []*corev1.Pod) {
 	if n.byName == nil {
 		n.byName = map[string]nomination{}
 	}
-	for k, v := range n.byName {
-		if !now.Before(v.until) {
-			delete(n.byName, k)
-		}
+	// A batch nominates each node it plans onto; pruning once a Window,
+	// not on each of those calls, keeps a batch linear in the nodes.
+	if !now.Before(n.pruned.Add(n.Window)) {
+		n.prune(now)
 	}
 	cur, ok := n.byName[key]
 	if !ok {
-		cur = nomination{pods: map[string]struct{}{}}
+		cur = nomination{pods: map[string]time.Time{}}
 	}
 	for _, p := range pods {
-		cur.pods[p.Namespace+"/"+p.Name] = struct{}{}
+		cur.pods[p.Namespace+"/"+p.Name] = now
 	}
 	cur.until = now.Add(n.Window)
 	n.byName[key] = cur
+}
+
+// prune drops pods nominated longer than TargetFor ago, and nominations
+// left without pods once their window has passed.
+func (n *Nominations) prune(now time.Time) {
+	n.pruned = now
+	for k, v := range n.byName {
+		for p, at := range v.pods {
+			if !now.Before(at.Add(TargetFor)) {
+				delete(v.pods, p)
+			}
+		}
+		if len(v.pods) == 0 && !now.Before(v.until) {
+			delete(n.byName, k)
+		}
+	}
 }
 
 // For returns the pods, sorted, that a node or its NodeClaim is nominated
@@ -124,10 +152,10 @@ func (n *Nominations) For(node, nodeClaim string) []string {
 // Target is what a pod was last nominated for: a node, or a NodeClaim.
 type Target struct{ Node, NodeClaim string }
 
-// Targets returns, for each pod (namespace/name) with a nomination in
-// force, the one renewed last; between two renewed at once, the NodeClaim's,
-// then the first by name. A pod nominated twice was planned onto another
-// node by a later batch, and its earlier nomination waits out its window.
+// Targets returns, for each pod (namespace/name) nominated within
+// TargetFor, where it was nominated last; nominated for a node and its
+// NodeClaim at once, the NodeClaim. A pod nominated twice was planned onto
+// another node by a later batch.
 func (n *Nominations) Targets() map[string]Target {
 	if n == nil {
 		return nil
@@ -135,36 +163,42 @@ func (n *Nominations) Targets() map[string]Target {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := n.Clock.Now()
-	keys := make([]string, 0, len(n.byName))
+	type latest struct {
+		key string
+		at  time.Time
+	}
+	best := map[string]latest{}
 	for k, v := range n.byName {
-		if now.Before(v.until) {
-			keys = append(keys, k)
+		for p, at := range v.pods {
+			if !now.Before(at.Add(TargetFor)) {
+				continue
+			}
+			if b, ok := best[p]; ok && !laterTarget(k, at, b.key, b.at) {
+				continue
+			}
+			best[p] = latest{k, at}
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := n.byName[keys[i]].until, n.byName[keys[j]].until
-		if !a.Equal(b) {
-			return a.After(b)
-		}
-		ai, bi := strings.HasPrefix(keys[i], "nodeclaim:"), strings.HasPrefix(keys[j], "nodeclaim:")
-		if ai != bi {
-			return ai
-		}
-		return keys[i] < keys[j]
-	})
-	out := map[string]Target{}
-	for _, k := range keys {
-		var t Target
-		if claim, ok := strings.CutPrefix(k, "nodeclaim:"); ok {
-			t.NodeClaim = claim
+	out := make(map[string]Target, len(best))
+	for p, b := range best {
+		if claim, ok := strings.CutPrefix(b.key, "nodeclaim:"); ok {
+			out[p] = Target{NodeClaim: claim}
 		} else {
-			t.Node = strings.TrimPrefix(k, "node:")
-		}
-		for p := range n.byName[k].pods {
-			if _, ok := out[p]; !ok {
-				out[p] = t
-			}
+			out[p] = Target{Node: strings.TrimPrefix(b.key, "node:")}
 		}
 	}
 	return out
+}
+
+// laterTarget orders two nominations of one pod: the later, then a
+// NodeClaim's, then the first by key, so that map order decides nothing.
+func laterTarget(key string, at time.Time, otherKey string, otherAt time.Time) bool {
+	if !at.Equal(otherAt) {
+		return at.After(otherAt)
+	}
+	claim, otherClaim := strings.HasPrefix(key, "nodeclaim:"), strings.HasPrefix(otherKey, "nodeclaim:")
+	if claim != otherClaim {
+		return claim
+	}
+	return key < otherKey
 }

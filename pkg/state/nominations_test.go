@@ -67,22 +67,32 @@ func TestNominationWindow(t *testing.T) {
 }
 
 // TestTargets: a pod nominated twice is taken to be where it was nominated
-// last; nominated at the same moment, for its NodeClaim; and a nomination
-// past its window is not a target.
+// last, even when its earlier node was nominated again for other pods;
+// nominated for a node and a NodeClaim at once, for the NodeClaim; a
+// nomination tells plans where its pods go for TargetFor, long past the
+// Window, and is then forgotten.
 func TestTargets(t *testing.T) {
 	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	n := &Nominations{Clock: fc, Window: 20 * time.Second}
 	n.NominateNode("node-1", pending("b"), pending("c"))
 	n.NominateNodeClaim("nc-1", pending("a"), pending("b"))
 	fc.Step(time.Second)
+	// The next batch moves a to node-2, keeps c on node-1 and renews nc-1
+	// for e.
 	n.NominateNode("node-2", pending("a"))
+	n.NominateNode("node-1", pending("c"))
+	n.NominateNodeClaim("nc-1", pending("e"))
 	n.NominateNodeClaim("nc-3", pending("d"))
 	steps := []struct {
 		advance time.Duration
 		want    map[string]Target
 	}{
-		{want: map[string]Target{"default/a": {Node: "node-2"}, "default/b": {NodeClaim: "nc-1"}, "default/c": {Node: "node-1"}, "default/d": {NodeClaim: "nc-3"}}},
-		{advance: 19500 * time.Millisecond, want: map[string]Target{"default/a": {Node: "node-2"}, "default/d": {NodeClaim: "nc-3"}}},
+		{want: map[string]Target{"default/a": {Node: "node-2"}, "default/b": {NodeClaim: "nc-1"}, "default/c": {Node: "node-1"},
+			"default/d": {NodeClaim: "nc-3"}, "default/e": {NodeClaim: "nc-1"}}},
+		{advance: TargetFor - 1500*time.Millisecond, want: map[string]Target{"default/a": {Node: "node-2"}, "default/b": {NodeClaim: "nc-1"},
+			"default/c": {Node: "node-1"}, "default/d": {NodeClaim: "nc-3"}, "default/e": {NodeClaim: "nc-1"}}},
+		{advance: time.Second, want: map[string]Target{"default/a": {Node: "node-2"}, "default/c": {Node: "node-1"}, "default/d": {NodeClaim: "nc-3"},
+			"default/e": {NodeClaim: "nc-1"}}},
 		{advance: time.Second, want: map[string]Target{}},
 	}
 	for i, s := range steps {
@@ -90,6 +100,10 @@ func TestTargets(t *testing.T) {
 		if got := n.Targets(); !reflect.DeepEqual(got, s.want) {
 			t.Fatalf("step %d: %v, want %v", i, got, s.want)
 		}
+	}
+	n.NominateNode("node-9", pending("z"))
+	if len(n.byName) != 1 {
+		t.Fatalf("%d nominations kept, want only node-9's: %v", len(n.byName), n.byName)
 	}
 	var none *Nominations
 	if got := none.Targets(); got != nil {

@@ -245,6 +245,9 @@ func TestProvisionerKeepsItsPlan(t *testing.T) {
 		{name: "the cache holds the claims", between: func(t *testing.T, w *provisionerWorld) { w.catchUp(t) }},
 		{name: "the cache lags", between: func(*testing.T, *provisionerWorld) {}},
 		{name: "a resync later", between: func(t *testing.T, w *provisionerWorld) { w.catchUp(t); w.fc.Step(10 * time.Second) }},
+		// Past the nominations' window: on a busy API server batches came
+		// minutes apart.
+		{name: "three minutes later", between: func(t *testing.T, w *provisionerWorld) { w.catchUp(t); w.fc.Step(3 * time.Minute) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
