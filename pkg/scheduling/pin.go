@@ -1,6 +1,10 @@
 package scheduling
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // pin places pending pods back on the nodes an earlier plan put them on
 // (Snapshot.Nominated), before any other placement. Without it, every batch
@@ -14,10 +18,11 @@ import corev1 "k8s.io/api/core/v1"
 // longer fits where it was nominated (kube-scheduler put other pods there,
 // the node is being deleted) is left for the passes that follow. Spread and
 // affinity may refuse a pin until others of the batch land, so pins are
-// tried pass after pass until one places nothing.
-func (s *solver) pin(nominated map[string]string) {
+// tried pass after pass until one places nothing; it returns how many
+// passes that took.
+func (s *solver) pin(nominated map[string]string) (passes int) {
 	if len(nominated) == 0 || len(s.existing) == 0 {
-		return
+		return 0
 	}
 	byName := make(map[string]*node, len(s.existing))
 	for _, n := range s.existing {
@@ -26,17 +31,28 @@ func (s *solver) pin(nominated map[string]string) {
 	type target struct {
 		pod  *corev1.Pod
 		node *node
+		// rank counts the group's pins on the node before this one.
+		rank int
 	}
 	pins := map[*podGroup][]target{}
 	for _, pg := range s.groups {
 		if pg.err != nil {
 			continue
 		}
+		rank := map[*node]int{}
 		for _, pod := range pg.pods {
 			if n := byName[nominated[pod.Namespace+"/"+pod.Name]]; n != nil {
-				pins[pg] = append(pins[pg], target{pod, n})
+				pins[pg] = append(pins[pg], target{pod, n, rank[n]})
+				rank[n]++
 			}
 		}
+		// Each node's pins spread evenly over the group's, the node with
+		// ten pins taking one in every tenth place and that with five one
+		// in every fifth: a spread's domains then fill side by side, and
+		// few pins wait for another pass.
+		ts := pins[pg]
+		at := func(t target) float64 { return (float64(t.rank) + 0.5) / float64(rank[t.node]) }
+		sort.SliceStable(ts, func(i, j int) bool { return at(ts[i]) < at(ts[j]) })
 	}
 	for progress := true; progress; {
 		progress = false
@@ -52,7 +68,11 @@ func (s *solver) pin(nominated map[string]string) {
 			}
 			pins[pg] = left
 		}
+		if progress {
+			passes++
+		}
 	}
+	return passes
 }
 
 // firstVariant is the strictest of the group's constraints under which n
