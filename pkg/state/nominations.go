@@ -35,14 +35,20 @@ type Nominations struct {
 
 	mu     sync.Mutex
 	byName map[string]nomination
-	// pruned is when nominations past TargetFor were last dropped.
+	// targets are where each pod was nominated last, and when.
+	targets map[string]target
+	// pruned is when lapsed nominations and targets were last dropped.
 	pruned time.Time
 }
 
 type nomination struct {
-	// pods map each pod to when it was last nominated here.
-	pods  map[string]time.Time
+	pods  map[string]struct{}
 	until time.Time
+}
+
+type target struct {
+	key string
+	at  time.Time
 }
 
 // TargetFor is how long a pod's nomination still tells later plans where
@@ -90,7 +96,7 @@ func (n *Nominations) nominate(key string, pods []*corev1.Pod) {
 	defer n.mu.Unlock()
 	now := n.Clock.Now()
 	if n.byName == nil {
-		n.byName = map[string]nomination{}
+		n.byName, n.targets = map[string]nomination{}, map[string]target{}
 	}
 	// A batch nominates each node it plans onto; pruning once a Window,
 	// not on each of those calls, keeps a batch linear in the nodes.
@@ -98,28 +104,30 @@ func (n *Nominations) nominate(key string, pods []*corev1.Pod) {
 		n.prune(now)
 	}
 	cur, ok := n.byName[key]
-	if !ok {
-		cur = nomination{pods: map[string]time.Time{}}
+	if !ok || !now.Before(cur.until) {
+		// A lapsed nomination starts again with these pods alone.
+		cur = nomination{pods: map[string]struct{}{}}
 	}
 	for _, p := range pods {
-		cur.pods[p.Namespace+"/"+p.Name] = now
+		pod := p.Namespace + "/" + p.Name
+		cur.pods[pod] = struct{}{}
+		n.targets[pod] = target{key: key, at: now}
 	}
 	cur.until = now.Add(n.Window)
 	n.byName[key] = cur
 }
 
-// prune drops pods nominated longer than TargetFor ago, and nominations
-// left without pods once their window has passed.
+// prune drops nominations past their window, and targets past TargetFor.
 func (n *Nominations) prune(now time.Time) {
 	n.pruned = now
 	for k, v := range n.byName {
-		for p, at := range v.pods {
-			if !now.Before(at.Add(TargetFor)) {
-				delete(v.pods, p)
-			}
-		}
-		if len(v.pods) == 0 && !now.Before(v.until) {
+		if !now.Before(v.until) {
 			delete(n.byName, k)
+		}
+	}
+	for p, t := range n.targets {
+		if !now.Before(t.at.Add(TargetFor)) {
+			delete(n.targets, p)
 		}
 	}
 }
@@ -153,9 +161,8 @@ func (n *Nominations) For(node, nodeClaim string) []string {
 type Target struct{ Node, NodeClaim string }
 
 // Targets returns, for each pod (namespace/name) nominated within
-// TargetFor, where it was nominated last; nominated for a node and its
-// NodeClaim at once, the NodeClaim. A pod nominated twice was planned onto
-// another node by a later batch.
+// TargetFor, what it was nominated for last: a later batch may have planned
+// it onto another node.
 func (n *Nominations) Targets() map[string]Target {
 	if n == nil {
 		return nil
@@ -163,42 +170,16 @@ func (n *Nominations) Targets() map[string]Target {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := n.Clock.Now()
-	type latest struct {
-		key string
-		at  time.Time
-	}
-	best := map[string]latest{}
-	for k, v := range n.byName {
-		for p, at := range v.pods {
-			if !now.Before(at.Add(TargetFor)) {
-				continue
-			}
-			if b, ok := best[p]; ok && !laterTarget(k, at, b.key, b.at) {
-				continue
-			}
-			best[p] = latest{k, at}
+	out := make(map[string]Target, len(n.targets))
+	for p, t := range n.targets {
+		if !now.Before(t.at.Add(TargetFor)) {
+			continue
 		}
-	}
-	out := make(map[string]Target, len(best))
-	for p, b := range best {
-		if claim, ok := strings.CutPrefix(b.key, "nodeclaim:"); ok {
+		if claim, ok := strings.CutPrefix(t.key, "nodeclaim:"); ok {
 			out[p] = Target{NodeClaim: claim}
 		} else {
-			out[p] = Target{Node: strings.TrimPrefix(b.key, "node:")}
+			out[p] = Target{Node: strings.TrimPrefix(t.key, "node:")}
 		}
 	}
 	return out
-}
-
-// laterTarget orders two nominations of one pod: the later, then a
-// NodeClaim's, then the first by key, so that map order decides nothing.
-func laterTarget(key string, at time.Time, otherKey string, otherAt time.Time) bool {
-	if !at.Equal(otherAt) {
-		return at.After(otherAt)
-	}
-	claim, otherClaim := strings.HasPrefix(key, "nodeclaim:"), strings.HasPrefix(otherKey, "nodeclaim:")
-	if claim != otherClaim {
-		return claim
-	}
-	return key < otherKey
 }

@@ -53,6 +53,24 @@ func TestNominations(t *testing.T) {
 	}
 }
 
+// TestNominationLapses: nominated again after its window passed, a node
+// is nominated for its new pods alone, whether or not the lapsed
+// nomination was pruned meanwhile (pruning runs once a window).
+func TestNominationLapses(t *testing.T) {
+	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	n := &Nominations{Clock: fc, Window: 20 * time.Second}
+	n.NominateNode("other", pending("z")) // prunes at 0 s
+	fc.Step(5 * time.Second)
+	n.NominateNodeClaim("nc-1", pending("a")) // lapses at 25 s
+	fc.Step(15 * time.Second)
+	n.NominateNode("other", pending("z")) // prunes at 20 s, next at 40 s
+	fc.Step(10 * time.Second)
+	n.NominateNodeClaim("nc-1", pending("b"))
+	if got, want := n.For("", "nc-1"), []string{"default/b"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("renewed at 30 s after lapsing at 25 s: %v, want %v", got, want)
+	}
+}
+
 func TestNominationWindow(t *testing.T) {
 	for _, tc := range []struct{ batchMax, resync, want time.Duration }{
 		{10 * time.Second, 10 * time.Second, 20 * time.Second},
@@ -67,8 +85,7 @@ func TestNominationWindow(t *testing.T) {
 }
 
 // TestTargets: a pod nominated twice is taken to be where it was nominated
-// last, even when its earlier node was nominated again for other pods;
-// nominated for a node and a NodeClaim at once, for the NodeClaim; a
+// last, even when its earlier node was nominated again for other pods; a
 // nomination tells plans where its pods go for TargetFor, long past the
 // Window, and is then forgotten.
 func TestTargets(t *testing.T) {
@@ -102,8 +119,8 @@ func TestTargets(t *testing.T) {
 		}
 	}
 	n.NominateNode("node-9", pending("z"))
-	if len(n.byName) != 1 {
-		t.Fatalf("%d nominations kept, want only node-9's: %v", len(n.byName), n.byName)
+	if len(n.byName) != 1 || len(n.targets) != 1 {
+		t.Fatalf("%d nominations and %d targets kept, want only node-9's: %v, %v", len(n.byName), len(n.targets), n.byName, n.targets)
 	}
 	var none *Nominations
 	if got := none.Targets(); got != nil {
