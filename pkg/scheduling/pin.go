@@ -12,7 +12,8 @@ import (
 // one pod at a time; that packing is looser than the plan the nodes were
 // sized for, and the pods it leaves over get NodeClaims of their own. On
 // the scale test's 10,000 pods the second batch asked for 144 more nodes
-// over the 1,107 in flight, and the bursts ended 30% over the plan.
+// over the 1,107 in flight; with the pins, 15 to 55 (docs/benchmarks.md §7,
+// where what is left comes from kube-scheduler's own placements).
 //
 // A pin is an ordinary placement, checked as any other: a pod that no
 // longer fits where it was nominated (kube-scheduler put other pods there,
