@@ -27,7 +27,14 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // Joiner never writes a pod or node back, so nothing trimmed here can be
 // lost; requests, ports, affinity, tolerations, claims, labels, phase and
 // conditions stay.
+//
+// An object already trimmed is returned untouched, without a single write:
+// a relist hands the informer the objects its cache holds (keepHeld), and
+// those are shared with every reader of the cache.
 func cacheTransform(in any) (any, error) {
+	if trimmed(in) {
+		return in, nil
+	}
 	if obj, err := meta.Accessor(in); err == nil && obj.GetManagedFields() != nil {
 		obj.SetManagedFields(nil)
 	}
@@ -63,6 +70,45 @@ func cacheTransform(in any) (any, error) {
 		node.Status.Images = nil
 	}
 	return in, nil
+}
+
+// trimmed tells, by reads alone, an object cacheTransform would leave as
+// it is. It checks every field cacheTransform clears.
+func trimmed(in any) bool {
+	if obj, err := meta.Accessor(in); err == nil && obj.GetManagedFields() != nil {
+		return false
+	}
+	if pod, ok := in.(*corev1.Pod); ok {
+		if _, ok := pod.Annotations[lastApplied]; ok {
+			return false
+		}
+		if slices.ContainsFunc(pod.Spec.InitContainers, untrimmedContainer) || slices.ContainsFunc(pod.Spec.Containers, untrimmedContainer) {
+			return false
+		}
+		if pod.Spec.EphemeralContainers != nil || pod.Status.ContainerStatuses != nil || pod.Status.InitContainerStatuses != nil || pod.Status.EphemeralContainerStatuses != nil {
+			return false
+		}
+		for i := range pod.Spec.Volumes {
+			if !volumes.Constrains(&pod.Spec.Volumes[i]) {
+				return false
+			}
+		}
+		for i := range pod.Status.Conditions {
+			if pod.Status.Conditions[i].Message != "" {
+				return false
+			}
+		}
+	}
+	if node, ok := in.(*corev1.Node); ok && node.Status.Images != nil {
+		return false
+	}
+	return true
+}
+
+func untrimmedContainer(c corev1.Container) bool {
+	return c.Command != nil || c.Args != nil || c.WorkingDir != "" || c.Env != nil || c.EnvFrom != nil ||
+		c.VolumeMounts != nil || c.VolumeDevices != nil || c.LivenessProbe != nil || c.ReadinessProbe != nil ||
+		c.StartupProbe != nil || c.Lifecycle != nil || c.TerminationMessagePath != "" || c.Resources.Limits != nil
 }
 
 func trimContainer(c *corev1.Container) {

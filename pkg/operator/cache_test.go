@@ -75,6 +75,7 @@ func TestCacheTransform(t *testing.T) {
 		{"condition messages dropped", pod.Status.Conditions[0].Message == ""},
 		{"node images dropped", node.Status.Images == nil},
 		{"node conditions kept", len(node.Status.Conditions) == 1},
+		{"the results read as trimmed", trimmed(pod) && trimmed(node)},
 	}
 	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
 		checks = append(checks,
@@ -128,5 +129,86 @@ func TestProfiling(t *testing.T) {
 				t.Errorf("the pprof index lists no goroutine profile: %.200s", rec.Body.String())
 			}
 		})
+	}
+}
+
+// TestTrimmedAgreesWithTheTransform: trimmed must report false for an
+// object carrying any one field cacheTransform clears, or that field
+// stays in the cache; and true for whatever cacheTransform returns, or the
+// transform writes again to objects a relist hands back from the cache,
+// which every reader shares.
+func TestTrimmedAgreesWithTheTransform(t *testing.T) {
+	withContainer := func(f func(*corev1.Container)) *corev1.Pod {
+		c := corev1.Container{Name: "app", Image: "app:1"}
+		f(&c)
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
+	}
+	withInit := func(f func(*corev1.Container)) *corev1.Pod {
+		p := withContainer(func(*corev1.Container) {})
+		c := corev1.Container{Name: "init"}
+		f(&c)
+		p.Spec.InitContainers = []corev1.Container{c}
+		return p
+	}
+	cases := []struct {
+		name string
+		obj  any
+	}{
+		{"managed fields", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{}}}}},
+		{"last-applied", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{lastApplied: ""}}}},
+		{"command", withContainer(func(c *corev1.Container) { c.Command = []string{"/app"} })},
+		{"args", withContainer(func(c *corev1.Container) { c.Args = []string{} })},
+		{"working dir", withContainer(func(c *corev1.Container) { c.WorkingDir = "/w" })},
+		{"env", withContainer(func(c *corev1.Container) { c.Env = []corev1.EnvVar{} })},
+		{"envFrom", withContainer(func(c *corev1.Container) { c.EnvFrom = []corev1.EnvFromSource{} })},
+		{"volume mounts", withContainer(func(c *corev1.Container) { c.VolumeMounts = []corev1.VolumeMount{} })},
+		{"volume devices", withContainer(func(c *corev1.Container) { c.VolumeDevices = []corev1.VolumeDevice{} })},
+		{"liveness probe", withContainer(func(c *corev1.Container) { c.LivenessProbe = &corev1.Probe{} })},
+		{"readiness probe", withContainer(func(c *corev1.Container) { c.ReadinessProbe = &corev1.Probe{} })},
+		{"startup probe", withContainer(func(c *corev1.Container) { c.StartupProbe = &corev1.Probe{} })},
+		{"lifecycle", withContainer(func(c *corev1.Container) { c.Lifecycle = &corev1.Lifecycle{} })},
+		{"termination message path", withContainer(func(c *corev1.Container) { c.TerminationMessagePath = "/dev/termination-log" })},
+		{"limits", withContainer(func(c *corev1.Container) { c.Resources.Limits = corev1.ResourceList{} })},
+		{"an init container's env", withInit(func(c *corev1.Container) { c.Env = []corev1.EnvVar{} })},
+		{"ephemeral containers", &corev1.Pod{Spec: corev1.PodSpec{EphemeralContainers: []corev1.EphemeralContainer{}}}},
+		{"a config map volume", &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+			{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+			{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}}}}},
+		{"container statuses", &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{}}}},
+		{"init container statuses", &corev1.Pod{Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{}}}},
+		{"ephemeral container statuses", &corev1.Pod{Status: corev1.PodStatus{EphemeralContainerStatuses: []corev1.ContainerStatus{}}}},
+		{"a condition's message", &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady}, {Type: corev1.PodScheduled, Message: "0/3 nodes"}}}}},
+		{"node managed fields", &corev1.Node{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{}}}}},
+		{"node images", &corev1.Node{Status: corev1.NodeStatus{Images: []corev1.ContainerImage{}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if trimmed(tc.obj) {
+				t.Errorf("trimmed before the transform: %+v", tc.obj)
+			}
+			out, err := cacheTransform(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !trimmed(out) {
+				t.Errorf("not trimmed after the transform: %+v", out)
+			}
+		})
+	}
+	kept := []struct {
+		name string
+		obj  any
+	}{
+		{"a pod with nothing to trim", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"a": "b"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}},
+				Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Reason: corev1.PodReasonUnschedulable}}}}},
+		{"a node with nothing to trim", &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady}}}}},
+		{"a namespace", &corev1.Namespace{}},
+	}
+	for _, tc := range kept {
+		if !trimmed(tc.obj) {
+			t.Errorf("%s: not trimmed, though the transform has nothing to clear", tc.name)
+		}
 	}
 }

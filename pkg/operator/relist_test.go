@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 )
@@ -27,17 +29,23 @@ type apiServer133 struct {
 	// expire ends the first continue of a list with Expired, as when the
 	// server has compacted the token away.
 	expire bool
+	// streams answers a streamed list (WatchList) as kube-apiserver 1.34
+	// and later do.
+	streams bool
+	// hold, when set, keeps the first watch open until it is closed.
+	hold chan struct{}
 
-	mu      sync.Mutex
-	lists   []metav1.ListOptions
-	watches int
-	relist  chan struct{} // closed at the watch after the relist
+	mu       sync.Mutex
+	lists    []metav1.ListOptions
+	watches  int
+	streamed int
+	relist   chan struct{} // closed at the watch after the relist
 }
 
 func (s *apiServer133) List(opts metav1.ListOptions) (runtime.Object, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.lists = append(s.lists, opts)
-	s.mu.Unlock()
 	from := 0
 	if opts.Continue != "" {
 		if s.expire {
@@ -61,25 +69,48 @@ func (s *apiServer133) List(opts metav1.ListOptions) (runtime.Object, error) {
 }
 
 func (s *apiServer133) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	if opts.SendInitialEvents != nil {
-		return nil, apierrors.NewBadRequest("sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled")
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.watches++
-	switch s.watches {
-	case 1:
-		return watch.NewEmptyWatch(), nil
-	case 2:
-		close(s.relist)
+	var stream *watch.FakeWatcher
+	if opts.SendInitialEvents != nil {
+		if !s.streams {
+			return nil, apierrors.NewBadRequest("sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled")
+		}
+		s.streamed++
+		stream = watch.NewFakeWithChanSize(len(s.pods)+1, false)
+		for i := range s.pods {
+			stream.Add(s.pods[i].DeepCopy())
+		}
+		stream.Action(watch.Bookmark, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "10",
+			Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
 	}
-	return watch.NewFake(), nil
+	s.watches++
+	relisted := s.streamed > 1 || slices.ContainsFunc(s.lists, func(o metav1.ListOptions) bool { return o.ResourceVersion != "0" })
+	switch {
+	case relisted:
+		select {
+		case <-s.relist:
+		default:
+			close(s.relist)
+		}
+	case s.hold != nil && s.watches == 1:
+		if stream == nil {
+			stream = watch.NewFake()
+		}
+		go func() { <-s.hold; stream.Stop() }()
+	case stream == nil:
+		return watch.NewEmptyWatch(), nil
+	}
+	if stream == nil {
+		return watch.NewFake(), nil
+	}
+	return stream, nil
 }
 
 func plain(lw toolscache.ListerWatcher) toolscache.ListerWatcher { return lw }
 
-func trimmed(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
-	return TrimmedRelists(lw, cacheTransform)
+func paged(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
+	return TrimmedRelists(lw, cacheTransform, nil)
 }
 
 // TestRelistIsPagedAndTrimmed runs client-go's reflector against a server
@@ -99,8 +130,8 @@ func TestRelistIsPagedAndTrimmed(t *testing.T) {
 		expire bool
 	}{
 		{"client-go's reflector alone", plain, 0, false, false},
-		{"TrimmedRelists", trimmed, relistPage, true, false},
-		{"TrimmedRelists, a continue token expired", trimmed, relistPage, true, true},
+		{"TrimmedRelists", paged, relistPage, true, false},
+		{"TrimmedRelists, a continue token expired", paged, relistPage, true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,6 +207,124 @@ func TestRelistIsPagedAndTrimmed(t *testing.T) {
 			}
 			if !tc.trimmed && untrimmed != pods {
 				t.Errorf("%d of %d pods came untrimmed; the lister alone does not trim", untrimmed, pods)
+			}
+		})
+	}
+}
+
+// TestRelistKeepsHeldObjects runs a relist, paged or streamed, after the
+// server changed some pods, deleted some and added some. Each pod the
+// cache holds at the resource version the relist returns must stay the
+// very object the cache held, so the relist adds no second copy of it;
+// the rest come trimmed. The lister without the cache, the control case,
+// replaces every pod.
+func TestRelistKeepsHeldObjects(t *testing.T) {
+	const pods, changed, deleted, added = 1200, 100, 100, 50
+	cases := []struct {
+		name    string
+		streams bool
+		held    bool
+	}{
+		{"a paged relist", false, true},
+		{"a streamed relist (WatchList)", true, true},
+		{"a paged relist, the cache not read", false, false},
+	}
+	pod := func(i int, rv string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("p%d", i), Namespace: "default", UID: types.UID(fmt.Sprintf("u%d", i)), ResourceVersion: rv,
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}},
+		}}
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			server := &apiServer133{relist: make(chan struct{}), streams: tc.streams, hold: make(chan struct{})}
+			for i := range pods {
+				server.pods = append(server.pods, pod(i, "5"))
+			}
+			var informer toolscache.SharedIndexInformer
+			if tc.held {
+				informer = newInformer(server, &corev1.Pod{}, 0, toolscache.Indexers{})
+			} else {
+				informer = toolscache.NewSharedIndexInformer(TrimmedRelists(server, cacheTransform, nil), &corev1.Pod{}, 0, toolscache.Indexers{})
+			}
+			// As controller-runtime sets the cache's DefaultTransform.
+			if err := informer.SetTransform(cacheTransform); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go informer.RunWithContext(ctx)
+			if !toolscache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+				t.Fatal("the informer did not sync")
+			}
+			before := map[string]any{}
+			for _, o := range informer.GetStore().List() {
+				before[o.(*corev1.Pod).Name] = o
+			}
+			if len(before) != pods {
+				t.Fatalf("the first list stored %d pods, want %d", len(before), pods)
+			}
+
+			server.mu.Lock()
+			for i := range changed {
+				server.pods[i].ResourceVersion = "11"
+				server.pods[i].Labels = map[string]string{"changed": "yes"}
+			}
+			server.pods = server.pods[:pods-deleted]
+			for i := range added {
+				server.pods = append(server.pods, pod(pods+i, "11"))
+			}
+			server.mu.Unlock()
+			close(server.hold)
+			select {
+			case <-server.relist:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the reflector did not relist after its watch ended")
+			}
+			// The added pods come last in the relist: once the last is
+			// stored, so is every pod before it. Meanwhile every pod held
+			// is read, as the controllers read the cache: under -race, a
+			// transform that writes to what the relist kept is caught.
+			last := fmt.Sprintf("default/p%d", pods+added-1)
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				for _, o := range informer.GetStore().List() {
+					_ = o.(*corev1.Pod).DeepCopy()
+				}
+				if _, ok, _ := informer.GetStore().GetByKey(last); ok && len(informer.GetStore().ListKeys()) == pods-deleted+added {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the store holds %d pods, want %d with %s", len(informer.GetStore().ListKeys()), pods-deleted+added, last)
+				}
+			}
+
+			server.mu.Lock()
+			streamed, relists := server.streamed, slices.ContainsFunc(server.lists, func(o metav1.ListOptions) bool { return o.ResourceVersion != "0" })
+			server.mu.Unlock()
+			if tc.streams && streamed < 2 || !tc.streams && !relists {
+				t.Fatalf("streamed %d lists, relisted %v: not the relist this case is about", streamed, relists)
+			}
+			kept, fresh := 0, 0
+			for _, o := range informer.GetStore().List() {
+				p := o.(*corev1.Pod)
+				if p.ManagedFields != nil {
+					t.Errorf("%s reached the store untrimmed", p.Name)
+				}
+				if before[p.Name] == o {
+					kept++
+				} else {
+					fresh++
+				}
+				if p.ResourceVersion == "11" && before[p.Name] != nil && p.Labels["changed"] != "yes" {
+					t.Errorf("%s: stored at resource version 11 without the change", p.Name)
+				}
+			}
+			unchanged := pods - changed - deleted
+			if tc.held && (kept != unchanged || fresh != changed+added) {
+				t.Errorf("the relist kept %d held pods and stored %d new ones, want %d and %d", kept, fresh, unchanged, changed+added)
+			}
+			if !tc.held && kept != 0 {
+				t.Errorf("without the cache the relist kept %d held pods, want none", kept)
 			}
 		})
 	}

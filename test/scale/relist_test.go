@@ -96,7 +96,8 @@ type relistRun struct {
 // TestRelistMemory measures what a pod informer holds while it lists
 // 10,000 pods again after the API server ends its watch (scale run 9's one
 // moment over 300 MiB), with client-go's own relist and with the
-// controller's (operator.CacheOptions: paged, each page trimmed), three
+// controller's (operator.CacheOptions: paged, each page trimmed, each pod the
+// cache holds at the same resource version kept as it is), three
 // times each, alternating. The informer runs in this process with the
 // controller's cache options and the collector at GOGC=10, so that the
 // peaks follow what is live rather than the collector's pacing. Figures go
@@ -130,7 +131,7 @@ func TestRelistMemory(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	var runs []relistRun
 	for range 3 {
-		for _, mode := range []string{"client-go's relist, whole", "paged and trimmed (operator.CacheOptions)"} {
+		for _, mode := range []string{"client-go's relist, whole", "paged and trimmed, held pods kept (operator.CacheOptions)"} {
 			opts := operator.CacheOptions()
 			if mode[0] == 'c' {
 				opts.NewInformer = nil // controller-runtime's default
