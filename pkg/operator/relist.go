@@ -164,11 +164,7 @@ func keepHeld(held toolscache.KeyGetter, o runtime.Object) runtime.Object {
 	if err != nil || m.GetResourceVersion() == "" {
 		return nil
 	}
-	key, err := toolscache.MetaNamespaceKeyFunc(o)
-	if err != nil {
-		return nil
-	}
-	h, ok, err := held.GetByKey(key)
+	h, ok, err := held.GetByKey(toolscache.MetaObjectToName(m).String())
 	if err != nil || !ok {
 		return nil
 	}
