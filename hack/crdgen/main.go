@@ -36,7 +36,7 @@ import (
 )
 
 // packages maps API package folders to their deepcopy output.
-var packages = []string{"api/v1", "api/aws/v1"}
+var packages = []string{"api/v1", "api/v1alpha1", "api/aws/v1", "api/autoscaling/v1beta1"}
 
 const crdDir = "config/crd"
 
@@ -163,6 +163,8 @@ func patchCRD(path string) error {
 			schema.Properties["status"] = status
 		case "EC2NodeClass":
 			patchKubelet(&spec)
+		case "NodeOverlay":
+			patchRequirementValues(&spec)
 		}
 		schema.Properties["spec"] = spec
 	}
@@ -193,11 +195,8 @@ func patchNodeSpec(spec *apiextensionsv1.JSONSchemaProps, nodePool bool) {
 		item.Properties["effect"] = effect
 		spec.Properties[field] = taints
 	}
+	patchRequirementValues(spec)
 	reqs := spec.Properties["requirements"]
-	values := reqs.Items.Schema.Properties["values"]
-	values.MaxLength = ptr(int64(63))
-	values.Pattern = labelValuePattern
-	reqs.Items.Schema.Properties["values"] = values
 	if nodePool {
 		key := reqs.Items.Schema.Properties["key"]
 		rule := apiextensionsv1.ValidationRule{Rule: `self != "karpenter.sh/nodepool"`, Message: `label "karpenter.sh/nodepool" is restricted`}
@@ -205,6 +204,17 @@ func patchNodeSpec(spec *apiextensionsv1.JSONSchemaProps, nodePool bool) {
 		key.XValidations = append(key.XValidations[:1], append(apiextensionsv1.ValidationRules{rule}, key.XValidations[1:]...)...)
 		reqs.Items.Schema.Properties["key"] = key
 	}
+	spec.Properties["requirements"] = reqs
+}
+
+// patchRequirementValues puts the label-value pattern and length on the
+// requirement values list, where Karpenter's CRDs have them.
+func patchRequirementValues(spec *apiextensionsv1.JSONSchemaProps) {
+	reqs := spec.Properties["requirements"]
+	values := reqs.Items.Schema.Properties["values"]
+	values.MaxLength = ptr(int64(63))
+	values.Pattern = labelValuePattern
+	reqs.Items.Schema.Properties["values"] = values
 	spec.Properties["requirements"] = reqs
 }
 

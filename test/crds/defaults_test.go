@@ -22,6 +22,7 @@ func TestDefaults(t *testing.T) {
 		{"NodePool budgets", baseNodePool, []string{"spec", "disruption", "budgets"}, []any{map[string]any{"nodes": "10%"}}},
 		{"NodePool consolidationPolicy", baseNodePool, []string{"spec", "disruption", "consolidationPolicy"}, "WhenEmptyOrUnderutilized"},
 		{"NodePool consolidateAfter", baseNodePool, []string{"spec", "disruption", "consolidateAfter"}, "0s"},
+		{"CapacityBuffer provisioningStrategy", baseCapacityBuffer, []string{"spec", "provisioningStrategy"}, "buffer.x-k8s.io/active-capacity"},
 		{"NodeClaim expireAfter", baseNodeClaim, []string{"spec", "expireAfter"}, "720h"},
 		{"EC2NodeClass metadataOptions", baseEC2NodeClass, []string{"spec", "metadataOptions"}, map[string]any{
 			"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled", "httpPutResponseHopLimit": int64(1), "httpTokens": "required",
@@ -31,7 +32,7 @@ func TestDefaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := obj(t, tc.base)
 			o.SetName("defaults")
-			res := client.Resource(resourceFor(o.GetKind()))
+			res := resourceFor(client, o.GetKind())
 			created, err := res.Create(ctx, o, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -70,7 +71,7 @@ func TestPartialDefaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := patched(t, tc.base, tc.patch)
 			o.SetName("partial-defaults")
-			res := client.Resource(resourceFor(o.GetKind()))
+			res := resourceFor(client, o.GetKind())
 			created, err := res.Create(ctx, o, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)

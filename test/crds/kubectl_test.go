@@ -60,17 +60,11 @@ func TestSeedManifests(t *testing.T) {
 
 // TestPrinterColumns checks the columns of kubectl get, plain and -o wide.
 func TestPrinterColumns(t *testing.T) {
-	for _, f := range []string{"nodepool.yaml", "nodeclaim.yaml", "ec2nodeclass.yaml"} {
+	for f, body := range map[string]string{
+		"nodepool.yaml": baseNodePool, "nodeclaim.yaml": baseNodeClaim, "ec2nodeclass.yaml": baseEC2NodeClass,
+		"nodeoverlay.yaml": baseNodeOverlay, "capacitybuffer.yaml": strings.Replace(baseCapacityBuffer, "metadata: {", "metadata: {namespace: default, ", 1),
+	} {
 		path := filepath.Join(t.TempDir(), f)
-		var body string
-		switch f {
-		case "nodepool.yaml":
-			body = baseNodePool
-		case "nodeclaim.yaml":
-			body = baseNodeClaim
-		default:
-			body = baseEC2NodeClass
-		}
 		if err := os.WriteFile(path, []byte(strings.Replace(body, "name: base", "name: columns", 1)), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +92,11 @@ func TestPrinterColumns(t *testing.T) {
 			"NAME TYPE CAPACITY ZONE NODE READY AGE IMAGEID ID NODEPOOL NODECLASS DRIFTED",
 			"NAME READY AGE ROLE",
 		}},
-		{[]string{"get", "karpenter"}, []string{"nodepool.karpenter.sh/columns", "nodeclaim.karpenter.sh/columns", "ec2nodeclass.karpenter.k8s.aws/columns"}},
+		{[]string{"get", "nodeoverlays"}, []string{"NAME READY AGE"}},
+		{[]string{"get", "overlays", "-o", "wide"}, []string{"NAME READY AGE WEIGHT"}},
+		{[]string{"get", "capacitybuffers", "-n", "default"}, []string{"NAME STRATEGY PODTEMPLATE REPLICAS CONDITIONSTYPE CONDITIONSSTATUS CONDITIONSREASON AGE"}},
+		{[]string{"get", "cb", "-n", "default"}, []string{"columns buffer.x-k8s.io/active-capacity"}},
+		{[]string{"get", "karpenter"}, []string{"nodepool.karpenter.sh/columns", "nodeclaim.karpenter.sh/columns", "ec2nodeclass.karpenter.k8s.aws/columns", "nodeoverlay.karpenter.sh/columns"}},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

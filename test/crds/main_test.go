@@ -26,6 +26,9 @@ var (
 	nodePools      = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
 	nodeClaims     = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
 	ec2NodeClasses = schema.GroupVersionResource{Group: "karpenter.k8s.aws", Version: "v1", Resource: "ec2nodeclasses"}
+	nodeOverlays   = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1alpha1", Resource: "nodeoverlays"}
+	// capacityBuffers are namespaced; the tests keep them in "default".
+	capacityBuffers = schema.GroupVersionResource{Group: "autoscaling.x-k8s.io", Version: "v1beta1", Resource: "capacitybuffers"}
 )
 
 func dyn(t *testing.T) *dynamic.DynamicClient {
@@ -37,14 +40,20 @@ func dyn(t *testing.T) *dynamic.DynamicClient {
 	return c
 }
 
-func resourceFor(kind string) schema.GroupVersionResource {
+// resourceFor is where objects of kind are created: the cluster scope for
+// all but CapacityBuffer, which lives in the default namespace.
+func resourceFor(client dynamic.Interface, kind string) dynamic.ResourceInterface {
 	switch kind {
 	case "NodePool":
-		return nodePools
+		return client.Resource(nodePools)
 	case "NodeClaim":
-		return nodeClaims
+		return client.Resource(nodeClaims)
+	case "NodeOverlay":
+		return client.Resource(nodeOverlays)
+	case "CapacityBuffer":
+		return client.Resource(capacityBuffers).Namespace("default")
 	default:
-		return ec2NodeClasses
+		return client.Resource(ec2NodeClasses)
 	}
 }
 

@@ -20,9 +20,11 @@ import (
 // words. The figures were computed from Karpenter's files when this test
 // was written; they are facts about that release, not a copy of it.
 var v1141Schemas = map[string]string{
-	"karpenter.k8s.aws_ec2nodeclasses.yaml": "9c9f116a59ccc79764edf6fe90d2627175f5d1d60cfd7d3fa292ec1544ee4b21",
-	"karpenter.sh_nodeclaims.yaml":          "c49e1f679a80011c324a21416fe26fa38025582f3e004c4b596d7d9377392748",
-	"karpenter.sh_nodepools.yaml":           "0d27a5be81ab43341d940e576a786c965470404b7903fbc94b8f0855a82f4976",
+	"autoscaling.x-k8s.io_capacitybuffers.yaml": "e7d1cf1fddaeb3730540591f28a41f2571ae7cceec85f3d3dbabfca3827143b5",
+	"karpenter.sh_nodeoverlays.yaml":            "2134f5512e96b2873cba1c6e74fdee066ea03e17c12b1b7240e45c58d56b290c",
+	"karpenter.k8s.aws_ec2nodeclasses.yaml":     "9c9f116a59ccc79764edf6fe90d2627175f5d1d60cfd7d3fa292ec1544ee4b21",
+	"karpenter.sh_nodeclaims.yaml":              "c49e1f679a80011c324a21416fe26fa38025582f3e004c4b596d7d9377392748",
+	"karpenter.sh_nodepools.yaml":               "0d27a5be81ab43341d940e576a786c965470404b7903fbc94b8f0855a82f4976",
 }
 
 // TestSchemasAreKarpenterV1141s: a cluster that moves between Karpenter

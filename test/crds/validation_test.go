@@ -45,6 +45,24 @@ spec:
   securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
 `
 
+const baseNodeOverlay = `
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: base}
+spec:
+  requirements:
+  - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}
+`
+
+const baseCapacityBuffer = `
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata: {name: base}
+spec:
+  podTemplateRef: {name: buffer-pod}
+  replicas: 2
+`
+
 // req builds a NodePool patch with one requirement.
 func req(r string) string {
 	return "spec: {template: {spec: {requirements: [" + r + "]}}}"
@@ -201,6 +219,31 @@ var validationCases = []validationCase{
 	{name: "placementGroupSelector with name and id", base: baseEC2NodeClass, patch: `spec: {placementGroupSelector: {name: training, id: pg-0123}}`, want: "'name' and 'id' are mutually exclusive"},
 	{name: "unknown instanceStorePolicy", base: baseEC2NodeClass, patch: `spec: {instanceStorePolicy: RAID1}`, want: `Unsupported value: "RAID1": supported values: "RAID0"`},
 	{name: "bad subnet id", base: baseEC2NodeClass, patch: `spec: {subnetSelectorTerms: [{id: vpc-0123}]}`, want: `spec.subnetSelectorTerms[0].id: Invalid value: "vpc-0123"`},
+	// NodeOverlay (karpenter.sh/v1alpha1), as the AWS provider's CRD has it.
+	{name: "overlay with price and priceAdjustment", base: baseNodeOverlay, patch: `spec: {price: "0.5", priceAdjustment: "-10%"}`, want: "cannot set both 'price' and 'priceAdjustment'"},
+	{name: "overlay adding cpu", base: baseNodeOverlay, patch: `spec: {capacity: {cpu: "2"}}`, want: "invalid resource restricted"},
+	{name: "overlay adding pods", base: baseNodeOverlay, patch: `spec: {capacity: {pods: "20"}}`, want: "invalid resource restricted"},
+	{name: "overlay adding an extended resource and hugepages is accepted", base: baseNodeOverlay, patch: `spec: {capacity: {example.com/device: "2", hugepages-2Mi: 1Gi}}`},
+	{name: "overlay cut beyond 100%", base: baseNodeOverlay, patch: `spec: {priceAdjustment: "-150%"}`, want: `spec.priceAdjustment: Invalid value: "-150%"`},
+	{name: "overlay cut of 100% is accepted", base: baseNodeOverlay, patch: `spec: {priceAdjustment: "-100%"}`},
+	{name: "overlay rise in percent is accepted", base: baseNodeOverlay, patch: `spec: {priceAdjustment: "+250%"}`},
+	{name: "overlay adjustment without a sign", base: baseNodeOverlay, patch: `spec: {priceAdjustment: "10%"}`, want: `spec.priceAdjustment: Invalid value: "10%"`},
+	{name: "overlay absolute adjustment is accepted", base: baseNodeOverlay, patch: `spec: {priceAdjustment: "-0.05"}`},
+	{name: "overlay negative price", base: baseNodeOverlay, patch: `spec: {price: "-1"}`, want: `spec.price: Invalid value: "-1"`},
+	{name: "overlay weight zero", base: baseNodeOverlay, patch: `spec: {weight: 0}`, want: "spec.weight in body should be greater than or equal to 1"},
+	{name: "overlay weight above 10000", base: baseNodeOverlay, patch: `spec: {weight: 10001}`, want: "spec.weight in body should be less than or equal to 10000"},
+	{name: "overlay without requirements", base: baseNodeOverlay, patch: `spec: {requirements: null}`, want: "spec.requirements: Required value"},
+	{name: "overlay on a capacity reservation", base: baseNodeOverlay, patch: `spec: {requirements: [{key: karpenter.k8s.aws/capacity-reservation-id, operator: Exists}]}`, want: `label domain "karpenter.k8s.aws" is restricted`},
+	{name: "overlay on a capacity type is accepted", base: baseNodeOverlay, patch: `spec: {requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]}`},
+	{name: "overlay on the hostname", base: baseNodeOverlay, patch: `spec: {requirements: [{key: kubernetes.io/hostname, operator: Exists}]}`, want: `label "kubernetes.io/hostname" is restricted`},
+	{name: "overlay Gte with two values", base: baseNodeOverlay, patch: `spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["2", "4"]}]}`, want: "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value"},
+	// CapacityBuffer (autoscaling.x-k8s.io/v1beta1).
+	{name: "buffer with a template and a scalable", base: baseCapacityBuffer, patch: `spec: {scalableRef: {kind: Deployment, name: web}}`, want: "You must define either PodTemplateRef or ScalableRef, but not both"},
+	{name: "buffer template without replicas or limits", base: baseCapacityBuffer, patch: `spec: {replicas: null}`, want: "If podTemplateRef is set, replicas or limits must also be set"},
+	{name: "buffer template with limits alone is accepted", base: baseCapacityBuffer, patch: `spec: {replicas: null, limits: {cpu: "4"}}`},
+	{name: "buffer negative replicas", base: baseCapacityBuffer, patch: `spec: {replicas: -1}`, want: "spec.replicas in body should be greater than or equal to 0"},
+	{name: "buffer empty template name", base: baseCapacityBuffer, patch: `spec: {podTemplateRef: {name: ""}}`, want: "spec.podTemplateRef.name in body should be at least 1 chars long"},
+	{name: "buffer scalable without a kind", base: baseCapacityBuffer, patch: `spec: {podTemplateRef: null, replicas: null, scalableRef: {name: web}}`, want: "spec.scalableRef.kind: Required value"},
 }
 
 func TestValidation(t *testing.T) {
@@ -214,7 +257,7 @@ func TestValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := patched(t, tc.base, tc.patch)
 			o.SetName(fmt.Sprintf("case-%d", i))
-			res := client.Resource(resourceFor(o.GetKind()))
+			res := resourceFor(client, o.GetKind())
 			t.Cleanup(func() { _ = res.Delete(ctx, o.GetName(), metav1.DeleteOptions{}) })
 			created, err := res.Create(ctx, o, metav1.CreateOptions{FieldValidation: "Strict"})
 			if tc.update != "" {
@@ -309,7 +352,7 @@ func TestStatusValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := obj(t, tc.base)
 			o.SetName(fmt.Sprintf("status-%d", i))
-			res := client.Resource(resourceFor(o.GetKind()))
+			res := resourceFor(client, o.GetKind())
 			t.Cleanup(func() { _ = res.Delete(ctx, o.GetName(), metav1.DeleteOptions{}) })
 			created, err := res.Create(ctx, o, metav1.CreateOptions{})
 			if err != nil {

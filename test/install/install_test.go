@@ -6,14 +6,15 @@ import (
 )
 
 // The rendered manifest, with the guides' values, passes the apiserver's
-// own validation (a server-side dry run), and the chart ships the three
-// CRDs.
+// own validation (a server-side dry run), and the chart ships the five
+// CRDs of Karpenter v1.14.1's chart.
 func TestServerSideDryRun(t *testing.T) {
 	out, err := render(t, "--include-crds", "-f", "testdata/guide001-values.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, crd := range []string{"nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws"} {
+	for _, crd := range []string{"nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws",
+		"nodeoverlays.karpenter.sh", "capacitybuffers.autoscaling.x-k8s.io"} {
 		if !strings.Contains(out, "name: "+crd) {
 			t.Errorf("the chart's crds/ lacks %s", crd)
 		}
