@@ -162,6 +162,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 		audit = []string{"--audit-policy-file=" + auditPolicy, "--audit-log-path=" + c.AuditLog, "--audit-log-format=json"}
 	}
+	const draFeatureGate = "--feature-gates=DynamicResourceAllocation=true"
 	progress("starting kube-apiserver")
 	if err := c.start("kube-apiserver", bins.APIServer, opts.Persistent, append(audit,
 		"--etcd-servers="+etcdURL,
@@ -176,6 +177,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		"--endpoint-reconciler-type=none",
 		"--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000",
 		"--enable-priority-and-fairness=false",
+		// DRA is beta and off in v1.33: without it the API server drops
+		// pods' resourceClaims, and nothing could test that Joiner leaves
+		// pods with claims alone, as Karpenter does.
+		draFeatureGate, "--runtime-config=resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true",
 		"--v=1",
 	)...); err != nil {
 		return nil, err
@@ -213,14 +218,14 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		"--node-monitor-grace-period="+(lease+10*time.Second).String(),
 		// The default 20 QPS takes a minute to create a thousand replicas.
 		"--kube-api-qps=500", "--kube-api-burst=1000",
-		"--v=1",
+		draFeatureGate, "--v=1",
 	); err != nil {
 		return nil, err
 	}
 	if err := c.start("kube-scheduler", bins.Scheduler, opts.Persistent,
 		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(schedPort),
-		"--leader-elect=false", "--kube-api-qps=500", "--kube-api-burst=1000", "--v=1",
+		"--leader-elect=false", "--kube-api-qps=500", "--kube-api-burst=1000", draFeatureGate, "--v=1",
 	); err != nil {
 		return nil, err
 	}

@@ -65,6 +65,25 @@ func IsProvisionable(pod *corev1.Pod) bool {
 	return false
 }
 
+// HasResourceClaims reports a pod that asks for Dynamic Resource
+// Allocation devices: claims of the pod, or of any container. Joiner does
+// not model devices, so it neither launches nodes for such a pod nor counts
+// such a DaemonSet's pods on a new node, as Karpenter with its default
+// IGNORE_DRA_REQUESTS=true does not.
+func HasResourceClaims(pod *corev1.Pod) bool {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return true
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if len(cs[i].Resources.Claims) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // IsCritical reports a pod of the two system priority classes. The drain
 // evicts these last, so that DNS, CNI helpers and the like keep serving the
 // node's other pods until those are gone.

@@ -22,10 +22,15 @@ type daemon struct {
 
 // buildDaemons analyses the DaemonSets once per solve. A DaemonSet whose
 // selector cannot be parsed runs nowhere, as the DaemonSet controller
-// would schedule none of its pods.
+// would schedule none of its pods. One whose pods claim DRA devices is
+// left out, as Karpenter leaves it out: where its devices exist is not
+// modelled, so no room is kept for it.
 func buildDaemons(in []*corev1.Pod) []*daemon {
 	out := make([]*daemon, 0, len(in))
 	for _, d := range in {
+		if pods.HasResourceClaims(d) {
+			continue
+		}
 		sel := requirements.Requirements{}
 		for k, v := range d.Spec.NodeSelector {
 			sel.Add(requirements.In(requirements.NormalizeKey(k), v))

@@ -114,6 +114,7 @@ func groupKey(pod *corev1.Pod) string {
 	} else {
 		k.str("")
 	}
+	k.count(len(pod.Spec.ResourceClaims))
 	return strconv.FormatUint(k.Sum64(), 36)
 }
 
@@ -150,9 +151,18 @@ func (k keyHash) proto(m interface{ Marshal() ([]byte, error) }) {
 	_, _ = k.Write(b)
 }
 
+// ErrResourceClaims is why a pod with DRA resource claims is not planned
+// for. The words are Karpenter's (IGNORE_DRA_REQUESTS=true), so the pod's
+// FailedScheduling event reads the same under either.
+var ErrResourceClaims = errors.New("pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter")
+
 // analyze builds the group of a pod (the first pod of its kind).
 func (s *solver) analyze(pod *corev1.Pod) *podGroup {
 	pg := &podGroup{namespace: pod.Namespace, labels: labels.Set(pod.Labels), requests: resources.PodRequests(pod), tolerations: pod.Spec.Tolerations}
+	if pods.HasResourceClaims(pod) {
+		pg.err = ErrResourceClaims
+		return pg
+	}
 	pg.hostPorts = pods.HostPorts(pod)
 	variants, err := s.constraintLadder(withLabelKeys(pod), pg)
 	if err != nil {

@@ -130,6 +130,12 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 	}
 	for _, u := range plan.Unschedulable {
 		reason := u.Reason
+		if reason == scheduling.ErrResourceClaims.Error() {
+			// Not a failure to fix but a pod left alone, as Karpenter logs it.
+			logger.Info("skipping pod with Dynamic Resource Allocation requirements, not yet supported by Karpenter", "Pod", map[string]string{"namespace": u.Pod.Namespace, "name": u.Pod.Name})
+			p.Recorder.Event(u.Pod, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod, "+reason)
+			continue
+		}
 		if len(problems) > 0 {
 			var parts []string
 			for _, pr := range problems {
