@@ -24,6 +24,11 @@ const (
 	AnnotationNodePoolHashVersion           = Group + "/nodepool-hash-version"
 	AnnotationNodeClaimTerminationTimestamp = Group + "/nodeclaim-termination-timestamp"
 	AnnotationNodeClaimMinValuesRelaxed     = Group + "/nodeclaim-min-values-relaxed"
+	// AnnotationPriceOverlayApplied and AnnotationCapacityOverlayApplied
+	// mark a NodeClaim planned with a NodeOverlay's price or capacity on
+	// some of its instance types.
+	AnnotationPriceOverlayApplied    = Group + "/price-overlay-applied"
+	AnnotationCapacityOverlayApplied = Group + "/capacity-overlay-applied"
 
 	TerminationFinalizer = Group + "/termination"
 

@@ -9,9 +9,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/manifests"
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
+	"github.com/joiner-autoscaler/joiner/pkg/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	"github.com/spf13/cobra"
@@ -32,7 +34,12 @@ priced with the embedded EC2 catalog. Nothing is applied anywhere.
 PersistentVolumeClaims, PersistentVolumes and StorageClasses in the manifests
 pin pods to their volumes' zones and count against attach limits, as in the
 cluster; StatefulSets' volumeClaimTemplates make their claims. A claim or
-StorageClass the manifests do not hold constrains nothing.`,
+StorageClass the manifests do not hold constrains nothing.
+
+NodeOverlays (karpenter.sh/v1alpha1) in the manifests reprice and resize the
+instance types they select, as the controller does with its NodeOverlay
+feature gate on; the output says which apply. -o json gives each
+NodeClaim's price with the overlays and its list price.`,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
@@ -63,7 +70,8 @@ StorageClass the manifests do not hold constrains nothing.`,
 			}
 			snap, problems := objs.Snapshot(its)
 			plan := scheduling.Solve(snap, opts)
-			doc := toDocument(plan, problems)
+			doc := toDocument(plan, problems, its)
+			doc.NodeOverlays = overlayDocs(objs.OverlayVerdicts)
 			if output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -88,16 +96,39 @@ type Document struct {
 	NodeClaims        []NodeClaimDoc `json:"nodeClaims"`
 	UnschedulablePods []PodDoc       `json:"unschedulablePods"`
 	TotalPricePerHour float64        `json:"totalPricePerHour"`
+	// NodeOverlays say which of the manifests' overlays apply, and why
+	// not where one does not.
+	NodeOverlays []OverlayDoc `json:"nodeOverlays,omitempty"`
+}
+
+// OverlayDoc is a NodeOverlay's verdict.
+type OverlayDoc struct {
+	Name    string `json:"name"`
+	Applied bool   `json:"applied"`
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+}
+
+func overlayDocs(verdicts map[string]overlay.Verdict) []OverlayDoc {
+	var out []OverlayDoc
+	for name, v := range verdicts {
+		out = append(out, OverlayDoc{Name: name, Applied: v.Applied, Reason: v.Reason, Message: v.Message})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // NodeClaimDoc is one planned NodeClaim.
 type NodeClaimDoc struct {
-	NodePool     string  `json:"nodePool"`
-	InstanceType string  `json:"instanceType"`
-	CapacityType string  `json:"capacityType"`
-	Zone         string  `json:"zone"`
-	PricePerHour float64 `json:"pricePerHour"`
-	Pods         int     `json:"pods"`
+	NodePool     string `json:"nodePool"`
+	InstanceType string `json:"instanceType"`
+	CapacityType string `json:"capacityType"`
+	Zone         string `json:"zone"`
+	// PricePerHour is what the plan priced the NodeClaim at, NodeOverlays
+	// included; ListPricePerHour is the catalog's price of the offering.
+	PricePerHour     float64 `json:"pricePerHour"`
+	ListPricePerHour float64 `json:"listPricePerHour"`
+	Pods             int     `json:"pods"`
 }
 
 // PodDoc is a pod that cannot be placed.
@@ -106,11 +137,21 @@ type PodDoc struct {
 	Reason string `json:"reason"`
 }
 
-func toDocument(plan *scheduling.Plan, problems []state.NodePoolProblem) Document {
+func toDocument(plan *scheduling.Plan, problems []state.NodePoolProblem, catalog []*cloudprovider.InstanceType) Document {
 	doc := Document{NodeClaims: []NodeClaimDoc{}, UnschedulablePods: []PodDoc{}}
+	listed := map[[3]string]float64{}
+	for _, it := range catalog {
+		for _, o := range it.Offerings {
+			listed[[3]string{it.Name, o.Zone, o.CapacityType}] = o.Price
+		}
+	}
 	for _, nc := range plan.NewNodeClaims {
+		list, ok := listed[[3]string{nc.InstanceType.Name, nc.Offering.Zone, nc.Offering.CapacityType}]
+		if !ok {
+			list = nc.Price()
+		}
 		doc.NodeClaims = append(doc.NodeClaims, NodeClaimDoc{NodePool: nc.NodePool, InstanceType: nc.InstanceType.Name,
-			CapacityType: nc.Offering.CapacityType, Zone: nc.Offering.Zone, PricePerHour: round(nc.Price()), Pods: len(nc.Pods)})
+			CapacityType: nc.Offering.CapacityType, Zone: nc.Offering.Zone, PricePerHour: round(nc.Price()), ListPricePerHour: round(list), Pods: len(nc.Pods)})
 	}
 	var notReady []string
 	for _, p := range problems {
@@ -142,6 +183,13 @@ func printTable(w io.Writer, doc Document, problems []state.NodePoolProblem) {
 	tw.Flush()
 	for _, p := range problems {
 		fmt.Fprintf(w, "\nnodepool %q launches nothing: %s\n", p.NodePool, p.Reason)
+	}
+	for _, o := range doc.NodeOverlays {
+		if o.Applied {
+			fmt.Fprintf(w, "\nnodeoverlay %q applied\n", o.Name)
+		} else {
+			fmt.Fprintf(w, "\nnodeoverlay %q not applied (%s): %s\n", o.Name, o.Reason, o.Message)
+		}
 	}
 	if len(doc.UnschedulablePods) > 0 {
 		fmt.Fprintf(w, "\n%d pod(s) cannot be placed:\n", len(doc.UnschedulablePods))

@@ -38,6 +38,11 @@ type CloudProvider interface {
 	Name() string
 }
 
+// TypeOverlay gives a NodePool's view of instance types under its
+// NodeOverlays: what the providers launch from, so that a launch picks the
+// offering the plan priced. Providers take one as an option; nil is none.
+type TypeOverlay func(nodePool string, types []*InstanceType) []*InstanceType
+
 // LaunchSlack widens the window in which an instance counts as started by
 // a NodeClaim's unrecorded launch attempt (v1.AnnotationLaunchAttempted):
 // the cloud stamps the instance's launch time, the controller the attempt,
@@ -66,6 +71,10 @@ type InstanceType struct {
 	// whose launch states it (AWS, in the user data) fills it, so the node
 	// reserves exactly what planning assumed; nil otherwise.
 	KubeReserved corev1.ResourceList
+	// PriceOverlaid and CapacityOverlaid say a NodeOverlay changed some
+	// offering's price, or the type's capacity: a NodeClaim that may launch
+	// such a type is annotated so, as Karpenter annotates it.
+	PriceOverlaid, CapacityOverlaid bool
 
 	labelReqs     requirements.Requirements
 	labelReqsOnce sync.Once
@@ -76,7 +85,8 @@ type InstanceType struct {
 // (A plain struct copy would carry the original's cache.)
 func (it *InstanceType) Copy() *InstanceType {
 	return &InstanceType{Name: it.Name, Labels: it.Labels, Capacity: it.Capacity, Allocatable: it.Allocatable,
-		Offerings: it.Offerings, AttachLimits: it.AttachLimits, KubeReserved: it.KubeReserved}
+		Offerings: it.Offerings, AttachLimits: it.AttachLimits, KubeReserved: it.KubeReserved,
+		PriceOverlaid: it.PriceOverlaid, CapacityOverlaid: it.CapacityOverlaid}
 }
 
 // LabelRequirements are Labels as single-value requirements, worked out

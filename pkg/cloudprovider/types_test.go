@@ -16,7 +16,8 @@ func TestInstanceTypeCopy(t *testing.T) {
 	it := &InstanceType{Name: "m5.large", Labels: map[string]string{"karpenter.k8s.aws/instance-family": "m5"},
 		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m")},
 		Offerings:    []Offering{{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.096, Available: true}},
-		AttachLimits: map[string]int{"ebs.csi.aws.com": 25}, KubeReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("70m")}}
+		AttachLimits: map[string]int{"ebs.csi.aws.com": 25}, KubeReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("70m")},
+		PriceOverlaid: true, CapacityOverlaid: true}
 	v := reflect.ValueOf(it).Elem()
 	for i := range v.NumField() {
 		if f := v.Type().Field(i); f.IsExported() && v.Field(i).IsZero() {

@@ -14,6 +14,8 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/api/v1alpha1"
+	"github.com/joiner-autoscaler/joiner/pkg/overlay"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +48,11 @@ type Objects struct {
 	// Namespaces give the labels that affinity terms' namespaceSelectors
 	// match.
 	Namespaces []*corev1.Namespace
+	// NodeOverlays reprice and resize the pools' instance types, as the
+	// controller does with the NodeOverlay gate on; Snapshot records how
+	// each fared in OverlayVerdicts.
+	NodeOverlays    []*v1alpha1.NodeOverlay
+	OverlayVerdicts map[string]overlay.Verdict
 }
 
 var (
@@ -54,6 +61,7 @@ var (
 		_ = clientgoscheme.AddToScheme(s)
 		_ = v1.AddToScheme(s)
 		_ = awsv1.AddToScheme(s)
+		_ = v1alpha1.AddToScheme(s)
 		return s
 	}()
 	strict = serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
@@ -98,7 +106,7 @@ func (o *Objects) load(name string, r io.Reader) error {
 		obj, gvk, err := strict.Decode(doc, nil, nil)
 		if err != nil {
 			if runtime.IsNotRegisteredError(err) {
-				return fmt.Errorf("%s, document %d: unknown kind: %v; joiner plan reads NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet, Node, Namespace, PersistentVolumeClaim, PersistentVolume and StorageClass", name, index, err)
+				return fmt.Errorf("%s, document %d: unknown kind: %v; joiner plan reads NodePool, EC2NodeClass, NodeOverlay, Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet, Node, Namespace, PersistentVolumeClaim, PersistentVolume and StorageClass", name, index, err)
 			}
 			return fmt.Errorf("%s, document %d: %w", name, index, err)
 		}
@@ -152,6 +160,8 @@ func (o *Objects) add(obj runtime.Object) error {
 		o.StorageClasses = append(o.StorageClasses, x)
 	case *corev1.Namespace:
 		o.Namespaces = append(o.Namespaces, x)
+	case *v1alpha1.NodeOverlay:
+		o.NodeOverlays = append(o.NodeOverlays, x)
 	default:
 		return fmt.Errorf("kind %T is not used for planning; remove it or plan with the kinds listed in joiner plan --help", obj)
 	}

@@ -2,10 +2,11 @@ package manifests
 
 import (
 	"fmt"
-	"github.com/joiner-autoscaler/joiner/pkg/pods"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/overlay"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	"github.com/joiner-autoscaler/joiner/pkg/volumes"
@@ -33,6 +34,19 @@ func (o *Objects) Snapshot(instanceTypes []*cloudprovider.InstanceType) (schedul
 			problems = append(problems, state.NodePoolProblem{NodePool: np.Name, Reason: fmt.Sprintf("EC2NodeClass %q not found; add it to the manifests or fix spec.template.spec.nodeClassRef.name", ref.Name)})
 		default:
 			snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: np, InstanceTypes: instanceTypes})
+		}
+	}
+	if len(o.NodeOverlays) > 0 {
+		pools := make([]overlay.Pool, len(snap.NodePools))
+		byPool := map[string][]*cloudprovider.InstanceType{}
+		for i, np := range snap.NodePools {
+			pools[i] = overlay.PoolOf(np.NodePool)
+			byPool[np.NodePool.Name] = instanceTypes
+		}
+		var applied []*overlay.Overlay
+		applied, o.OverlayVerdicts = overlay.Evaluate(o.NodeOverlays, pools, byPool)
+		for i := range snap.NodePools {
+			snap.NodePools[i].InstanceTypes = overlay.Apply(pools[i], instanceTypes, applied)
 		}
 	}
 	// Storage the manifests leave out exists in the cluster: it blocks no

@@ -8,8 +8,10 @@ import (
 	"strconv"
 	"time"
 
+	autoscalingv1beta1 "github.com/joiner-autoscaler/joiner/api/autoscaling/v1beta1"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/api/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	disruptionctrl "github.com/joiner-autoscaler/joiner/pkg/controllers/disruption"
 	clustermetrics "github.com/joiner-autoscaler/joiner/pkg/controllers/metrics"
@@ -20,9 +22,11 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/podevents"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeoverlay"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodepool/status"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/events"
+	"github.com/joiner-autoscaler/joiner/pkg/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,6 +55,8 @@ func Scheme() *runtime.Scheme {
 	_ = clientgoscheme.AddToScheme(s)
 	_ = v1.AddToScheme(s)
 	_ = awsv1.AddToScheme(s)
+	_ = v1alpha1.AddToScheme(s)
+	_ = autoscalingv1beta1.AddToScheme(s)
 	return s
 }
 
@@ -108,11 +114,26 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	// One recorder, deduplicating, for every controller.
 	recorder := events.Deduped(mgr.GetEventRecorderFor("karpenter"), clk)
-	provider, err := newCloudProvider(ctx, mgr, cfg, opts, clk, recorder)
+	// With the NodeOverlay gate, every reader of instance types sees them
+	// through the overlays the nodeoverlay controller last evaluated, and
+	// the provider launches from the same view.
+	var overlays *overlay.Store
+	var typeOverlay cloudprovider.TypeOverlay
+	if opts.FeatureGates.NodeOverlay {
+		overlays = &overlay.Store{}
+		typeOverlay = overlays.ApplyToNamed
+	}
+	provider, err := newCloudProvider(ctx, mgr, cfg, opts, clk, recorder, typeOverlay)
 	if err != nil {
 		return err
 	}
 	provider = cloudprovider.Instrumented(provider, clk)
+	if overlays != nil {
+		if err := (&nodeoverlay.Controller{Client: mgr.GetClient(), CloudProvider: provider, Store: overlays, Clock: clk}).Register(mgr); err != nil {
+			return err
+		}
+		provider = overlay.Decorate(provider, overlays)
+	}
 	if err := crmetrics.Registry.Register(&clustermetrics.InstanceTypes{Reader: mgr.GetClient(), Provider: provider}); err != nil {
 		return err
 	}
@@ -198,7 +219,7 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 	}
 	logger.Info("starting joiner", "cloud-provider", opts.CloudProvider, "batch-idle-duration", opts.BatchIdleDuration.String(), "batch-max-duration", opts.BatchMaxDuration.String(),
-		"preference-policy", string(sched.PreferencePolicy), "min-values-policy", string(sched.MinValuesPolicy), "node-repair", opts.FeatureGates.NodeRepair)
+		"preference-policy", string(sched.PreferencePolicy), "min-values-policy", string(sched.MinValuesPolicy), "node-repair", opts.FeatureGates.NodeRepair, "node-overlay", opts.FeatureGates.NodeOverlay)
 	return mgr.Start(ctx)
 }
 

@@ -105,9 +105,6 @@ type FeatureGates struct {
 // unsupported lists why the gates that are on but not implemented cannot be.
 func (fg FeatureGates) unsupported() []string {
 	var out []string
-	if fg.NodeOverlay {
-		out = append(out, "NodeOverlay=true needs the NodeOverlay CRD (karpenter.sh/v1alpha1), which Joiner does not serve, so overlays would be ignored; remove it or set NodeOverlay=false")
-	}
 	if fg.StaticCapacity {
 		out = append(out, "StaticCapacity=true (static NodePools, spec.replicas) is not supported by Joiner yet; remove it or set StaticCapacity=false (NodePools with spec.replicas are then left out of provisioning, and their status says why)")
 	}

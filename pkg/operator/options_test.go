@@ -100,12 +100,15 @@ func TestParse(t *testing.T) {
 				t.Fatalf("%+v", o.FeatureGates)
 			}
 		}},
-		{name: "NodeOverlay is refused", env: map[string]string{"FEATURE_GATES": "NodeOverlay=true"},
-			wantErr: `invalid setting FEATURE_GATES (--feature-gates, from env FEATURE_GATES) "NodeOverlay=true": NodeOverlay=true needs the NodeOverlay CRD (karpenter.sh/v1alpha1), which Joiner does not serve, so overlays would be ignored; remove it or set NodeOverlay=false`},
+		{name: "NodeOverlay is available", env: map[string]string{"FEATURE_GATES": "NodeOverlay=true"}, check: func(t *testing.T, o *Options) {
+			if !o.FeatureGates.NodeOverlay {
+				t.Fatalf("%+v", o.FeatureGates)
+			}
+		}},
 		{name: "StaticCapacity is refused", args: []string{"--feature-gates=SpotToSpotConsolidation=true,StaticCapacity=true"},
 			wantErr: `invalid setting FEATURE_GATES (--feature-gates, from flag --feature-gates) "SpotToSpotConsolidation=true,StaticCapacity=true": StaticCapacity=true (static NodePools, spec.replicas) is not supported by Joiner yet; remove it or set StaticCapacity=false`},
 		{name: "CapacityBuffer is refused", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=true"}, wantErr: `CapacityBuffer=true needs the CapacityBuffer CRD (autoscaling.x-k8s.io/v1beta1), which Joiner does not serve`},
-		{name: "every refused gate is named", env: map[string]string{"FEATURE_GATES": "NodeOverlay=true,StaticCapacity=true"}, wantErr: "set NodeOverlay=false; StaticCapacity=true"},
+		{name: "every refused gate is named", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=true,StaticCapacity=true"}, wantErr: "set StaticCapacity=false (NodePools with spec.replicas are then left out of provisioning, and their status says why); CapacityBuffer=true"},
 		{name: "a gate needs a bool", env: map[string]string{"FEATURE_GATES": "NodeRepair=maybe"}, wantErr: `feature gate "NodeRepair" needs =true or =false`},
 	}
 	for _, tc := range cases {

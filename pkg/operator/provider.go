@@ -49,7 +49,7 @@ type providerClock interface {
 // newCloudProvider is the one place the provider is chosen: it builds the
 // provider and registers the controllers only that provider needs (the
 // EC2NodeClass status controller of each).
-func newCloudProvider(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Options, clk providerClock, recorder record.EventRecorder) (cloudprovider.CloudProvider, error) {
+func newCloudProvider(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Options, clk providerClock, recorder record.EventRecorder, typeOverlay cloudprovider.TypeOverlay) (cloudprovider.CloudProvider, error) {
 	switch opts.CloudProvider {
 	case "kwok":
 		// The provider must read its own writes (a retried Create looks for
@@ -58,18 +58,18 @@ func newCloudProvider(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o
 		if err != nil {
 			return nil, err
 		}
-		provider, err := kwok.New(direct, kwok.Options{Region: opts.KwokRegion, Zones: opts.KwokZones, LaunchDelay: opts.KwokLaunchDelay, Clock: clk, NodeClasses: mgr.GetClient()})
+		provider, err := kwok.New(direct, kwok.Options{Region: opts.KwokRegion, Zones: opts.KwokZones, LaunchDelay: opts.KwokLaunchDelay, Clock: clk, NodeClasses: mgr.GetClient(), Overlay: typeOverlay})
 		if err != nil {
 			return nil, err
 		}
 		return provider, (&nodeclass.KwokController{Client: mgr.GetClient(), Clock: clk}).Register(mgr)
 	case "aws":
-		return newAWS(ctx, mgr, cfg, opts, clk, recorder)
+		return newAWS(ctx, mgr, cfg, opts, clk, recorder, typeOverlay)
 	}
 	return nil, fmt.Errorf("cloud provider %q is not available; use --cloud-provider=kwok or aws", opts.CloudProvider)
 }
 
-func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Options, clk providerClock, recorder record.EventRecorder) (cloudprovider.CloudProvider, error) {
+func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Options, clk providerClock, recorder record.EventRecorder, typeOverlay cloudprovider.TypeOverlay) (cloudprovider.CloudProvider, error) {
 	logger := log.FromContext(ctx)
 	clients, err := awsclient.New(ctx, awsclient.Options{Region: opts.Region})
 	if err != nil {
@@ -119,6 +119,7 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		PlacementGroups:      placementGroups,
 		CapacityReservations: reservationCounter(reservations),
 		Clock:                clk,
+		Overlay:              typeOverlay,
 	})
 	if err != nil {
 		return nil, err

@@ -13,11 +13,13 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/go-logr/logr/funcr"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/api/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/pricing"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -81,8 +83,15 @@ func Run(ctx context.Context, cfg Config) error {
 		UpdateFunc: func(any, any) { poke() },
 		DeleteFunc: func(any) { poke() },
 	}
-	for _, obj := range []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1.NodeClaim{}, &v1.NodePool{}, &appsv1.DaemonSet{}, &corev1.Event{}} {
+	// NodeOverlays are read where the cluster serves them: one without the
+	// CRD has none to apply.
+	watchOverlays := true
+	for _, obj := range []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1.NodeClaim{}, &v1.NodePool{}, &appsv1.DaemonSet{}, &corev1.Event{}, &v1alpha1.NodeOverlay{}} {
 		inf, err := c.GetInformer(ctx, obj)
+		if _, overlays := obj.(*v1alpha1.NodeOverlay); overlays && meta.IsNoMatchError(err) {
+			watchOverlays = false
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", obj, err)
 		}
@@ -109,7 +118,7 @@ func Run(ctx context.Context, cfg Config) error {
 		ticker := cfg.Clock.NewTicker(resync)
 		defer ticker.Stop()
 		for {
-			in, err := read(ctx, c, cfg.Clock.Now())
+			in, err := read(ctx, c, cfg.Clock.Now(), watchOverlays)
 			if err != nil {
 				return
 			}
@@ -147,7 +156,7 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 // read lists everything Build needs from the cache.
-func read(ctx context.Context, c client.Reader, now time.Time) (Input, error) {
+func read(ctx context.Context, c client.Reader, now time.Time, overlays bool) (Input, error) {
 	in := Input{Now: now}
 	var nodes corev1.NodeList
 	var claims v1.NodeClaimList
@@ -161,6 +170,13 @@ func read(ctx context.Context, c client.Reader, now time.Time) (Input, error) {
 		}
 	}
 	in.Nodes, in.NodeClaims, in.Pods, in.NodePools, in.DaemonSets, in.Events = nodes.Items, claims.Items, podList.Items, pools.Items, dss.Items, events.Items
+	if overlays {
+		var list v1alpha1.NodeOverlayList
+		if err := c.List(ctx, &list); err != nil {
+			return in, err
+		}
+		in.NodeOverlays = list.Items
+	}
 	return in, nil
 }
 

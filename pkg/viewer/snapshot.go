@@ -19,6 +19,7 @@ import (
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/api/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -54,7 +55,10 @@ type Input struct {
 	NodePools  []v1.NodePool
 	DaemonSets []appsv1.DaemonSet
 	Events     []corev1.Event
-	Now        time.Time
+	// NodeOverlays, when the cluster serves them; those the controller
+	// applied reprice the nodes and the bound.
+	NodeOverlays []v1alpha1.NodeOverlay
+	Now          time.Time
 }
 
 // States of a node line.
@@ -224,6 +228,7 @@ func Build(in Input, opts Options, prices *Prices, bound Bounder) Snapshot {
 	// A NodeClaim not yet launched has no provider ID: it is priced by the
 	// cloud the other lines come from.
 	defaultCloud := majorityCloud(s.Nodes)
+	ovl := appliedOverlays(in)
 	clouds := map[string]string{}
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
@@ -246,6 +251,7 @@ func Build(in Input, opts Options, prices *Prices, bound Bounder) Snapshot {
 		}
 		n.Price, n.Priced = prices.Price(Machine{Cloud: n.Cloud, Region: n.Region, Zone: n.Zone, InstanceType: n.InstanceType, CapacityType: n.CapacityType})
 		if n.Priced {
+			n.Price = ovl.price(n, n.Price)
 			s.PricePerHour += n.Price
 		} else {
 			s.Unpriced++
@@ -257,6 +263,9 @@ func Build(in Input, opts Options, prices *Prices, bound Bounder) Snapshot {
 	sortNodes(s.Nodes, opts.Sort)
 	for _, cloud := range slices.Sorted(maps.Keys(clouds)) {
 		s.PriceNotes = append(s.PriceNotes, prices.Note(cloud, clouds[cloud]))
+	}
+	if note := ovl.note(); note != "" && len(clouds) > 0 {
+		s.PriceNotes = append(s.PriceNotes, note)
 	}
 
 	for _, r := range opts.Resources {
@@ -273,7 +282,7 @@ func Build(in Input, opts Options, prices *Prices, bound Bounder) Snapshot {
 	}
 
 	if !opts.DisablePricing && prices != nil {
-		s.computeBound(in, podsByNode, prices, bound, defaultCloud)
+		s.computeBound(in, podsByNode, prices, bound, defaultCloud, ovl)
 	}
 	return s
 }
@@ -282,7 +291,7 @@ func Build(in Input, opts Options, prices *Prices, bound Bounder) Snapshot {
 // which the bound adds per node from the DaemonSets) at the LP lower bound
 // over the NodePools, with the catalog's instance types priced as the nodes
 // are.
-func (s *Snapshot) computeBound(in Input, podsByNode map[string][]*corev1.Pod, prices *Prices, bound Bounder, cloud string) {
+func (s *Snapshot) computeBound(in Input, podsByNode map[string][]*corev1.Pod, prices *Prices, bound Bounder, cloud string, ovl overlays) {
 	if bound == nil {
 		bound = scheduling.LowerBound
 	}
@@ -316,7 +325,7 @@ func (s *Snapshot) computeBound(in Input, podsByNode map[string][]*corev1.Pod, p
 	for i := range in.NodePools {
 		np := &in.NodePools[i]
 		if np.DeletionTimestamp == nil {
-			snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: np, InstanceTypes: its})
+			snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: np, InstanceTypes: ovl.types(np, its)})
 		}
 	}
 	for i := range in.DaemonSets {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/api/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/internal/localcluster"
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
 	appsv1 "k8s.io/api/apps/v1"
@@ -213,6 +214,7 @@ func ResetCluster(t testing.TB) {
 	_ = Kube.DeleteAllOf(ctx, &appsv1.DaemonSet{}, client.InNamespace("default"))
 	_ = Kube.DeleteAllOf(ctx, &policyv1.PodDisruptionBudget{}, client.InNamespace("default"))
 	_ = Kube.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
+	_ = Kube.DeleteAllOf(ctx, &v1alpha1.NodeOverlay{})
 	var pools v1.NodePoolList
 	_ = Kube.List(ctx, &pools)
 	for i := range pools.Items {

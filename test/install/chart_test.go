@@ -228,7 +228,7 @@ func TestRefusedValues(t *testing.T) {
 		{"pre-v1 default instance profile", "settings.aws.defaultInstanceProfile=KarpenterNodeInstanceProfile", []string{"settings.aws.defaultInstanceProfile", "spec.role or spec.instanceProfile"}},
 		{"pre-v0.19 top-level clusterName", "clusterName=demo", []string{"clusterName", "settings.clusterName"}},
 		{"an unknown setting", "settings.clusterNmae=demo", []string{"settings.clusterNmae", "remove it"}},
-		{"an unimplemented gate", "settings.featureGates.nodeOverlay=true", []string{"settings.featureGates.nodeOverlay", "set it to false"}},
+		{"an unimplemented gate", "settings.featureGates.staticCapacity=true", []string{"settings.featureGates.staticCapacity", "set it to false"}},
 		{"a gate neither has", "settings.featureGates.fastLaunch=true", []string{"settings.featureGates.fastLaunch", "remove it"}},
 		{"the pre-v1 drift gate", "settings.featureGates.driftEnabled=true", []string{"settings.featureGates.driftEnabled", "drift is always on"}},
 		{"the AWS CEL gate on", "settings.awsFeatureGates.nodeClassCEL=true", []string{"settings.awsFeatureGates.nodeClassCEL", "set false"}},
@@ -250,6 +250,31 @@ func TestRefusedValues(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q lacks %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// A gated feature's RBAC comes with its gate alone, so a cluster that
+// leaves it off grants nothing for it.
+func TestGatedRBAC(t *testing.T) {
+	cases := []struct {
+		name     string
+		args     []string
+		resource string
+		want     bool
+	}{
+		{"NodeOverlays with the gate", []string{"--set", "settings.featureGates.nodeOverlay=true"}, "nodeoverlays/status", true},
+		{"NodeOverlays without it", nil, "nodeoverlays", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := render(t, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(out, "resources: ["+tc.resource+"]"); got != tc.want {
+				t.Errorf("the ClusterRole grants %s: %v, want %v", tc.resource, got, tc.want)
 			}
 		})
 	}

@@ -57,9 +57,6 @@ dropped silently.
 {{- end }}
 {{- end }}
 {{- with $s.featureGates }}
-{{- if .nodeOverlay }}
-{{- fail "settings.featureGates.nodeOverlay=true needs the NodeOverlay CRD (karpenter.sh/v1alpha1), which Joiner does not serve; set it to false" }}
-{{- end }}
 {{- if .staticCapacity }}
 {{- fail "settings.featureGates.staticCapacity=true (static NodePools, spec.replicas) is not supported by Joiner yet; set it to false" }}
 {{- end }}

@@ -129,6 +129,10 @@ type Options struct {
 	// interval (30s), the periodic drift checks read what its List
 	// described. Default 1m.
 	DriftMaxAge time.Duration
+	// Overlay, when set, reprices and resizes the types a NodePool launches
+	// (NodeOverlays), so the fleet prefers what the plan priced lowest and
+	// the NodeClaim reports the overlaid capacity.
+	Overlay cloudprovider.TypeOverlay
 }
 
 // CloudProvider launches EC2 instances.
@@ -359,6 +363,9 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	all, err := c.typesOf(ctx, nc)
 	if err != nil {
 		return nil, err
+	}
+	if c.opts.Overlay != nil {
+		all = c.opts.Overlay(nodeClaim.Labels[v1.LabelNodePool], all)
 	}
 	var its []*cloudprovider.InstanceType
 	for _, it := range all {
@@ -606,6 +613,7 @@ func (c *CloudProvider) launchRequest(ctx context.Context, nc *awsv1.EC2NodeClas
 	}
 	req := instance.Request{CapacityType: capacityType, Tags: c.launchTags(nc, nodeClaim), Token: string(nodeClaim.UID), Context: aws.ToString(nc.Spec.Context)}
 	for _, cd := range cands {
+		req.Prioritized = req.Prioritized || cd.it.PriceOverlaid
 		if s := aws.ToString(subnets[cd.o.Zone].SubnetId); s != "" {
 			req.Overrides = append(req.Overrides, instance.Override{LaunchTemplate: templates[cd.it.Name], InstanceType: cd.it.Name,
 				SubnetID: s, Zone: cd.o.Zone, Price: cd.o.Price})

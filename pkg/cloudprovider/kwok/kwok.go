@@ -67,6 +67,10 @@ type Options struct {
 	// Clock times LaunchDelay; tests inject a fake one so that a boot delay
 	// costs no wall time. Default clock.RealClock{}.
 	Clock clock.Clock
+	// Overlay, when set, reprices and resizes the types a NodePool launches
+	// (NodeOverlays): Create picks the cheapest offering at the overlaid
+	// price, and the Node reports the overlaid capacity.
+	Overlay cloudprovider.TypeOverlay
 }
 
 // Unavailable matches offerings that have no capacity. An empty field matches
@@ -268,7 +272,7 @@ func (c *CloudProvider) choose(nodeClaim *v1.NodeClaim) (*cloudprovider.Instance
 		bestOffer  cloudprovider.Offering
 		compatible int
 	)
-	for _, it := range c.types {
+	for _, it := range c.overlaid(nodeClaim.Labels[v1.LabelNodePool], c.types) {
 		if !it.Admits(reqs) || !resources.FromResourceList(requests).Fits(resources.FromResourceList(it.Allocatable)) {
 			continue
 		}
@@ -294,6 +298,23 @@ func (c *CloudProvider) choose(nodeClaim *v1.NodeClaim) (*cloudprovider.Instance
 	return nil, cloudprovider.Offering{}, &cloudprovider.InsufficientCapacityError{
 		Err: fmt.Errorf("nodeclaim %s: every offering of the %d instance types satisfying %s is unavailable", nodeClaim.Name, compatible, asked),
 	}
+}
+
+// overlaid is the pool's view of types under the NodeOverlays.
+func (c *CloudProvider) overlaid(pool string, types []*cloudprovider.InstanceType) []*cloudprovider.InstanceType {
+	if c.opts.Overlay == nil {
+		return types
+	}
+	return c.opts.Overlay(pool, types)
+}
+
+// typeOf is the instance type of a kwok Node, overlaid for its pool.
+func (c *CloudProvider) typeOf(node *corev1.Node) (*cloudprovider.InstanceType, bool) {
+	it, ok := c.byName[node.Labels[corev1.LabelInstanceTypeStable]]
+	if !ok {
+		return nil, false
+	}
+	return c.overlaid(node.Labels[v1.LabelNodePool], []*cloudprovider.InstanceType{it})[0], true
 }
 
 func cheaper(name string, o cloudprovider.Offering, bestName string, best cloudprovider.Offering) bool {
@@ -376,7 +397,7 @@ func (c *CloudProvider) nodeStatus(it *cloudprovider.InstanceType, labels map[st
 // kwok's defaults of 1k CPUs and 1Ti — and the status subresource is the only
 // way to write status once a Node exists.
 func (c *CloudProvider) ensureStatus(ctx context.Context, node *corev1.Node) error {
-	it, ok := c.byName[node.Labels[corev1.LabelInstanceTypeStable]]
+	it, ok := c.typeOf(node)
 	if !ok {
 		return nil
 	}
@@ -436,7 +457,7 @@ func (c *CloudProvider) nodeClaimFor(node *corev1.Node) *v1.NodeClaim {
 		labels[k] = v
 	}
 	capacity, allocatable := node.Status.Capacity.DeepCopy(), node.Status.Allocatable.DeepCopy()
-	if it, ok := c.byName[node.Labels[corev1.LabelInstanceTypeStable]]; ok {
+	if it, ok := c.typeOf(node); ok {
 		capacity, allocatable = it.Capacity.DeepCopy(), it.Allocatable.DeepCopy()
 	}
 	return &v1.NodeClaim{

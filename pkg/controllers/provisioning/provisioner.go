@@ -2,8 +2,8 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +12,8 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
+	"github.com/joiner-autoscaler/joiner/pkg/overlay"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
@@ -108,6 +110,11 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 		return nil
 	}
 	for _, pr := range problems {
+		var awaiting *overlay.AwaitingEvaluationError
+		if errors.As(pr.Err, &awaiting) {
+			logger.V(1).Info("skipping, awaiting nodeoverlay evaluation", "NodePool", map[string]string{"name": pr.NodePool})
+			continue
+		}
 		if pr.Err != nil {
 			logger.Error(pr.Err, "skipping nodepool, unable to resolve instance types", "NodePool", map[string]string{"name": pr.NodePool})
 			continue
@@ -258,6 +265,14 @@ func NewNodeClaim(np *v1.NodePool, planned *scheduling.NewNodeClaim, scheme *run
 	annotations[v1.AnnotationNodePoolHashVersion] = v1.NodePoolHashVersion
 	// Karpenter stamps every NodeClaim it plans, relaxed or not.
 	annotations[v1.AnnotationNodeClaimMinValuesRelaxed] = strconv.FormatBool(planned.MinValuesRelaxed)
+	for _, it := range planned.InstanceTypes {
+		if it.PriceOverlaid {
+			annotations[v1.AnnotationPriceOverlayApplied] = "true"
+		}
+		if it.CapacityOverlaid {
+			annotations[v1.AnnotationCapacityOverlayApplied] = "true"
+		}
+	}
 	nc := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: np.Name + "-", Labels: labels, Annotations: annotations},
 		Spec: v1.NodeClaimSpec{

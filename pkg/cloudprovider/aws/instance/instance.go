@@ -80,6 +80,11 @@ type Request struct {
 	// Context is the class's spec.context, CreateFleet's reserved Context
 	// field; empty for none.
 	Context string
+	// Prioritized says the prices are NodeOverlays', which EC2 does not
+	// know: the fleet follows the overrides' order (prioritized on-demand,
+	// capacity-optimized-prioritized spot), as Karpenter's does, instead of
+	// EC2's own list prices.
+	Prioritized bool
 }
 
 // Instance is what Joiner needs to know of an EC2 instance.
@@ -280,7 +285,7 @@ func trimOverrides(capacityType string, in []Override) []Override {
 // batchKey is equal for requests one fleet call can serve.
 func batchKey(r Request) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n", r.CapacityType, r.Context)
+	fmt.Fprintf(h, "%s\n%s\n%t\n", r.CapacityType, r.Context, r.Prioritized)
 	for _, o := range r.Overrides {
 		fmt.Fprintf(h, "%s|%s|%s|%s\n", o.LaunchTemplate, o.InstanceType, o.SubnetID, o.Zone)
 	}
@@ -359,9 +364,14 @@ func fleetInput(reqs []Request) *ec2.CreateFleetInput {
 	if first.Context != "" {
 		in.Context = aws.String(first.Context)
 	}
-	if first.CapacityType == CapacityTypeSpot {
+	switch {
+	case first.CapacityType == CapacityTypeSpot && first.Prioritized:
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
+	case first.CapacityType == CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case first.Prioritized:
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized}
+	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	return in
@@ -488,7 +498,7 @@ func launchConfigs(r Request) []ec2types.FleetLaunchTemplateConfigRequest {
 			SubnetId:         aws.String(o.SubnetID),
 			AvailabilityZone: aws.String(o.Zone),
 		}
-		if r.CapacityType != CapacityTypeSpot {
+		if r.CapacityType != CapacityTypeSpot || r.Prioritized {
 			ov.Priority = aws.Float64(float64(i))
 		}
 		byTemplate[o.LaunchTemplate] = append(byTemplate[o.LaunchTemplate], ov)
