@@ -156,6 +156,12 @@ var (
 		Help:    "Requests in each batch, by batcher.",
 		Buckets: []float64{1, 2, 4, 5, 10, 20, 40, 50, 100, 200, 400, 500, 1000},
 	}, []string{"batcher"})
+	// EC2NodeClassUserDataBytes is the size of the user data of the class's
+	// newest launch template, which EC2 caps at 16 KiB.
+	EC2NodeClassUserDataBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "ec2nodeclasses", Name: "userdata_bytes",
+		Help: "Bytes of user data (decoded) in the EC2NodeClass's latest launch template; EC2 refuses more than 16384.",
+	}, []string{"nodeclass"})
 )
 
 // summaryObjectives are the quantiles Karpenter's summaries publish, with
@@ -168,5 +174,6 @@ func init() {
 		InterruptionReceived, InterruptionDeleted, InterruptionQueueDuration, InstanceStatusUnhealthy,
 		NodesCreated, NodesTerminated, NodesTerminationDuration, PodsStartupDuration,
 		DisruptionDecisions, DisruptionEligibleNodes, AllocationScheduling, AllocationBinpacking, AllocationBind,
-		CloudProviderDuration, CloudProviderErrors, InstanceLaunchFailures, InstanceTerminationFailures, BatchTime, BatchSize)
+		CloudProviderDuration, CloudProviderErrors, InstanceLaunchFailures, InstanceTerminationFailures, BatchTime, BatchSize,
+		EC2NodeClassUserDataBytes)
 }

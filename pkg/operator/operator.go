@@ -211,7 +211,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if !opts.DisableClusterStateObservability {
-		if err := crmetrics.Registry.Register(&clustermetrics.State{Reader: mgr.GetClient(), Cluster: cluster}); err != nil {
+		if err := crmetrics.Registry.Register(&clustermetrics.State{Reader: mgr.GetClient(), Cluster: cluster, Provider: provider}); err != nil {
 			return err
 		}
 		if err := mgr.Add(&clustermetrics.Pods{Cache: mgr.GetCache(), Reader: mgr.GetClient(), Clock: clk}); err != nil {

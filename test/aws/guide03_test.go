@@ -125,7 +125,8 @@ func TestGuide03UpAndDown(t *testing.T) {
 	families := checkDashboardMetrics(t, port)
 	for _, name := range []string{"karpenter_cloudprovider_duration_seconds", "karpenter_cloudprovider_instance_type_cpu_cores", "karpenter_cloudprovider_instance_type_memory_bytes",
 		"karpenter_cloudprovider_instance_type_offering_available", "karpenter_cloudprovider_instance_type_offering_price_estimate",
-		"karpenter_cloudprovider_batcher_batch_time_seconds", "karpenter_cloudprovider_batcher_batch_size"} {
+		"karpenter_cloudprovider_batcher_batch_time_seconds", "karpenter_cloudprovider_batcher_batch_size",
+		"karpenter_nodepools_cost_total", "karpenter_ec2nodeclasses_userdata_bytes"} {
 		if f := families[name]; f == nil || len(f.Metric) == 0 {
 			t.Errorf("/metrics does not serve %s", name)
 		}
@@ -142,6 +143,9 @@ func TestGuide03UpAndDown(t *testing.T) {
 		{"karpenter_nodes_allocatable", map[string]string{"nodepool": "default", "resource_type": "cpu", "node_name": second.Status.NodeName,
 			"instance_type": second.Labels[corev1.LabelInstanceTypeStable], "capacity_type": "on-demand"}, 1},
 		{"karpenter_nodepools_limit", map[string]string{"nodepool": "default", "resource_type": "cpu"}, 1000},
+		// The c6a.large left after the scale-down, at the Price List's price.
+		{"karpenter_nodepools_cost_total", map[string]string{"nodepool": "default"}, 0.0765},
+		{"karpenter_ec2nodeclasses_userdata_bytes", map[string]string{"nodeclass": "default"}, 100},
 		{"karpenter_pods_state", map[string]string{"node": second.Status.NodeName, "phase": "Running", "nodepool": "default"}, 1},
 	} {
 		if got := sumOf(families[want.family], want.labels); got < want.min {

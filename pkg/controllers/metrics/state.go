@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -61,14 +62,19 @@ var (
 		"Capacity of the NodePool's nodes, by NodePool and resource type.", "nodepool", "resource_type")
 	nodePoolsLimit = newFamily("karpenter_nodepools_limit",
 		"The NodePool's spec.limits, by NodePool and resource type.", "nodepool", "resource_type")
+	nodePoolsCost = newFamily("karpenter_nodepools_cost_total",
+		"What the NodePool's launched NodeClaims cost an hour at the prices Joiner plans with (NodeOverlays included), in $/h; an estimate, not a bill.", "nodepool")
 )
 
 // State is the scrape-time collector of the cluster-state gauges.
 type State struct {
 	// Reader is the manager's cached client.
 	Reader client.Reader
-	// Cluster reads the cache's nodes and pods in place.
+	// Cluster reads the cache's nodes, pods and NodeClaims in place.
 	Cluster *state.Cluster
+	// Provider prices the NodeClaims for the cost gauge, as planning
+	// prices them (overlaid); nil leaves the gauge out.
+	Provider cloudprovider.CloudProvider
 	// Timeout bounds one scrape's reads; a cache that has not synced yet
 	// makes the scrape skip these series rather than hang.
 	Timeout time.Duration
@@ -76,7 +82,7 @@ type State struct {
 
 // Describe implements prometheus.Collector.
 func (s *State) Describe(ch chan<- *prometheus.Desc) {
-	for _, f := range []*family{nodesAllocatable, nodesPodRequests, nodesDaemonRequests, podsState, nodePoolsUsage, nodePoolsLimit} {
+	for _, f := range []*family{nodesAllocatable, nodesPodRequests, nodesDaemonRequests, podsState, nodePoolsUsage, nodePoolsLimit, nodePoolsCost} {
 		ch <- f.desc
 	}
 }
@@ -145,6 +151,47 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 		for r, q := range p.Spec.Limits {
 			ch <- nodePoolsLimit.series(lp, q.AsApproximateFloat64(), p.Name, resourceType(r))
 		}
+	}
+	s.collectCost(ctx, ch, lp, pools.Items)
+}
+
+// collectCost sums each NodePool's launched NodeClaims at their offerings'
+// prices. A NodeClaim being deleted still counts: its instance is billed
+// until it is gone. One whose offering the pool no longer lists (a type
+// dropped from its requirements) counts nothing, as it cannot be priced.
+func (s *State) collectCost(ctx context.Context, ch chan<- prometheus.Metric, lp pairs, pools []v1.NodePool) {
+	if s.Provider == nil {
+		return
+	}
+	claims, err := s.Cluster.NodeClaims(ctx)
+	if err != nil {
+		return
+	}
+	byPool := map[string][]*v1.NodeClaim{}
+	for _, nc := range claims {
+		if pool := nc.Labels[v1.LabelNodePool]; pool != "" && nc.Labels[corev1.LabelInstanceTypeStable] != "" {
+			byPool[pool] = append(byPool[pool], nc)
+		}
+	}
+	for i := range pools {
+		np := &pools[i]
+		total := 0.0
+		if len(byPool[np.Name]) > 0 {
+			its, err := s.Provider.InstanceTypes(ctx, np)
+			if err != nil {
+				continue
+			}
+			prices := map[[3]string]float64{}
+			for _, it := range its {
+				for _, o := range it.Offerings {
+					prices[[3]string{it.Name, o.Zone, o.CapacityType}] = o.Price
+				}
+			}
+			for _, nc := range byPool[np.Name] {
+				total += prices[[3]string{nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone], nc.Labels[v1.LabelCapacityType]}]
+			}
+		}
+		ch <- nodePoolsCost.series(lp, total, np.Name)
 	}
 }
 

@@ -18,11 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/api/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	clustermetrics "github.com/joiner-autoscaler/joiner/pkg/controllers/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
+	"github.com/joiner-autoscaler/joiner/pkg/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
@@ -253,3 +255,63 @@ func TestInstanceTypeGauges(t *testing.T) {
 		}
 	}
 }
+
+// pricedProvider lists fixed instance types for every pool.
+type pricedProvider struct {
+	cloudprovider.CloudProvider
+	types []*cloudprovider.InstanceType
+}
+
+func (p *pricedProvider) InstanceTypes(context.Context, *v1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	return p.types, nil
+}
+
+// karpenter_nodepools_cost_total (Karpenter v1.14.1's name) sums a pool's
+// launched NodeClaims at the prices planning uses, NodeOverlays included;
+// a pool without NodeClaims reports 0, and a NodeClaim not yet launched
+// counts nothing.
+func TestNodePoolCost(t *testing.T) {
+	claim := func(name, pool, typ, zone, ct string) *v1.NodeClaim {
+		labels := map[string]string{v1.LabelNodePool: pool}
+		if typ != "" {
+			labels[corev1.LabelInstanceTypeStable], labels[corev1.LabelTopologyZone], labels[v1.LabelCapacityType] = typ, zone, ct
+		}
+		return &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	types := []*cloudprovider.InstanceType{{Name: "m5.large", Labels: map[string]string{"karpenter.k8s.aws/instance-family": "m5"}, Offerings: []cloudprovider.Offering{
+		{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.096, Available: true},
+		{Zone: "us-east-1a", CapacityType: "spot", Price: 0.04, Available: true},
+	}}}
+	half := &v1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: "half"}, Spec: v1alpha1.NodeOverlaySpec{PriceAdjustment: ptr("-50%"),
+		Requirements: []v1alpha1.NodeSelectorRequirement{{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}}}}}
+	kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(
+		&v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "idle"}},
+		claim("a", "default", "m5.large", "us-east-1a", "on-demand"), claim("b", "default", "m5.large", "us-east-1a", "on-demand"),
+		claim("c", "default", "m5.large", "us-east-1a", "spot"), claim("launching", "default", "", "", ""),
+	).Build()
+	pools := []overlay.Pool{{Name: "default"}, {Name: "idle"}}
+	withOverlay := &overlay.Store{}
+	applied, _ := overlay.Evaluate([]*v1alpha1.NodeOverlay{half}, pools, map[string][]*cloudprovider.InstanceType{"default": types, "idle": types})
+	withOverlay.Set(applied, pools)
+	cases := []struct {
+		name     string
+		provider cloudprovider.CloudProvider
+		want     float64
+	}{
+		{"list prices", &pricedProvider{types: types}, 0.096*2 + 0.04},
+		{"on-demand at half price", overlay.Decorate(&pricedProvider{types: types}, withOverlay), 0.048*2 + 0.04},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := series(t, &clustermetrics.State{Reader: kube, Cluster: &state.Cluster{Client: kube}, Provider: tc.provider})
+			if v := got["karpenter_nodepools_cost_total{nodepool=default}"]; v < tc.want-1e-9 || v > tc.want+1e-9 {
+				t.Errorf("default costs $%v, want $%v", v, tc.want)
+			}
+			if v, ok := got["karpenter_nodepools_cost_total{nodepool=idle}"]; !ok || v != 0 {
+				t.Errorf("idle costs $%v (reported %v), want $0", v, ok)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -8,6 +8,7 @@ package launchtemplate
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -29,6 +30,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 )
 
 const (
@@ -158,6 +160,7 @@ func (p *Provider) Ensure(ctx context.Context, in Input) (LaunchTemplate, error)
 		if err != nil {
 			return LaunchTemplate{}, err
 		}
+		recordUserData(ctx, in)
 		p.mu.Lock()
 		p.known[name] = known{lt: lt, class: in.NodeClassName, expires: p.clock.Now().Add(p.ttl)}
 		p.mu.Unlock()
@@ -315,7 +318,31 @@ func (p *Provider) DeleteForNodeClass(ctx context.Context, nodeClassName string)
 		}
 	}
 	p.mu.Unlock()
+	if len(errs) == 0 {
+		metrics.EC2NodeClassUserDataBytes.DeleteLabelValues(nodeClassName)
+	}
 	return errors.Join(errs...)
+}
+
+// userDataLimit is EC2's cap on user data; userDataWarn is 90% of it.
+const (
+	userDataLimit = 16384
+	userDataWarn  = userDataLimit * 9 / 10
+)
+
+// recordUserData sets the class's user data size, as Karpenter's gauge
+// karpenter_ec2nodeclasses_userdata_bytes, and warns near EC2's cap: a
+// user's spec.userData that grows past it fails every launch.
+func recordUserData(ctx context.Context, in Input) {
+	n := base64.StdEncoding.DecodedLen(len(in.UserData))
+	if raw, err := base64.StdEncoding.DecodeString(in.UserData); err == nil {
+		n = len(raw)
+	}
+	metrics.EC2NodeClassUserDataBytes.WithLabelValues(in.NodeClassName).Set(float64(n))
+	if n >= userDataWarn {
+		log.FromContext(ctx).Info("rendered user data is approaching the EC2 user data size limit",
+			"EC2NodeClass", map[string]string{"name": in.NodeClassName}, "userdata-bytes", n, "warn-threshold", userDataWarn, "limit", userDataLimit)
+	}
 }
 
 func (p *Provider) validate(in Input) error {
