@@ -131,7 +131,12 @@ func (e *iamEnforcer) observe(c *call, a *answer) {
 func (e *iamEnforcer) authorize(ctx context.Context, c *call, r *http.Request) *awsError {
 	key := accessKeyOf(r)
 	if key == "" && c.Service == "sts" && c.Action == "AssumeRoleWithWebIdentity" {
-		return nil // unsigned: authorized by the role's trust policy
+		// Unsigned: the role's trust policy decides.
+		if why := e.s.trustsWebIdentity(ctx, c.Form.Get("RoleArn"), c.Form.Get("WebIdentityToken")); why != "" {
+			e.s.log.Info("web identity refused", "role", c.Form.Get("RoleArn"), "reason", why)
+			return &awsError{http.StatusForbidden, "AccessDenied", "Not authorized to perform sts:AssumeRoleWithWebIdentity: " + why, true}
+		}
+		return nil
 	}
 	if key == e.admin.AccessKeyID {
 		return nil
@@ -363,6 +368,14 @@ func (e *iamEnforcer) checks(ctx context.Context, c *call, r *http.Request) ([]a
 	case "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:DeleteMessageBatch", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:SendMessage":
 		u := jsonString(c.JSON, "QueueUrl")
 		return []authCheck{{Action: action, Resource: queueARN(c.Region, u[strings.LastIndex(u, "/")+1:])}}, nil
+	case "arc-zonal-shift:GetManagedResource", "arc-zonal-shift:StartZonalShift":
+		// ARC authorizes on the resource's identifier, a condition key, as
+		// the guides' policy scopes it to the cluster's ARN.
+		id := lastSegment(r.URL.EscapedPath())
+		if c.Action == "StartZonalShift" {
+			id = jsonString(c.JSON, "resourceIdentifier")
+		}
+		return []authCheck{{Action: action, Resource: "*", Context: map[string][]string{"arc-zonal-shift:ResourceIdentifier": {id}}}}, nil
 	case "eks:DescribeCluster":
 		name := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
 		return []authCheck{{Action: action, Resource: fmt.Sprintf("arn:aws:eks:%s:%s:cluster/%s", c.Region, accountID, name)}}, nil

@@ -92,7 +92,8 @@ func identify(r *http.Request, body []byte) *call {
 		return c
 	}
 	c.Protocol = protoREST
-	c.Action = restAction(c.Service, r.Method, r.URL.Path)
+	c.Action = restAction(c.Service, r.Method, r.URL.EscapedPath())
+	_ = json.Unmarshal(body, &c.JSON)
 	return c
 }
 
@@ -102,6 +103,14 @@ func restAction(service, method, path string) string {
 	if service == "eks" {
 		parts := strings.Split(strings.Trim(path, "/"), "/")
 		switch {
+		case len(parts) == 3 && parts[0] == "clusters" && parts[2] == "pod-identity-associations" && method == http.MethodPost:
+			return "CreatePodIdentityAssociation"
+		case len(parts) == 3 && parts[0] == "clusters" && parts[2] == "pod-identity-associations" && method == http.MethodGet:
+			return "ListPodIdentityAssociations"
+		case len(parts) == 4 && parts[0] == "clusters" && parts[2] == "pod-identity-associations" && method == http.MethodGet:
+			return "DescribePodIdentityAssociation"
+		case len(parts) == 4 && parts[0] == "clusters" && parts[2] == "pod-identity-associations" && method == http.MethodDelete:
+			return "DeletePodIdentityAssociation"
 		case len(parts) == 1 && parts[0] == "clusters" && method == http.MethodGet:
 			return "ListClusters"
 		case len(parts) == 1 && parts[0] == "clusters" && method == http.MethodPost:
@@ -110,6 +119,21 @@ func restAction(service, method, path string) string {
 			return "DescribeCluster"
 		case len(parts) == 2 && parts[0] == "clusters" && method == http.MethodDelete:
 			return "DeleteCluster"
+		}
+	}
+	if service == "arc-zonal-shift" {
+		parts := strings.Split(strings.Trim(path, "/"), "/")
+		switch {
+		case len(parts) == 1 && parts[0] == "zonalshifts" && method == http.MethodPost:
+			return "StartZonalShift"
+		case len(parts) == 1 && parts[0] == "zonalshifts" && method == http.MethodGet:
+			return "ListZonalShifts"
+		case len(parts) == 2 && parts[0] == "zonalshifts" && method == http.MethodPatch:
+			return "UpdateZonalShift"
+		case len(parts) == 2 && parts[0] == "zonalshifts" && method == http.MethodDelete:
+			return "CancelZonalShift"
+		case len(parts) == 2 && parts[0] == "managedresources" && method == http.MethodGet:
+			return "GetManagedResource"
 		}
 	}
 	return method + " " + path

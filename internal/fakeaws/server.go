@@ -114,6 +114,8 @@ type Server struct {
 	iam     *iamEnforcer
 	pgs     placementGroups
 	crs     capacityReservations
+	shifts  zonalShifts
+	podIDs  podIdentities
 
 	mu       sync.Mutex
 	launches map[string]launch
@@ -338,6 +340,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.admin(w, r)
 		return
 	}
+	if r.URL.Path == PodIdentityPath && r.Method == http.MethodGet {
+		s.podCredentials(w, r)
+		return
+	}
 	start := s.clock.Now()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -434,6 +440,11 @@ func (s *Server) dispatch(ctx context.Context, c *call, r *http.Request) *answer
 		return s.describeInstanceStatus(ctx, c, r)
 	case "eks:DescribeCluster":
 		return s.describeCluster(ctx, c, r)
+	case "eks:CreatePodIdentityAssociation", "eks:ListPodIdentityAssociations", "eks:DescribePodIdentityAssociation", "eks:DeletePodIdentityAssociation":
+		return s.podIdentityAssociations(ctx, c, r)
+	case "arc-zonal-shift:StartZonalShift", "arc-zonal-shift:ListZonalShifts", "arc-zonal-shift:UpdateZonalShift",
+		"arc-zonal-shift:CancelZonalShift", "arc-zonal-shift:GetManagedResource":
+		return s.arcZonalShift(ctx, c, r)
 	case "cloudformation:CreateChangeSet", "cloudformation:CreateStack", "cloudformation:UpdateStack":
 		return s.forward(ctx, r, fixPolicyDocuments(c))
 	}

@@ -59,7 +59,10 @@ type Options struct {
 	VMMemoryOverheadPercent float64
 	ReservedENIs            int
 	EKSControlPlane         bool
-	Region                  string
+	// EnableZonalShift follows the cluster's ARC zonal shifts: a zone
+	// shifted away from offers no capacity until the shift ends (aws).
+	EnableZonalShift bool
+	Region           string
 	KwokRegion              string
 	KwokZones               []string
 	KwokLaunchDelay         time.Duration
@@ -210,6 +213,7 @@ var settings = []setting{
 	}},
 	intSetting("reserved-enis", "RESERVED_ENIS", "0", "network interfaces per instance kept from pods, which lowers max pods (aws)", 0, 1000, func(o *Options) *int { return &o.ReservedENIs }),
 	boolSetting("eks-control-plane", "EKS_CONTROL_PLANE", "false", "the cluster is an EKS cluster: discover the endpoint and CA through eks:DescribeCluster (aws)", func(o *Options) *bool { return &o.EKSControlPlane }),
+	boolSetting("enable-zonal-shift", "ENABLE_ZONAL_SHIFT", "false", "follow the cluster's ARC zonal shifts: launch nothing into a zone traffic is shifted away from, until the shift ends (aws; needs arc-zonal-shift:GetManagedResource on the cluster)", func(o *Options) *bool { return &o.EnableZonalShift }),
 	stringSetting("region", "AWS_REGION", "", "AWS region; the SDK's chain (shared config, IMDS) when empty (aws)", func(o *Options) *string { return &o.Region }),
 	stringSetting("kwok-region", "KWOK_REGION", "us-east-1", "region of the kwok provider's catalog", func(o *Options) *string { return &o.KwokRegion }),
 	{"kwok-zones", "KWOK_ZONES", "", "comma-separated zones of the kwok provider; <region>a,b,c when empty", func(o *Options, v string) error {
@@ -267,6 +271,9 @@ func Parse(args []string, getenv func(string) string) (*Options, error) {
 	}
 	if o.CloudProvider == "aws" && o.ClusterName == "" {
 		errs = append(errs, errors.New("missing setting CLUSTER_NAME (--cluster-name): the aws provider tags and finds instances by cluster name; set it to your EKS cluster's name"))
+	}
+	if o.CloudProvider != "aws" && o.EnableZonalShift {
+		errs = append(errs, errors.New("invalid setting ENABLE_ZONAL_SHIFT true: zonal shifts are ARC's, on EKS clusters; it needs --cloud-provider=aws (or set it false)"))
 	}
 	if o.CloudProvider != "aws" && o.InterruptionQueue != "" {
 		errs = append(errs, fmt.Errorf("invalid setting INTERRUPTION_QUEUE %q: interruption messages come from AWS; it needs --cloud-provider=aws (or leave it empty)", o.InterruptionQueue))
@@ -396,7 +403,6 @@ var fixedSettings = []struct {
 	accepted []string
 	why      string
 }{
-	{"ENABLE_ZONAL_SHIFT", []string{"false"}, "Joiner does not follow ARC zonal shifts yet"},
 	{"IGNORE_DRA_REQUESTS", []string{"true"}, "Joiner does not plan for DRA resource claims yet, so it ignores them as Karpenter's default does"},
 	{"LOG_OUTPUT_PATHS", []string{"stdout"}, "Joiner logs to standard output only"},
 	{"LOG_ERROR_OUTPUT_PATHS", []string{"stderr"}, "Joiner logs errors to standard error only"},

@@ -64,7 +64,12 @@ func TestParse(t *testing.T) {
 				t.Fatalf("%+v", o)
 			}
 		}},
-		{name: "zonal shift is refused", env: map[string]string{"ENABLE_ZONAL_SHIFT": "true"}, wantErr: `invalid setting ENABLE_ZONAL_SHIFT "true": Joiner does not follow ARC zonal shifts yet; unset it or set false`},
+		{name: "zonal shift needs the aws provider", env: map[string]string{"ENABLE_ZONAL_SHIFT": "true"}, wantErr: `invalid setting ENABLE_ZONAL_SHIFT true: zonal shifts are ARC's, on EKS clusters; it needs --cloud-provider=aws (or set it false)`},
+		{name: "zonal shift on aws", env: map[string]string{"ENABLE_ZONAL_SHIFT": "true", "CLOUD_PROVIDER": "aws", "CLUSTER_NAME": "demo"}, check: func(t *testing.T, o *Options) {
+			if !o.EnableZonalShift {
+				t.Fatalf("%+v", o)
+			}
+		}},
 		{name: "DRA requests are refused", env: map[string]string{"IGNORE_DRA_REQUESTS": "false"}, wantErr: `invalid setting IGNORE_DRA_REQUESTS "false"`},
 		{name: "log paths are refused", env: map[string]string{"LOG_OUTPUT_PATHS": "/var/log/joiner.log"}, wantErr: `invalid setting LOG_OUTPUT_PATHS "/var/log/joiner.log"`},
 		{name: "CPU requests and the minimum version as Karpenter's chart passes them", env: map[string]string{"CPU_REQUESTS": "1500", "KUBERNETES_MIN_VERSION": "1.19.0-0"},

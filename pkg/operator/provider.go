@@ -23,11 +23,13 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/securitygroup"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/subnet"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/unavailable"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/zonalshift"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/interruption"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/reservation"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/tagging"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclass"
+	zonalshiftevents "github.com/joiner-autoscaler/joiner/pkg/controllers/zonalshift"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -105,6 +107,10 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 	if opts.FeatureGates.ReservedCapacity {
 		reservations = capacityreservation.NewProvider(clients.EC2, clk)
 	}
+	shifts, err := zonalShifts(ctx, mgr, clients, opts, clk, recorder)
+	if err != nil {
+		return nil, err
+	}
 	templates := launchtemplate.New(clients.EC2, opts.ClusterName, clk, 0)
 	// Templates no launch used for a while are deleted, before they reach
 	// EC2's limit per region.
@@ -120,6 +126,7 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		CapacityReservations: reservationCounter(reservations),
 		Clock:                clk,
 		Overlay:              typeOverlay,
+		ZonalShifts:          shifts,
 	})
 	if err != nil {
 		return nil, err
@@ -207,6 +214,27 @@ func discoverCluster(ctx context.Context, kube client.Reader, cfg *rest.Config, 
 		c.DNS = []string{dns.Spec.ClusterIP}
 	}
 	return c, nil
+}
+
+// zonalShifts follows the cluster's ARC zonal shifts when
+// ENABLE_ZONAL_SHIFT is on: it reads them once at start, which also checks
+// that ARC manages the cluster and that the role may ask, and then every
+// 30 seconds on the leader. nil when off.
+func zonalShifts(ctx context.Context, mgr ctrl.Manager, clients *awsclient.Clients, opts *Options, clk providerClock, recorder record.EventRecorder) (awsprovider.ZonalShifts, error) {
+	if !opts.EnableZonalShift {
+		return nil, nil
+	}
+	out, err := clients.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(opts.ClusterName)})
+	if err != nil || out.Cluster == nil {
+		return nil, fmt.Errorf("invalid setting ENABLE_ZONAL_SHIFT true: zonal shifts are read for the cluster's ARN, and eks:DescribeCluster of %q failed: %v", opts.ClusterName, awsclient.ExplainPermission(err))
+	}
+	p := &zonalshift.Provider{API: clients.ARCZonalShift, ClusterARN: aws.ToString(out.Cluster.Arn), Clock: clk,
+		Log: log.FromContext(ctx).WithName("zonalshift"),
+		OnChange: (&zonalshiftevents.Events{Client: mgr.GetClient(), Recorder: recorder}).Changed}
+	if err := p.Update(ctx); err != nil {
+		return nil, fmt.Errorf("invalid setting ENABLE_ZONAL_SHIFT true: the cluster is not registered with ARC zonal shift, or it may not be read (%v); enable zonal shift on the cluster (eksctl's zonalShiftConfig.enabled, or aws eks update-cluster-config --zonal-shift-config enabled=true) and grant arc-zonal-shift:GetManagedResource, or set ENABLE_ZONAL_SHIFT false", awsclient.ExplainPermission(err))
+	}
+	return p, mgr.Add(p)
 }
 
 // reservationCounter and reservationLister keep a nil provider a nil

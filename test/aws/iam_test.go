@@ -30,12 +30,8 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-// controllerRole is the IRSA role of the guides: trusted by the cluster's
-// OIDC provider for the chart's service account.
-const (
-	controllerRole = "demo-karpenter"
-	irsaTrust      = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":"arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/DEMO"},"Action":"sts:AssumeRoleWithWebIdentity","Condition":{"StringEquals":{"oidc.eks.us-east-1.amazonaws.com/id/DEMO:sub":"system:serviceaccount:kube-system:karpenter","oidc.eks.us-east-1.amazonaws.com/id/DEMO:aud":"sts.amazonaws.com"}}}]}`
-)
+// controllerRole is the controller's role in the guides.
+const controllerRole = "demo-karpenter"
 
 var sixPolicies = []string{"NodeLifecyclePolicy", "IAMIntegrationPolicy", "EKSIntegrationPolicy", "InterruptionPolicy", "ResourceDiscoveryPolicy", "ZonalShiftPolicy"}
 
@@ -58,6 +54,9 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 	stacks := []struct {
 		name, template string
 		policies       []string
+		// how the controller gets its role: the v1.1.3 guide's IRSA, or
+		// the v1.14 guide's Pod Identity with zonal shift on.
+		how access
 		// leastPrivilege: every Allow statement of the stack's policies
 		// is needed by some call of the run.
 		leastPrivilege bool
@@ -65,9 +64,9 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 		// grant the status checks, which Joiner then turns off.
 		optional string
 	}{
-		{"karpenter v1.1.3", "test/testdata/karpenter-stacks/cloudformation-v1.1.3.yaml", []string{"KarpenterControllerPolicy"}, false, "ec2:DescribeInstanceStatus"},
-		{"karpenter v1.14", "test/testdata/karpenter-stacks/cloudformation-v1.14.yaml", sixPolicies, false, ""},
-		{"joiner", joinerStack, sixPolicies, true, ""},
+		{"karpenter v1.1.3", "test/testdata/karpenter-stacks/cloudformation-v1.1.3.yaml", []string{"KarpenterControllerPolicy"}, irsa, false, "ec2:DescribeInstanceStatus"},
+		{"karpenter v1.14", "test/testdata/karpenter-stacks/cloudformation-v1.14.yaml", sixPolicies, guideV114, false, ""},
+		{"joiner", joinerStack, sixPolicies, guideV114, true, ""},
 	}
 	asServiceAccount := chartRBAC(t)
 	defer func() {
@@ -78,9 +77,9 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 	for _, stack := range stacks {
 		t.Run(stack.name, func(t *testing.T) {
 			framework.ResetCluster(t)
-			f, role := underStack(t, stack.template, stack.policies)
+			f, role := underStack(t, stack.template, stack.policies, stack.how)
 			adminIAM := iam.NewFromConfig(adminConfig(t, f))
-			j := startController(t, f, role, asServiceAccount)
+			j := startController(t, f, role, asServiceAccount, stack.how)
 			t.Cleanup(func() { framework.ResetCluster(t) })
 
 			manifest := walkthroughManifest(t)
@@ -92,6 +91,14 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 			claims := framework.NodeClaims(t)
 			first := claims[0]
 			id := instanceID(first.Status.ProviderID)
+			if stack.how.zonalShift {
+				zonalShiftAwayFrom(t, f, first)
+			}
+			if stack.how.podIdentity {
+				noCredentialsForOthers(t, f)
+			} else {
+				noWebIdentityForOthers(t, f)
+			}
 
 			// EC2's warning, sent the way AWS sends it: an event on the
 			// default bus, which the stack's rule puts on the queue.
@@ -138,8 +145,12 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 
 			// Every call the controller made was its role's session's, and
 			// none was refused.
-			var fleets, statusCalls, optionalRefused int
+			var fleets, statusCalls, optionalRefused, othersRefused int
 			for _, c := range f.Calls("", "") {
+				if !stack.how.podIdentity && c.Fault == "iamDenied" && c.Service+":"+c.Action == "sts:AssumeRoleWithWebIdentity" {
+					othersRefused++ // noWebIdentityForOthers' tokens
+					continue
+				}
 				if c.Service == "ec2" && c.Action == "DescribeInstanceStatus" {
 					statusCalls++
 				}
@@ -159,6 +170,9 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 			}
 			if fleets == 0 {
 				t.Error("no CreateFleet call in the log")
+			}
+			if !stack.how.podIdentity && othersRefused != 2 {
+				t.Errorf("%d web identity refusals, want the 2 of the tokens that are not the chart's", othersRefused)
 			}
 			if statusCalls == 0 {
 				t.Error("no DescribeInstanceStatus call in the log: the status checks did not run")
@@ -193,15 +207,24 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 // and the instance profile of a second class, legacy, as an older
 // controller left it (without eks:eks-cluster-name, which Joiner adds,
 // retagging under the policy's conditions). It returns the role's ARN.
-func underStack(t *testing.T, template string, policies []string) (*fakeaws.Server, string) {
+func underStack(t *testing.T, template string, policies []string, how access) (*fakeaws.Server, string) {
 	t.Helper()
 	f := enforcingFake(t)
 	deployStack(t, f, filepath.Join(framework.Cluster.Root, template))
 	adminIAM := iam.NewFromConfig(adminConfig(t, f))
 	ctx := context.Background()
-	role, err := adminIAM.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(controllerRole), AssumeRolePolicyDocument: aws.String(irsaTrust)})
+	trust := irsaTrust(t, f)
+	if how.podIdentity {
+		trust = podIdentityTrust
+	}
+	role, err := adminIAM.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(controllerRole), AssumeRolePolicyDocument: aws.String(trust)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if how.podIdentity {
+		// The guide's eksctl podIdentityAssociations, as awscli makes it.
+		awsCLI(t, f, "eks", "create-pod-identity-association", "--cluster-name", clusterName, "--namespace", "kube-system",
+			"--service-account", "karpenter", "--role-arn", aws.ToString(role.Role.Arn))
 	}
 	for _, p := range policies {
 		if _, err := adminIAM.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: aws.String(controllerRole), PolicyArn: aws.String(policyARN(p))}); err != nil {
@@ -237,22 +260,28 @@ func adminConfig(t *testing.T, f *fakeaws.Server) aws.Config {
 	return cfg
 }
 
-// startController runs Joiner as the chart does on EKS: IRSA credentials
-// for role (a web identity token; the SDK resolves them before its base
-// endpoint, so STS takes its own standard variable), the chart's service
-// account (kubeconfig), leader election on.
-func startController(t *testing.T, f *fakeaws.Server, role, kubeconfig string) *framework.Joiner {
+// startController runs Joiner as the chart does on EKS, with the settings
+// the chart renders from the guide's helm flags (chartEnv), the chart's
+// service account (kubeconfig) and leader election on. Its AWS credentials
+// come the way the SDK's default chain finds them in the pod: IRSA's web
+// identity token for role (the SDK resolves it before its base endpoint,
+// so STS takes its own standard variable), or the EKS Pod Identity agent's
+// two variables.
+func startController(t *testing.T, f *fakeaws.Server, role, kubeconfig string, how access) *framework.Joiner {
 	t.Helper()
-	token := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(token, []byte("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6a3ViZS1zeXN0ZW06a2FycGVudGVyIn0.sig"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return framework.StartJoiner(t,
-		"CLOUD_PROVIDER=aws", "CLUSTER_NAME="+clusterName, "AWS_REGION="+region, "INTERRUPTION_QUEUE="+clusterName,
+	env := append(chartEnv(t, how),
+		"CLOUD_PROVIDER=aws", "AWS_REGION="+region,
 		"AWS_ENDPOINT_URL="+f.URL(), "AWS_ENDPOINT_URL_STS="+f.URL(), "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_ROLE_ARN="+role, "AWS_WEB_IDENTITY_TOKEN_FILE="+token,
 		"KUBECONFIG="+kubeconfig, "DISABLE_LEADER_ELECTION=false", "SYSTEM_NAMESPACE=kube-system",
 		"LEADER_ELECTION_NAME=karpenter-leader-election", "DISRUPTION_POLL=2s")
+	if how.podIdentity {
+		token := serviceAccountToken(t, "pods.eks.amazonaws.com")
+		env = append(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI="+f.URL()+fakeaws.PodIdentityPath, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE="+token)
+	} else {
+		token := serviceAccountToken(t, "sts.amazonaws.com")
+		env = append(env, "AWS_ROLE_ARN="+role, "AWS_WEB_IDENTITY_TOKEN_FILE="+token)
+	}
+	return framework.StartJoiner(t, env...)
 }
 
 // walkthroughManifest is guide 03 on spot with a 5s consolidateAfter, and

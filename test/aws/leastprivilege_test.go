@@ -33,8 +33,8 @@ func TestEachStatementNamedWhenMissing(t *testing.T) {
 
 	// The first run: every statement, and what the run needed of each.
 	framework.ResetCluster(t)
-	f, role := underStack(t, joinerStack, sixPolicies)
-	first := startController(t, f, role, kubeconfig)
+	f, role := underStack(t, joinerStack, sixPolicies, guideV114)
+	first := startController(t, f, role, kubeconfig, guideV114)
 	framework.Kubectl(t, walkthroughManifest(t), "apply", "-f", "-")
 	steps(t, f, func() bool { return false })
 	framework.ResetCluster(t)
@@ -45,9 +45,9 @@ func TestEachStatementNamedWhenMissing(t *testing.T) {
 	for _, st := range needs {
 		t.Run(st.policy+"/"+st.sid, func(t *testing.T) {
 			framework.ResetCluster(t)
-			f, role := underStack(t, joinerStack, sixPolicies)
+			f, role := underStack(t, joinerStack, sixPolicies, guideV114)
 			without(t, f, st.policy, st.sid)
-			j := startController(t, f, role, kubeconfig)
+			j := startController(t, f, role, kubeconfig, guideV114)
 			t.Cleanup(func() {
 				// Put the statement back, so the controller can empty the
 				// cluster.

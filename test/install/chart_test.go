@@ -157,6 +157,14 @@ func TestGuideValues(t *testing.T) {
 			}
 		},
 	}, {
+		name: "the v1.14 guide's zonal shift setting",
+		args: []string{"--set", "settings.enableZonalShift=true"},
+		check: func(t *testing.T, r rendered) {
+			if got := env(r.deploy.Spec.Template.Spec.Containers[0])["ENABLE_ZONAL_SHIFT"]; got != "true" {
+				t.Errorf("ENABLE_ZONAL_SHIFT %q", got)
+			}
+		},
+	}, {
 		name: "feature gates carry over as FEATURE_GATES",
 		args: []string{"--set", "settings.featureGates.spotToSpotConsolidation=true", "--set", "settings.featureGates.nodeRepair=true"},
 		check: func(t *testing.T, r rendered) {
@@ -233,7 +241,6 @@ func TestRefusedValues(t *testing.T) {
 		{"the pre-v1 drift gate", "settings.featureGates.driftEnabled=true", []string{"settings.featureGates.driftEnabled", "drift is always on"}},
 		{"the AWS CEL gate on", "settings.awsFeatureGates.nodeClassCEL=true", []string{"settings.awsFeatureGates.nodeClassCEL", "set false"}},
 		{"a gate that is not a bool", "settings.featureGates.nodeRepair=yes", []string{"settings.featureGates.nodeRepair", "true or false"}},
-		{"zonal shift", "settings.enableZonalShift=true", []string{"settings.enableZonalShift", "set false"}},
 		{"DRA", "settings.ignoreDRARequests=false", []string{"settings.ignoreDRARequests", "set true"}},
 		{"v1.0's conversion webhook", "webhook.enabled=true", []string{"webhook.enabled", "webhook.enabled=false"}},
 		{"a log level the binary lacks", "logLevel=warn", []string{"logLevel", "debug, info or error"}},

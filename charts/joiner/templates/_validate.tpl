@@ -36,7 +36,6 @@ dropped silently.
 {{- end }}
 {{- /* Settings whose only honoured value is Karpenter's default. */}}
 {{- $fixed := list
-  (list "enableZonalShift" false "Joiner does not follow ARC zonal shifts yet; remove the key or set false")
   (list "ignoreDRARequests" true "Joiner does not model DRA requests; remove the key or set true") }}
 {{- range $fixed }}
 {{- $k := index . 0 }}

@@ -129,6 +129,9 @@ type Options struct {
 	// interval (30s), the periodic drift checks read what its List
 	// described. Default 1m.
 	DriftMaxAge time.Duration
+	// ZonalShifts, when set (ENABLE_ZONAL_SHIFT), gives the zone IDs an
+	// ARC zonal shift moves away from; their offerings are unavailable.
+	ZonalShifts ZonalShifts
 	// Overlay, when set, reprices and resizes the types a NodePool launches
 	// (NodeOverlays), so the fleet prefers what the plan priced lowest and
 	// the NodeClaim reports the overlaid capacity.
@@ -188,48 +191,20 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) (_ [
 	return byZoneID(np, nc, out)
 }
 
-// byZoneID keeps the offerings in the zones whose IDs the pool's
-// topology.k8s.aws/zone-id requirement allows. The planner knows zones,
-// not zone IDs; without this it would plan onto zones the launch then
-// refuses.
-func byZoneID(np *v1.NodePool, nc *awsv1.EC2NodeClass, its []*cloudprovider.InstanceType) ([]*cloudprovider.InstanceType, error) {
-	reqs, err := requirements.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...)
-	if err != nil || reqs[LabelZoneID] == nil {
+// typesOf lists the class's instance types, with no capacity in the
+// zones an ARC zonal shift moves away from.
+func (c *CloudProvider) typesOf(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
+	its, err := c.classTypes(ctx, nc)
+	if err != nil || c.opts.ZonalShifts == nil {
 		return its, err
 	}
-	ids := zoneIDsOf(nc)
-	out := make([]*cloudprovider.InstanceType, 0, len(its))
-	for _, it := range its {
-		cp := it.Copy()
-		cp.Offerings = nil
-		for _, o := range it.Offerings {
-			if reqs.Allows(LabelZoneID, ids[o.Zone]) {
-				cp.Offerings = append(cp.Offerings, o)
-			}
-		}
-		if len(cp.Offerings) > 0 {
-			out = append(out, cp)
-		}
-	}
-	return out, nil
+	return withoutShiftedZones(its, zoneIDsOf(nc), c.opts.ZonalShifts.Shifted()), nil
 }
 
-// zoneIDsOf maps the class's zones to their zone IDs (use1-az1), which
-// name the same physical zone in every account.
-func zoneIDsOf(nc *awsv1.EC2NodeClass) map[string]string {
-	out := map[string]string{}
-	for _, s := range nc.Status.Subnets {
-		if s.ZoneID != "" {
-			out[s.Zone] = s.ZoneID
-		}
-	}
-	return out
-}
-
-// typesOf lists the class's instance types. In a placement group, each
+// classTypes lists the class's instance types. In a placement group, each
 // carries the group's id label, which every node of the class will have,
 // so that pods selecting the group plan onto the class.
-func (c *CloudProvider) typesOf(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
+func (c *CloudProvider) classTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
 	all, err := c.opts.InstanceTypes.List(ctx, nc)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
@@ -48,6 +49,8 @@ type Clients struct {
 	STS     *sts.Client
 	EKS     *eks.Client
 	SQS     *sqs.Client
+	// ARCZonalShift reads the cluster's zonal shifts (ENABLE_ZONAL_SHIFT).
+	ARCZonalShift *arczonalshift.Client
 	// Config is the shared configuration, for callers that need another
 	// service or the resolved credentials.
 	Config aws.Config
@@ -91,12 +94,13 @@ func FromConfig(cfg aws.Config) *Clients {
 		SSM:    ssm.NewFromConfig(cfg),
 		// The Price List API answers only in a few regions; the
 		// commercial partition's prices are served from us-east-1.
-		Pricing: pricing.NewFromConfig(cfg, func(o *pricing.Options) { o.Region = PricingRegion(cfg.Region) }),
-		IAM:     iam.NewFromConfig(cfg),
-		STS:     sts.NewFromConfig(cfg),
-		EKS:     eks.NewFromConfig(cfg),
-		SQS:     sqs.NewFromConfig(cfg),
-		Config:  cfg,
+		Pricing:       pricing.NewFromConfig(cfg, func(o *pricing.Options) { o.Region = PricingRegion(cfg.Region) }),
+		IAM:           iam.NewFromConfig(cfg),
+		STS:           sts.NewFromConfig(cfg),
+		EKS:           eks.NewFromConfig(cfg),
+		SQS:           sqs.NewFromConfig(cfg),
+		ARCZonalShift: arczonalshift.NewFromConfig(cfg),
+		Config:        cfg,
 	}
 }
 
