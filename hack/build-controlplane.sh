@@ -103,8 +103,10 @@ build_kwok() {
 #   kubelet could never be made to die (internal/fakeaws/kubeletdeath.go).
 #   Given these stages, kwok leaves the heartbeat to the lease, as a
 #   kubelet does.
-# - kwok's fast pod-ready and pod-complete stages, and our pod-delete
-#   (hack/kwok/pod-delete.yaml), which plays a pod's slow shutdown;
+# - kwok's fast pod-ready and pod-complete stages, our pod-delete
+#   (hack/kwok/pod-delete.yaml), which plays a pod's slow shutdown, and our
+#   pod-unhealthy (hack/kwok/pod-unhealthy.yaml), a pod that never turns
+#   Ready;
 # - kwok's settings (hack/kwok/configuration.yaml).
 write_kwok_stages() {
   local root digest out
@@ -121,6 +123,7 @@ write_kwok_stages() {
     cat "$stage/pod/fast/pod-ready.yaml"; echo "---"
     cat "$stage/pod/fast/pod-complete.yaml"; echo "---"
     cat "$root/kwok/pod-delete.yaml"; echo "---"
+    cat "$root/kwok/pod-unhealthy.yaml"; echo "---"
     cat "$root/kwok/configuration.yaml"; } >"$out.tmp"
   mv "$out.tmp" "$out"
 }

@@ -8,6 +8,10 @@ import (
 
 // Well-known labels, annotations, finalizers and taints. Their values are part
 // of the API: users' selectors, DaemonSets and dashboards key on them.
+// ResourceNodes is the pseudo-resource of NodePool limits that counts
+// nodes: the one limit a static NodePool may set.
+const ResourceNodes corev1.ResourceName = "nodes"
+
 const (
 	CapacityTypeSpot     = "spot"
 	CapacityTypeOnDemand = "on-demand"

@@ -198,4 +198,3 @@ func (s *Server) trustPolicy(ctx context.Context, roleARN string) (*trustDocumen
 	}
 	return doc, nil
 }
-

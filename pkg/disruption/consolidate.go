@@ -71,6 +71,10 @@ type Command struct {
 	// Risk is what new capacity would cost, $/h, for the pods
 	// kube-scheduler might leave without room; zero when none.
 	Risk float64
+	// Static replaces nodes of a static NodePool one for one: the pool's
+	// count is what is kept, not a plan for its pods, so the pods' fit is
+	// not checked again before the drain.
+	Static bool
 }
 
 // Decision is what consolidation will do and, for every other candidate, why not.

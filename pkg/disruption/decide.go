@@ -20,7 +20,29 @@ func Decide(snap scheduling.Snapshot, cands []Candidate, opts Options) Decision 
 			opts.Policy[p.NodePool.Name] = p.NodePool.Spec.Disruption.ConsolidationPolicy
 		}
 	}
+	// A static pool's nodes are replaced when drifted, one for one, and
+	// never consolidated: its count is its owner's.
+	static := map[string]bool{}
+	for _, p := range snap.Static {
+		static[p.NodePool.Name] = true
+	}
+	var dynamic, ofStatic []Candidate
+	for _, c := range cands {
+		if static[c.NodePool] {
+			ofStatic = append(ofStatic, c)
+		} else {
+			dynamic = append(dynamic, c)
+		}
+	}
+	cands = dynamic
+	staticCmd, staticSkipped, ok := StaticDrift(snap, ofStatic, opts.AllowedDrift, opts.Scheduling)
+	if ok {
+		return Decision{Commands: []Command{staticCmd}, Skipped: staticSkipped}
+	}
 	cmd, driftSkipped, ok := Drift(snap, cands, opts.AllowedDrift, opts.Scheduling)
+	for node, why := range staticSkipped {
+		driftSkipped[node] = why
+	}
 	if ok {
 		return Decision{Commands: []Command{cmd}, Skipped: driftSkipped}
 	}

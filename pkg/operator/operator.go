@@ -23,6 +23,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/podevents"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeoverlay"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodepool/static"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodepool/status"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/events"
@@ -144,7 +145,8 @@ func Run(ctx context.Context, opts *Options) error {
 	// One view of the cluster for provisioning and disruption. It counts
 	// the NodeClaims the provisioner created that the cache has not held
 	// yet, until the NodeClaim informer reports them.
-	cluster := &state.Cluster{Client: mgr.GetClient(), Cache: mgr.GetCache(), CloudProvider: provider, Clock: clk, Nominations: nominations}
+	cluster := &state.Cluster{Client: mgr.GetClient(), Cache: mgr.GetCache(), CloudProvider: provider, Clock: clk, Nominations: nominations,
+		StaticCapacity: opts.FeatureGates.StaticCapacity}
 	claims, err := mgr.GetCache().GetInformer(ctx, &v1.NodeClaim{})
 	if err != nil {
 		return err
@@ -193,6 +195,12 @@ func Run(ctx context.Context, opts *Options) error {
 		ReadyTimeout: 10 * time.Minute, ValidationDelay: 15 * time.Second, Nominations: nominations, Scheduling: sched}); err != nil {
 		return err
 	}
+	if opts.FeatureGates.StaticCapacity {
+		if err := (&static.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cluster: cluster, CloudProvider: provider,
+			Clock: clk, Scheduling: sched}).Register(mgr); err != nil {
+			return err
+		}
+	}
 	if opts.FeatureGates.NodeRepair {
 		policies := repair.EKSPolicies
 		if opts.RepairToleration > 0 {
@@ -219,7 +227,7 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 	}
 	logger.Info("starting joiner", "cloud-provider", opts.CloudProvider, "batch-idle-duration", opts.BatchIdleDuration.String(), "batch-max-duration", opts.BatchMaxDuration.String(),
-		"preference-policy", string(sched.PreferencePolicy), "min-values-policy", string(sched.MinValuesPolicy), "node-repair", opts.FeatureGates.NodeRepair, "node-overlay", opts.FeatureGates.NodeOverlay)
+		"preference-policy", string(sched.PreferencePolicy), "min-values-policy", string(sched.MinValuesPolicy), "node-repair", opts.FeatureGates.NodeRepair, "node-overlay", opts.FeatureGates.NodeOverlay, "static-capacity", opts.FeatureGates.StaticCapacity)
 	return mgr.Start(ctx)
 }
 

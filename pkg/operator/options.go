@@ -61,16 +61,16 @@ type Options struct {
 	EKSControlPlane         bool
 	// EnableZonalShift follows the cluster's ARC zonal shifts: a zone
 	// shifted away from offers no capacity until the shift ends (aws).
-	EnableZonalShift bool
-	Region           string
-	KwokRegion              string
-	KwokZones               []string
-	KwokLaunchDelay         time.Duration
-	RegistrationTTL         time.Duration
-	LaunchTTL               time.Duration
-	GarbageCollectInterval  time.Duration
-	GarbageCollectMinAge    time.Duration
-	DisruptionPoll          time.Duration
+	EnableZonalShift       bool
+	Region                 string
+	KwokRegion             string
+	KwokZones              []string
+	KwokLaunchDelay        time.Duration
+	RegistrationTTL        time.Duration
+	LaunchTTL              time.Duration
+	GarbageCollectInterval time.Duration
+	GarbageCollectMinAge   time.Duration
+	DisruptionPoll         time.Duration
 
 	// UnavailableTTL is how long an offering EC2 refused for capacity stays
 	// out; zero is unavailable.DefaultTTL, Karpenter's fixed 3 minutes.
@@ -108,9 +108,6 @@ type FeatureGates struct {
 // unsupported lists why the gates that are on but not implemented cannot be.
 func (fg FeatureGates) unsupported() []string {
 	var out []string
-	if fg.StaticCapacity {
-		out = append(out, "StaticCapacity=true (static NodePools, spec.replicas) is not supported by Joiner yet; remove it or set StaticCapacity=false (NodePools with spec.replicas are then left out of provisioning, and their status says why)")
-	}
 	if fg.CapacityBuffer {
 		out = append(out, "CapacityBuffer=true needs the CapacityBuffer CRD (autoscaling.x-k8s.io/v1beta1), which Joiner does not serve, so buffers would be ignored; remove it or set CapacityBuffer=false")
 	}

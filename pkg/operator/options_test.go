@@ -110,10 +110,12 @@ func TestParse(t *testing.T) {
 				t.Fatalf("%+v", o.FeatureGates)
 			}
 		}},
-		{name: "StaticCapacity is refused", args: []string{"--feature-gates=SpotToSpotConsolidation=true,StaticCapacity=true"},
-			wantErr: `invalid setting FEATURE_GATES (--feature-gates, from flag --feature-gates) "SpotToSpotConsolidation=true,StaticCapacity=true": StaticCapacity=true (static NodePools, spec.replicas) is not supported by Joiner yet; remove it or set StaticCapacity=false`},
+		{name: "StaticCapacity is available", args: []string{"--feature-gates=SpotToSpotConsolidation=true,StaticCapacity=true"}, check: func(t *testing.T, o *Options) {
+			if !o.FeatureGates.StaticCapacity || !o.FeatureGates.SpotToSpotConsolidation {
+				t.Fatalf("%+v", o.FeatureGates)
+			}
+		}},
 		{name: "CapacityBuffer is refused", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=true"}, wantErr: `CapacityBuffer=true needs the CapacityBuffer CRD (autoscaling.x-k8s.io/v1beta1), which Joiner does not serve`},
-		{name: "every refused gate is named", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=true,StaticCapacity=true"}, wantErr: "set StaticCapacity=false (NodePools with spec.replicas are then left out of provisioning, and their status says why); CapacityBuffer=true"},
 		{name: "a gate needs a bool", env: map[string]string{"FEATURE_GATES": "NodeRepair=maybe"}, wantErr: `feature gate "NodeRepair" needs =true or =false`},
 	}
 	for _, tc := range cases {

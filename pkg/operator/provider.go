@@ -229,7 +229,7 @@ func zonalShifts(ctx context.Context, mgr ctrl.Manager, clients *awsclient.Clien
 		return nil, fmt.Errorf("invalid setting ENABLE_ZONAL_SHIFT true: zonal shifts are read for the cluster's ARN, and eks:DescribeCluster of %q failed: %v", opts.ClusterName, awsclient.ExplainPermission(err))
 	}
 	p := &zonalshift.Provider{API: clients.ARCZonalShift, ClusterARN: aws.ToString(out.Cluster.Arn), Clock: clk,
-		Log: log.FromContext(ctx).WithName("zonalshift"),
+		Log:      log.FromContext(ctx).WithName("zonalshift"),
 		OnChange: (&zonalshiftevents.Events{Client: mgr.GetClient(), Recorder: recorder}).Changed}
 	if err := p.Update(ctx); err != nil {
 		return nil, fmt.Errorf("invalid setting ENABLE_ZONAL_SHIFT true: the cluster is not registered with ARC zonal shift, or it may not be read (%v); enable zonal shift on the cluster (eksctl's zonalShiftConfig.enabled, or aws eks update-cluster-config --zonal-shift-config enabled=true) and grant arc-zonal-shift:GetManagedResource, or set ENABLE_ZONAL_SHIFT false", awsclient.ExplainPermission(err))

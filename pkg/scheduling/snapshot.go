@@ -31,6 +31,10 @@ type Snapshot struct {
 	Nodes []*Node
 	// NodePools and the instance types each may launch.
 	NodePools []NodePool
+	// Static are the static NodePools (spec.replicas, StaticCapacity):
+	// they launch nothing for pods, so plans leave them out; disruption
+	// reads their types to price and replace their drifted nodes.
+	Static []NodePool
 	// DaemonSets add their pods' requests to every new node they would run on.
 	DaemonSets []*corev1.Pod
 	// Volumes are what pods' volumes need, by namespace/name: the volumes

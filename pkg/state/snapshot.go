@@ -42,8 +42,12 @@ type Cluster struct {
 	// the plan which node each pending pod was last planned onto
 	// (scheduling.Snapshot.Nominated).
 	Nominations *Nominations
-	created     created
-	plans       planSlot
+	// StaticCapacity is the feature gate: static NodePools (spec.replicas)
+	// go to the snapshot's Static pools; without it they are left out with
+	// the reason.
+	StaticCapacity bool
+	created        created
+	plans          planSlot
 }
 
 // NodePoolProblem is a NodePool that cannot launch nodes, and why.
@@ -114,7 +118,7 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			problems = append(problems, NodePoolProblem{NodePool: np.Name, Reason: "the NodePool is being deleted"})
 			continue
 		}
-		if reason := StaticNodePool(np); reason != "" {
+		if reason := StaticNodePool(np, c.StaticCapacity); reason != "" {
 			problems = append(problems, NodePoolProblem{NodePool: np.Name, Reason: reason})
 			continue
 		}
@@ -131,6 +135,10 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			// Only this pool is left out (as Karpenter skips it): the
 			// others still launch, and the pods learn why this one did not.
 			problems = append(problems, NodePoolProblem{NodePool: np.Name, Reason: "its instance types could not be listed: " + err.Error(), Err: err})
+			continue
+		}
+		if np.Spec.Replicas != nil {
+			snap.Static = append(snap.Static, scheduling.NodePool{NodePool: np, InstanceTypes: its})
 			continue
 		}
 		typesByPool[np.Name] = its
@@ -279,19 +287,19 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	return snap, problems, nil
 }
 
-// StaticNodePool says why a NodePool with spec.replicas launches nothing,
-// or returns "" for a dynamic NodePool. Such a NodePool is static: it
-// would keep a fixed number of nodes under the StaticCapacity feature gate,
-// which Joiner does not support, and using it for pending pods instead
-// would launch nodes its owner never asked for. Leaving it out of every
-// snapshot also keeps disruption off its nodes.
-func StaticNodePool(np *v1.NodePool) string {
-	if np.Spec.Replicas == nil {
+// StaticNodePool says why a NodePool with spec.replicas launches nothing
+// when the StaticCapacity gate is off, or returns "" (a dynamic NodePool,
+// or the gate on). Such a NodePool is static: it keeps a fixed number of
+// nodes under the gate, and using it for pending pods instead would launch
+// nodes its owner never asked for. Leaving it out of every snapshot also
+// keeps disruption off its nodes.
+func StaticNodePool(np *v1.NodePool, gate bool) string {
+	if np.Spec.Replicas == nil || gate {
 		return ""
 	}
-	return fmt.Sprintf("spec.replicas is set (%d), which makes this a static NodePool; static NodePools need the StaticCapacity feature gate, "+
-		"which Joiner does not support, so it launches no nodes; to provision for pending pods, recreate it without spec.replicas "+
-		"(a NodePool cannot switch between static and dynamic in place)", *np.Spec.Replicas)
+	return fmt.Sprintf("spec.replicas is set (%d), which makes this a static NodePool; static NodePools need the StaticCapacity feature gate "+
+		"(FEATURE_GATES=StaticCapacity=true, settings.featureGates.staticCapacity), so it launches no nodes; to provision for pending pods instead, "+
+		"recreate it without spec.replicas (a NodePool cannot switch between static and dynamic in place)", *np.Spec.Replicas)
 }
 
 // InvalidRequirementValue names the first requirement value of a NodePool

@@ -56,9 +56,6 @@ dropped silently.
 {{- end }}
 {{- end }}
 {{- with $s.featureGates }}
-{{- if .staticCapacity }}
-{{- fail "settings.featureGates.staticCapacity=true (static NodePools, spec.replicas) is not supported by Joiner yet; set it to false" }}
-{{- end }}
 {{- if .capacityBuffer }}
 {{- fail "settings.featureGates.capacityBuffer=true needs the CapacityBuffer CRD, which Joiner does not serve; set it to false" }}
 {{- end }}

@@ -258,7 +258,7 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 		nodes[n.Name] = n
 	}
 	types := map[string]map[string]*cloudprovider.InstanceType{}
-	for _, p := range snap.NodePools {
+	for _, p := range append(append([]scheduling.NodePool(nil), snap.NodePools...), snap.Static...) {
 		types[p.NodePool.Name] = map[string]*cloudprovider.InstanceType{}
 		for _, it := range p.InstanceTypes {
 			types[p.NodePool.Name][it.Name] = it
@@ -332,7 +332,7 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 	sort.Slice(out, func(i, j int) bool { return out[i].cand.Node < out[j].cand.Node })
 	counts := disruption.CountBudgets(budgetNodes)
 	now := c.Clock.Now()
-	for _, p := range snap.NodePools {
+	for _, p := range append(append([]scheduling.NodePool(nil), snap.NodePools...), snap.Static...) {
 		np := p.NodePool
 		for reason, into := range map[v1.DisruptionReason]map[string]int{
 			v1.DisruptionReasonUnderutilized: opts.Allowed, v1.DisruptionReasonEmpty: opts.AllowedEmpty, v1.DisruptionReasonDrifted: opts.AllowedDrift,

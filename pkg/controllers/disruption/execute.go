@@ -371,7 +371,7 @@ func (c *Controller) recheck(ctx context.Context, r *run) ([]*candidateInfo, str
 	// good commands over it, launching their replacements again and again.
 	// A deletion is simulated again whatever arrived: the room it counted
 	// on in other nodes may have been taken, and nothing was launched.
-	if len(present.Candidates) == 0 || (arrived == 0 && len(r.created) > 0) {
+	if len(present.Candidates) == 0 || r.cmd.Static || (arrived == 0 && len(r.created) > 0) {
 		return append(goes, presentInfos...), why, nil
 	}
 	keep, unfit := disruption.Recheck(snap, present, c.Scheduling)

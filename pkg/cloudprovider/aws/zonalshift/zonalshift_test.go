@@ -79,7 +79,9 @@ func TestOnChange(t *testing.T) {
 	api := &fakeARC{}
 	var heard [][2]map[string]bool
 	p := &Provider{API: api, ClusterARN: "arn", Clock: clocktesting.NewFakeClock(now), Log: logr.Discard(),
-		OnChange: func(_ context.Context, before, after map[string]bool) { heard = append(heard, [2]map[string]bool{before, after}) }}
+		OnChange: func(_ context.Context, before, after map[string]bool) {
+			heard = append(heard, [2]map[string]bool{before, after})
+		}}
 	for _, shifts := range [][]arctypes.ZonalShiftInResource{
 		nil,
 		{{AwayFrom: aws.String("use1-az1"), AppliedStatus: arctypes.AppliedStatusApplied, ExpiryTime: aws.Time(now.Add(time.Hour))}},

@@ -110,7 +110,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	np.Status.Resources = res
 	np.Status.Nodes = &nodes
 
-	validErr := validate(np)
+	validErr := validate(np, c.Cluster.StaticCapacity)
 	c.set(np, v1.ConditionTypeValidationSucceeded, validErr == nil, "NodePoolValidationFailed", errString(validErr))
 	classOK, reason, message := c.nodeClassReady(ctx, np)
 	c.set(np, v1.ConditionTypeNodeClassReady, classOK, reason, message)
@@ -172,10 +172,10 @@ func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool,
 
 // validate checks what the CRD's CEL cannot: requirements that parse, with
 // values that are label values, and taints that are not repeated across
-// taints and startupTaints; and that the NodePool is not static, which
-// Joiner cannot run.
-func validate(np *v1.NodePool) error {
-	if reason := state.StaticNodePool(np); reason != "" {
+// taints and startupTaints; and that the NodePool is not static unless the
+// StaticCapacity gate is on.
+func validate(np *v1.NodePool, static bool) error {
+	if reason := state.StaticNodePool(np, static); reason != "" {
 		return errors.New(reason)
 	}
 	if reason := state.InvalidRequirementValue(np); reason != "" {

@@ -1,0 +1,2 @@
+// Package suite holds nothing but the pins of tools.go.
+package suite
