@@ -48,6 +48,9 @@ type Objects struct {
 	// Namespaces give the labels that affinity terms' namespaceSelectors
 	// match.
 	Namespaces []*corev1.Namespace
+	// LimitRanges default the containers of the workloads and DaemonSets
+	// of their namespaces, as the API server's admission would.
+	LimitRanges []corev1.LimitRange
 	// NodeOverlays reprice and resize the pools' instance types, as the
 	// controller does with the NodeOverlay gate on; Snapshot records how
 	// each fared in OverlayVerdicts.
@@ -106,7 +109,7 @@ func (o *Objects) load(name string, r io.Reader) error {
 		obj, gvk, err := strict.Decode(doc, nil, nil)
 		if err != nil {
 			if runtime.IsNotRegisteredError(err) {
-				return fmt.Errorf("%s, document %d: unknown kind: %v; joiner plan reads NodePool, EC2NodeClass, NodeOverlay, Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet, Node, Namespace, PersistentVolumeClaim, PersistentVolume and StorageClass", name, index, err)
+				return fmt.Errorf("%s, document %d: unknown kind: %v; joiner plan reads NodePool, EC2NodeClass, NodeOverlay, Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet, Node, Namespace, LimitRange, PersistentVolumeClaim, PersistentVolume and StorageClass", name, index, err)
 			}
 			return fmt.Errorf("%s, document %d: %w", name, index, err)
 		}
@@ -160,6 +163,9 @@ func (o *Objects) add(obj runtime.Object) error {
 		o.StorageClasses = append(o.StorageClasses, x)
 	case *corev1.Namespace:
 		o.Namespaces = append(o.Namespaces, x)
+	case *corev1.LimitRange:
+		defaultNamespace(&x.ObjectMeta)
+		o.LimitRanges = append(o.LimitRanges, *x)
 	case *v1alpha1.NodeOverlay:
 		o.NodeOverlays = append(o.NodeOverlays, x)
 	default:

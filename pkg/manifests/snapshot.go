@@ -55,7 +55,11 @@ func (o *Objects) Snapshot(instanceTypes []*cloudprovider.InstanceType) (schedul
 	ix.Partial = true
 	podsByNode := map[string][]*corev1.Pod{}
 	snap.Volumes = map[string]volumes.Usage{}
-	for _, p := range ix.Apply(o.Pods, snap.Volumes) {
+	admitted := make([]*corev1.Pod, len(o.Pods))
+	for i, p := range o.Pods {
+		admitted[i] = pods.WithLimitRanges(p, o.LimitRanges)
+	}
+	for _, p := range ix.Apply(admitted, snap.Volumes) {
 		if p.Spec.NodeName != "" {
 			podsByNode[p.Spec.NodeName] = append(podsByNode[p.Spec.NodeName], p)
 		} else {
@@ -75,7 +79,7 @@ func (o *Objects) Snapshot(instanceTypes []*cloudprovider.InstanceType) (schedul
 			Allocatable: n.Status.Allocatable, Pods: podsByNode[n.Name], MarkedForDeletion: n.Spec.Unschedulable, AttachLimits: limits})
 	}
 	for _, ds := range o.DaemonSets {
-		snap.DaemonSets = append(snap.DaemonSets, pods.DaemonSetPod(ds))
+		snap.DaemonSets = append(snap.DaemonSets, pods.WithLimitRanges(pods.DaemonSetPod(ds), o.LimitRanges))
 	}
 	if len(o.Namespaces) > 0 {
 		snap.Namespaces = make(map[string]map[string]string, len(o.Namespaces))

@@ -6,6 +6,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -93,6 +94,25 @@ func (c *Cluster) Pending(ctx context.Context) ([]*corev1.Pod, error) {
 		if pods.IsProvisionable(p) {
 			out = append(out, p)
 		}
+	}
+	return out, nil
+}
+
+// DaemonSetPods are the pods the cluster's DaemonSets would run on a new
+// node, as the API server would admit them (their namespaces'
+// LimitRanges' defaults), so each new node keeps the room they will take.
+func (c *Cluster) DaemonSetPods(ctx context.Context) ([]*corev1.Pod, error) {
+	var daemonSets appsv1.DaemonSetList
+	if err := c.Client.List(ctx, &daemonSets); err != nil {
+		return nil, err
+	}
+	var ranges corev1.LimitRangeList
+	if err := c.Client.List(ctx, &ranges); err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, len(daemonSets.Items))
+	for i := range daemonSets.Items {
+		out[i] = pods.WithLimitRanges(pods.DaemonSetPod(&daemonSets.Items[i]), ranges.Items)
 	}
 	return out, nil
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	"github.com/joiner-autoscaler/joiner/pkg/volumes"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -88,12 +87,8 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 	if err != nil {
 		return snap, nil, err
 	}
-	var daemonSets appsv1.DaemonSetList
-	if err := c.Client.List(ctx, &daemonSets); err != nil {
+	if snap.DaemonSets, err = c.DaemonSetPods(ctx); err != nil {
 		return snap, nil, err
-	}
-	for i := range daemonSets.Items {
-		snap.DaemonSets = append(snap.DaemonSets, pods.DaemonSetPod(&daemonSets.Items[i]))
 	}
 	vols, err := c.readVolumes(ctx)
 	if err != nil {

@@ -80,3 +80,55 @@ spec:
 		return n == 3, fmt.Sprintf("%d running on %v", n, nodes)
 	})
 }
+
+// TestDaemonSetUnderALimitRange is the regression suite's "LimitRange
+// Default on daemonSet pods" as Joiner first failed it: the namespace's
+// LimitRange gives every container 2 CPUs, the DaemonSet's template asks
+// nothing, and a node planned for the Deployment's pod alone had no room
+// for both, so each new node took the DaemonSet's pod and left the other
+// pending, and another node was launched, for ever. The DaemonSet's pods
+// must be counted as admitted: one node runs both.
+func TestDaemonSetUnderALimitRange(t *testing.T) {
+	framework.StartJoiner(t)
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	t.Cleanup(func() { framework.Kubectl(t, "", "delete", "limitrange", "defaults", "--ignore-not-found") })
+	framework.Kubectl(t, framework.PoolAndClass, "apply", "-f", "-")
+	framework.Kubectl(t, `apiVersion: v1
+kind: LimitRange
+metadata: {name: defaults, namespace: default}
+spec:
+  limits:
+  - type: Container
+    default: {cpu: "2", memory: 1Gi}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: c, image: registry.k8s.io/pause:3.9}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers: [{name: c, image: registry.k8s.io/pause:3.9}]
+`, "apply", "-f", "-")
+	framework.Eventually(t, 2*time.Minute, "the app and the agent Running on one node", func() (bool, string) {
+		apps, onApp := framework.Running(t, map[string]string{"app": "app"})
+		agents, _ := framework.Running(t, map[string]string{"app": "agent"})
+		return apps == 1 && agents >= 1, fmt.Sprintf("app on %v, %d agents", onApp, agents)
+	})
+	framework.WantClaims(t, 1)
+	if cpu := framework.NodeClaims(t)[0].Spec.Resources.Requests.Cpu().MilliValue(); cpu != 4000 {
+		t.Errorf("the nodeclaim requests %dm cpu, want 4000m: the app's 2 and the agent's 2 from the LimitRange", cpu)
+	}
+}

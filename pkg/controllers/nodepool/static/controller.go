@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,7 +30,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
-	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
@@ -149,13 +147,9 @@ func (c *Controller) scaleUp(ctx context.Context, np *v1.NodePool, n int64) erro
 	if err != nil {
 		return err
 	}
-	var dss appsv1.DaemonSetList
-	if err := c.Client.List(ctx, &dss); err != nil {
+	daemons, err := c.Cluster.DaemonSetPods(ctx)
+	if err != nil {
 		return err
-	}
-	daemons := make([]*corev1.Pod, len(dss.Items))
-	for i := range dss.Items {
-		daemons[i] = pods.DaemonSetPod(&dss.Items[i])
 	}
 	planned, err := scheduling.StaticNodeClaim(scheduling.NodePool{NodePool: np, InstanceTypes: its}, daemons, c.Scheduling)
 	if err != nil {

@@ -1,0 +1,56 @@
+package pods
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestWithLimitRanges(t *testing.T) {
+	rl := func(kv ...string) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return out
+	}
+	ranges := []corev1.LimitRange{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
+			{Type: corev1.LimitTypeContainer, Default: rl("cpu", "2", "memory", "1Gi"), DefaultRequest: rl("cpu", "2", "memory", "1Gi")},
+			{Type: corev1.LimitTypePod, Max: rl("cpu", "8")},
+		}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "other"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
+			{Type: corev1.LimitTypeContainer, DefaultRequest: rl("cpu", "7")},
+		}}},
+	}
+	cases := []struct {
+		name      string
+		ns        string
+		requests  corev1.ResourceList
+		wantCPU   string
+		wantMem   string
+		unchanged bool
+	}{
+		{"nothing asked: the defaults", "default", nil, "2", "1Gi", false},
+		{"a request kept", "default", rl("cpu", "500m"), "500m", "1Gi", false},
+		{"another namespace's range", "kube-system", nil, "0", "0", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: tc.requests}}}}}
+			got := WithLimitRanges(p, ranges)
+			if (got == p) != tc.unchanged {
+				t.Fatalf("returned the pod itself: %v, want %v", got == p, tc.unchanged)
+			}
+			r := Requests(got)
+			if cpu, mem := r[corev1.ResourceCPU], r[corev1.ResourceMemory]; cpu.Cmp(resource.MustParse(tc.wantCPU)) != 0 || mem.Cmp(resource.MustParse(tc.wantMem)) != 0 {
+				t.Errorf("requests cpu %s memory %s, want %s and %s", cpu.String(), mem.String(), tc.wantCPU, tc.wantMem)
+			}
+			if len(p.Spec.Containers[0].Resources.Limits) != 0 {
+				t.Error("the input was changed")
+			}
+		})
+	}
+}
