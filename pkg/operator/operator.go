@@ -12,7 +12,9 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/api/v1alpha1"
+	"github.com/joiner-autoscaler/joiner/pkg/buffers"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/capacitybuffer"
 	disruptionctrl "github.com/joiner-autoscaler/joiner/pkg/controllers/disruption"
 	clustermetrics "github.com/joiner-autoscaler/joiner/pkg/controllers/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/node/repair"
@@ -147,6 +149,16 @@ func Run(ctx context.Context, opts *Options) error {
 	// yet, until the NodeClaim informer reports them.
 	cluster := &state.Cluster{Client: mgr.GetClient(), Cache: mgr.GetCache(), CloudProvider: provider, Clock: clk, Nominations: nominations,
 		StaticCapacity: opts.FeatureGates.StaticCapacity}
+	// With the CapacityBuffer gate, the buffers' virtual pods are pending
+	// in every plan, provisioning's and disruption's.
+	var bufferStatus *capacitybuffer.Controller
+	if opts.FeatureGates.CapacityBuffer {
+		cluster.Buffers = &buffers.Store{}
+		bufferStatus = &capacitybuffer.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Store: cluster.Buffers, Clock: clk, Trigger: batcher.Trigger}
+		if err := bufferStatus.Register(mgr); err != nil {
+			return err
+		}
+	}
 	claims, err := mgr.GetCache().GetInformer(ctx, &v1.NodeClaim{})
 	if err != nil {
 		return err
@@ -165,6 +177,9 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	prov := &provisioning.Provisioner{Client: creates, Cluster: cluster,
 		Batcher: batcher, Recorder: recorder, Clock: clk, Resync: resync, Nominations: nominations, Scheduling: sched}
+	if bufferStatus != nil {
+		prov.Buffers = bufferStatus
+	}
 	if err := mgr.Add(prov); err != nil {
 		return err
 	}
@@ -227,7 +242,7 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 	}
 	logger.Info("starting joiner", "cloud-provider", opts.CloudProvider, "batch-idle-duration", opts.BatchIdleDuration.String(), "batch-max-duration", opts.BatchMaxDuration.String(),
-		"preference-policy", string(sched.PreferencePolicy), "min-values-policy", string(sched.MinValuesPolicy), "node-repair", opts.FeatureGates.NodeRepair, "node-overlay", opts.FeatureGates.NodeOverlay, "static-capacity", opts.FeatureGates.StaticCapacity)
+		"preference-policy", string(sched.PreferencePolicy), "min-values-policy", string(sched.MinValuesPolicy), "node-repair", opts.FeatureGates.NodeRepair, "node-overlay", opts.FeatureGates.NodeOverlay, "static-capacity", opts.FeatureGates.StaticCapacity, "capacity-buffer", opts.FeatureGates.CapacityBuffer)
 	return mgr.Start(ctx)
 }
 

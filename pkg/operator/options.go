@@ -108,9 +108,6 @@ type FeatureGates struct {
 // unsupported lists why the gates that are on but not implemented cannot be.
 func (fg FeatureGates) unsupported() []string {
 	var out []string
-	if fg.CapacityBuffer {
-		out = append(out, "CapacityBuffer=true needs the CapacityBuffer CRD (autoscaling.x-k8s.io/v1beta1), which Joiner does not serve, so buffers would be ignored; remove it or set CapacityBuffer=false")
-	}
 	return out
 }
 

@@ -115,7 +115,11 @@ func TestParse(t *testing.T) {
 				t.Fatalf("%+v", o.FeatureGates)
 			}
 		}},
-		{name: "CapacityBuffer is refused", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=true"}, wantErr: `CapacityBuffer=true needs the CapacityBuffer CRD (autoscaling.x-k8s.io/v1beta1), which Joiner does not serve`},
+		{name: "CapacityBuffer is available", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=true"}, check: func(t *testing.T, o *Options) {
+			if !o.FeatureGates.CapacityBuffer {
+				t.Fatalf("%+v", o.FeatureGates)
+			}
+		}},
 		{name: "a gate needs a bool", env: map[string]string{"FEATURE_GATES": "NodeRepair=maybe"}, wantErr: `feature gate "NodeRepair" needs =true or =false`},
 	}
 	for _, tc := range cases {

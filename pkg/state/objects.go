@@ -95,6 +95,9 @@ func (c *Cluster) Pending(ctx context.Context) ([]*corev1.Pod, error) {
 			out = append(out, p)
 		}
 	}
+	if c.Buffers != nil {
+		out = append(out, c.Buffers.All()...)
+	}
 	return out, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/buffers"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
@@ -45,8 +46,11 @@ type Cluster struct {
 	// go to the snapshot's Static pools; without it they are left out with
 	// the reason.
 	StaticCapacity bool
-	created        created
-	plans          planSlot
+	// Buffers, with the CapacityBuffer gate, are the buffers' virtual pods,
+	// pending with the real ones in every plan.
+	Buffers *buffers.Store
+	created created
+	plans   planSlot
 }
 
 // NodePoolProblem is a NodePool that cannot launch nodes, and why.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	autoscalingv1beta1 "github.com/joiner-autoscaler/joiner/api/autoscaling/v1beta1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/api/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/internal/localcluster"
@@ -215,6 +216,8 @@ func ResetCluster(t testing.TB) {
 	_ = Kube.DeleteAllOf(ctx, &policyv1.PodDisruptionBudget{}, client.InNamespace("default"))
 	_ = Kube.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
 	_ = Kube.DeleteAllOf(ctx, &v1alpha1.NodeOverlay{})
+	_ = Kube.DeleteAllOf(ctx, &autoscalingv1beta1.CapacityBuffer{}, client.InNamespace("default"))
+	_ = Kube.DeleteAllOf(ctx, &corev1.PodTemplate{}, client.InNamespace("default"))
 	var pools v1.NodePoolList
 	_ = Kube.List(ctx, &pools)
 	for i := range pools.Items {

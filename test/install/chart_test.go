@@ -236,7 +236,6 @@ func TestRefusedValues(t *testing.T) {
 		{"pre-v1 default instance profile", "settings.aws.defaultInstanceProfile=KarpenterNodeInstanceProfile", []string{"settings.aws.defaultInstanceProfile", "spec.role or spec.instanceProfile"}},
 		{"pre-v0.19 top-level clusterName", "clusterName=demo", []string{"clusterName", "settings.clusterName"}},
 		{"an unknown setting", "settings.clusterNmae=demo", []string{"settings.clusterNmae", "remove it"}},
-		{"an unimplemented gate", "settings.featureGates.capacityBuffer=true", []string{"settings.featureGates.capacityBuffer", "set it to false"}},
 		{"a gate neither has", "settings.featureGates.fastLaunch=true", []string{"settings.featureGates.fastLaunch", "remove it"}},
 		{"the pre-v1 drift gate", "settings.featureGates.driftEnabled=true", []string{"settings.featureGates.driftEnabled", "drift is always on"}},
 		{"the AWS CEL gate on", "settings.awsFeatureGates.nodeClassCEL=true", []string{"settings.awsFeatureGates.nodeClassCEL", "set false"}},
@@ -273,6 +272,8 @@ func TestGatedRBAC(t *testing.T) {
 	}{
 		{"NodeOverlays with the gate", []string{"--set", "settings.featureGates.nodeOverlay=true"}, "nodeoverlays/status", true},
 		{"NodeOverlays without it", nil, "nodeoverlays", false},
+		{"CapacityBuffers with the gate", []string{"--set", "settings.featureGates.capacityBuffer=true"}, "capacitybuffers/status", true},
+		{"CapacityBuffers without it", nil, "capacitybuffers", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,9 +56,6 @@ dropped silently.
 {{- end }}
 {{- end }}
 {{- with $s.featureGates }}
-{{- if .capacityBuffer }}
-{{- fail "settings.featureGates.capacityBuffer=true needs the CapacityBuffer CRD, which Joiner does not serve; set it to false" }}
-{{- end }}
 {{- end }}
 {{- range $k, $v := ($s.awsFeatureGates | default dict) }}
 {{- if ne $k "nodeClassCEL" }}

@@ -11,6 +11,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/buffers"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
@@ -43,6 +44,11 @@ type Provisioner struct {
 	// Nominations record the NodeClaims and nodes each batch launched or
 	// chose for pending pods, which disruption then leaves alone.
 	Nominations *state.Nominations
+	// Buffers, with the CapacityBuffer gate, hears where each plan put the
+	// buffers' virtual pods, for their Provisioning condition.
+	Buffers interface {
+		Provisioned(ctx context.Context, tallies map[string]*buffers.Tally) error
+	}
 }
 
 // CreateWorkers is how many NodeClaims a batch creates at once. One at a
@@ -136,6 +142,9 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 		logger.Info("computed new nodeclaim(s) to fit pod(s)", "nodeclaims", len(plan.NewNodeClaims), "pods", newPods-len(plan.Unschedulable))
 	}
 	for _, u := range plan.Unschedulable {
+		if buffers.IsVirtual(u.Pod) {
+			continue // no pod to tell: the buffer's condition says it
+		}
 		reason := u.Reason
 		if reason == scheduling.ErrResourceClaims.Error() {
 			// Not a failure to fix but a pod left alone, as Karpenter logs it.
@@ -184,13 +193,32 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 			observed[nc.NodePool] = true
 			metrics.AllocationScheduling.WithLabelValues(nc.NodePool).Observe(p.Clock.Since(start).Seconds())
 		}
-		p.Nominations.NominateNodeClaim(created[i].Name, nc.Pods...)
-		for _, pod := range nc.Pods {
+		// Virtual pods nominate nothing: re-planned every batch, they
+		// would hold their nodes from drift and expiry for good.
+		waiting := realPods(nc.Pods)
+		p.Nominations.NominateNodeClaim(created[i].Name, waiting...)
+		for _, pod := range waiting {
 			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", created[i].Name)
 		}
 	}
-	p.nominateExisting(pending, plan.Existing)
+	p.nominateExisting(realPods(pending), plan.Existing)
+	if p.Buffers != nil {
+		if err := p.Buffers.Provisioned(ctx, buffers.Tallies(plan, pending)); err != nil {
+			logger.Error(err, "updating CapacityBuffer provisioning status")
+		}
+	}
 	return nil
+}
+
+// realPods leaves out the buffers' virtual pods.
+func realPods(in []*corev1.Pod) []*corev1.Pod {
+	out := in[:0:0]
+	for _, p := range in {
+		if !buffers.IsVirtual(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // nominateExisting records the existing nodes and in-flight NodeClaims the
