@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/component-helpers/storage/ephemeral"
+	"k8s.io/klog/v2"
 )
 
 // IsOwnedByDaemonSet reports a pod a DaemonSet runs. Such a pod is recreated
@@ -83,6 +84,21 @@ func HasResourceClaims(pod *corev1.Pod) bool {
 	}
 	return false
 }
+
+// ToleratesDisrupted reports a pod that tolerates Karpenter's disrupted
+// taint: it asked to stay on a node being drained, so a drain neither
+// evicts it nor waits for it, and it needs no other node.
+func ToleratesDisrupted(pod *corev1.Pod) bool {
+	for _, t := range pod.Spec.Tolerations {
+		if t.ToleratesTaint(quiet, &v1.DisruptedNoScheduleTaint, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// quiet is the logger ToleratesTaint asks for, which says nothing.
+var quiet = klog.Background().V(100)
 
 // IsCritical reports a pod of the two system priority classes. The drain
 // evicts these last, so that DNS, CNI helpers and the like keep serving the

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/operator"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +29,8 @@ func (s storeInformers) GetInformer(_ context.Context, obj client.Object, _ ...c
 		return s.byKind["pod"], nil
 	case *corev1.Node:
 		return s.byKind["node"], nil
+	case *v1.NodeClaim:
+		return s.byKind["nodeclaim"], nil
 	}
 	panic("unexpected kind")
 }
@@ -50,9 +54,10 @@ func TestObjectsReadTheCacheInPlace(t *testing.T) {
 	if err := nodeInf.GetStore().Add(node); err != nil {
 		t.Fatal(err)
 	}
-	informers := storeInformers{byKind: map[string]toolscache.SharedIndexInformer{"pod": podInf, "node": nodeInf}}
+	claimInf := toolscache.NewSharedIndexInformer(nil, &v1.NodeClaim{}, 0, toolscache.Indexers{})
+	informers := storeInformers{byKind: map[string]toolscache.SharedIndexInformer{"pod": podInf, "node": nodeInf, "nodeclaim": claimInf}}
 	// The client holds other objects: an answer from it shows.
-	other := fake.NewClientBuilder().WithObjects(
+	other := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "listed", Namespace: "default"}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "listed"}},
 	).Build()

@@ -143,13 +143,20 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		typesByPool[np.Name] = its
 	}
 
+	// The pods of nodes being deleted are pending (Moving), and counted
+	// there alone: their old node takes nothing more.
+	deleting, err := c.deletingNodes(ctx)
+	if err != nil {
+		return snap, nil, err
+	}
 	podsByNode := map[string][]*corev1.Pod{}
 	boundNow := map[string]bool{}
 	for _, p := range podList {
-		if p.Spec.NodeName != "" {
+		moving := deleting[p.Spec.NodeName] && movesWithDrain(p)
+		if p.Spec.NodeName != "" && !moving {
 			boundNow[p.Namespace+"/"+p.Name] = true
 		}
-		if p.Spec.NodeName != "" && !pods.IsTerminal(p) {
+		if p.Spec.NodeName != "" && !pods.IsTerminal(p) && !moving {
 			podsByNode[p.Spec.NodeName] = append(podsByNode[p.Spec.NodeName], p)
 		}
 	}

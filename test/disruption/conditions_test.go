@@ -179,3 +179,41 @@ func TestExpirationPastDoNotDisrupt(t *testing.T) {
 		t.Errorf("no TerminationGracePeriodExpiring event: %q", out)
 	}
 }
+
+// TestExpiredNodeGetsOneReplacement is Karpenter's regression spec
+// "should replace expired node with a single node and schedule all pods",
+// which Joiner first failed: five pods behind a PDB that lets one go at a
+// time leave an expired node, and they get one node between them, planned
+// as soon as the node began to go, not one per eviction.
+func TestExpiredNodeGetsOneReplacement(t *testing.T) {
+	j := framework.StartJoiner(t)
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	framework.Kubectl(t, framework.PoolWith("Never", "30s"), "apply", "-f", "-")
+	framework.Kubectl(t, framework.Deployment("web", 5, "500m", "512Mi", "")+`---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec:
+  minAvailable: 4
+  selector: {matchLabels: {app: web}}
+`, "apply", "-f", "-")
+	first := framework.Initialized(t, 1)[0]
+	// The replacement must not expire in turn.
+	framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", `{"spec":{"template":{"spec":{"expireAfter":"Never"}}}}`)
+	seen := map[string]bool{first.Name: true}
+	framework.Eventually(t, 3*time.Minute, "the expired node gone and the five pods on its one replacement", func() (bool, string) {
+		claims := framework.NodeClaims(t)
+		gone := true
+		for _, nc := range claims {
+			seen[nc.Name] = true
+			gone = gone && nc.Name != first.Name
+		}
+		n, nodes := framework.Running(t, map[string]string{"app": "web"})
+		return gone && n == 5 && len(claims) == 1, fmt.Sprintf("%d running on %v, %d nodeclaims", n, nodes, len(claims))
+	})
+	// The first NodeClaim the provisioner's, the replacement the
+	// disruption loop's (an expired node is replaced before it drains).
+	if n := j.Count("created nodeclaim") + strings.Count(j.Logs(), "and replacing with"); len(seen) != 2 || n != 2 {
+		t.Errorf("%d nodeclaims seen, %d created, want the expired one and one replacement", len(seen), n)
+	}
+}

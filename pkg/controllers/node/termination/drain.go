@@ -106,15 +106,7 @@ func waitedFor(pod *corev1.Pod, now time.Time) bool {
 // mirror pod (the API server cannot evict it), a pod that tolerates the
 // disrupted taint (it asked to stay), or one stuck terminating.
 func staysWithNode(pod *corev1.Pod, now time.Time) bool {
-	if pods.IsMirror(pod) || stuckTerminating(pod, now) {
-		return true
-	}
-	for _, t := range pod.Spec.Tolerations {
-		if t.ToleratesTaint(nopLogger, &v1.DisruptedNoScheduleTaint, false) {
-			return true
-		}
-	}
-	return false
+	return pods.IsMirror(pod) || stuckTerminating(pod, now) || pods.ToleratesDisrupted(pod)
 }
 
 // stuckTerminating reports a pod whose deletion should have been confirmed
