@@ -24,8 +24,9 @@ var class = strings.SplitN(framework.PoolAndClass, "---", 2)[0]
 // the fix, instead of being ignored.
 func TestSettingsRefusedAtStart(t *testing.T) {
 	cases := []struct{ env, want string }{
-		{"FEATURE_GATES=NodeOverlay=true", `invalid setting FEATURE_GATES (--feature-gates, from env FEATURE_GATES) "NodeOverlay=true": NodeOverlay=true needs the NodeOverlay CRD`},
-		{"FEATURE_GATES=StaticCapacity=true", `StaticCapacity=true (static NodePools, spec.replicas) is not supported by Joiner yet; remove it or set StaticCapacity=false`},
+		{"FEATURE_GATES=NodeOverlays=true", `invalid setting FEATURE_GATES (--feature-gates, from env FEATURE_GATES) "NodeOverlays=true": unknown feature gate "NodeOverlays"; known gates are CapacityBuffer, NodeOverlay, NodeRepair, ReservedCapacity, SpotToSpotConsolidation, StaticCapacity`},
+		{"ENABLE_ZONAL_SHIFT=true", `invalid setting ENABLE_ZONAL_SHIFT true: zonal shifts are ARC's, on EKS clusters; it needs --cloud-provider=aws`},
+		{"IGNORE_DRA_REQUESTS=false", `invalid setting IGNORE_DRA_REQUESTS "false": Joiner does not plan for DRA resource claims yet`},
 		{"PREFERENCE_POLICY=Sometimes", `invalid setting PREFERENCE_POLICY (--preference-policy, from env PREFERENCE_POLICY) "Sometimes": want one of Respect, Ignore`},
 		{"MIN_VALUES_POLICY=Lenient", `invalid setting MIN_VALUES_POLICY (--min-values-policy, from env MIN_VALUES_POLICY) "Lenient": want one of Strict, BestEffort`},
 	}
