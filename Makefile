@@ -1,7 +1,7 @@
 # The two commands the README gives are `make demo` and `make test`.
 SHELL := /bin/bash
 
-.PHONY: demo test soak chaos scale scale-down optimum reliability fuzz bench-aws least-privilege image generate verify-generated setup down fmt
+.PHONY: demo test soak chaos scale scale-down optimum reliability fuzz bench-aws least-privilege karpenter-e2e image generate verify-generated setup down fmt
 
 ## demo: set everything up and run the demo on a local control plane, with
 ## Joiner's aws provider against the local AWS endpoint (cmd/fake-aws)
@@ -112,6 +112,17 @@ bench-aws: setup
 least-privilege: setup
 	go vet -tags leastprivilege ./test/aws/
 	go test -tags leastprivilege -count=1 -timeout 60m -v -run '^TestEachStatementNamedWhenMissing$$' ./test/aws/
+
+## karpenter-e2e: Karpenter v1.14.1's own regression suite
+## (sigs.k8s.io/karpenter test/suites/regression, 99 specs), built unchanged
+## from the module proxy (test/karpenter-e2e/suite pins it) and run against
+## Joiner's kwok provider on the local control plane (hack/karpenter-e2e),
+## with the NodeRepair, StaticCapacity and CapacityBuffer gates, as
+## Karpenter's own e2e run turns them on. Several hours on 2 cores; the
+## per-spec results go to docs/karpenter-e2e.md. E2E_ARGS passes flags
+## (-focus REGEX, -groups core,pinned,buffers).
+karpenter-e2e: setup
+	go run ./hack/karpenter-e2e $(E2E_ARGS)
 
 ## image: build Joiner's multi-arch (linux/amd64, linux/arm64) OCI image into
 ## the OCI layout bin/image, with no Docker daemon or registry (internal/image),
