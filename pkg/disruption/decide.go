@@ -69,11 +69,13 @@ func Decide(snap scheduling.Snapshot, cands []Candidate, opts Options) Decision 
 	return d
 }
 
-// Drift picks the drifted node to replace next, one per command as
-// Karpenter does: empty ones first, then the longest drifted; the first
-// that is not blocked, that its pool's drift budget (allowed) lets go, and
-// whose pods fit on other nodes and the replacements the command launches.
-// It says why each drifted node it passes over stays.
+// Drift picks the drifted nodes to replace now, in one command: empty ones
+// first, then the longest drifted; each that is not blocked, that its
+// pool's drift budget (allowed) still lets go, and whose pods fit on the
+// other nodes and the replacements the command launches. Budgets are the
+// only limit on how many go at once, as in Karpenter, where a drift of a
+// whole pool under "nodes: 100%" is replaced together rather than one node
+// per pass. It says why each drifted node it passes over stays.
 func Drift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, sched scheduling.Options) (Command, map[string]string, bool) {
 	skipped := map[string]string{}
 	var drifted []Candidate
@@ -104,22 +106,60 @@ func Drift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, 
 		}
 		return a.Node < b.Node
 	})
+	// Each node is tried against the room the ones chosen before it left
+	// (Remove keeps their pods placed), so choosing n nodes plans each
+	// node's pods once rather than the whole batch's n times.
 	cluster := scheduling.NewCluster(snap, sched)
+	var batch []Candidate
+	taken := map[string]int{}
 	for _, c := range drifted {
 		if c.Blocked != "" && !c.Forceable {
 			skipped[c.Node] = "drifted, but " + c.Blocked
 			continue
 		}
-		if allowed[c.NodePool] <= 0 {
+		if allowed[c.NodePool]-taken[c.NodePool] <= 0 {
 			skipped[c.Node] = fmt.Sprintf("drifted, but the disruption budget of nodepool %q allows no more disruptions now", c.NodePool)
 			continue
 		}
 		r, err := cluster.TryRemove(c.Node)
 		if err != nil || len(r.Unschedulable) > 0 {
-			skipped[c.Node] = "drifted, but its pods would not fit anywhere else"
+			if len(batch) == 0 {
+				skipped[c.Node] = "drifted, but its pods would not fit anywhere else"
+			}
+			// Otherwise it may fit once the nodes chosen before it are
+			// replaced: a later pass tries it again.
 			continue
 		}
-		return Command{Reason: v1.DisruptionReasonDrifted, Candidates: []Candidate{c}, Replacements: r.Replacements}, skipped, true
+		if _, err := cluster.Remove(c.Node); err != nil {
+			continue
+		}
+		batch = append(batch, c)
+		taken[c.NodePool]++
 	}
-	return Command{}, skipped, false
+	cmd, ok := jointReplacement(snap, batch, sched, skipped)
+	return cmd, skipped, ok
+}
+
+// jointReplacement is the command that replaces batch together: the
+// replacements are planned for all of its pods at once, so they are sized
+// as one plan, not as the sum of the nodes' separate ones. Should the joint
+// plan leave a pod out where the node-by-node one did not (packing order
+// differs), the batch is halved until it fits; its first node fitted alone.
+func jointReplacement(snap scheduling.Snapshot, batch []Candidate, sched scheduling.Options, skipped map[string]string) (Command, bool) {
+	for len(batch) > 0 {
+		names := make([]string, len(batch))
+		for i, c := range batch {
+			names[i] = c.Node
+		}
+		r, err := scheduling.NewCluster(snap, sched).TryRemove(names...)
+		if err == nil && len(r.Unschedulable) == 0 {
+			return Command{Reason: v1.DisruptionReasonDrifted, Candidates: batch, Replacements: r.Replacements}, true
+		}
+		if len(batch) == 1 {
+			skipped[batch[0].Node] = "drifted, but its pods would not fit anywhere else"
+			break
+		}
+		batch = batch[:len(batch)/2]
+	}
+	return Command{}, false
 }

@@ -103,7 +103,9 @@ func TestDecide(t *testing.T) {
 				s.add(drifted(t0)(node("busy", "c6a.large", "on-demand", pod("b-0", "1", "1Gi"))))
 				return s.add(drifted(t0.Add(time.Hour))(node("idle", "c6a.large", "on-demand")))
 			},
+			opts: Options{Allowed: map[string]int{"default": 10}, AllowedEmpty: map[string]int{"default": 10}, AllowedDrift: map[string]int{"default": 1}},
 			want: "Drifted", wantNodes: []string{"idle"},
+			wantSkipped: map[string]string{"busy": "drifted, but the disruption budget of nodepool \"default\" allows no more"},
 		},
 		{
 			name: "drift: the longest drifted first among busy nodes",
@@ -112,7 +114,22 @@ func TestDecide(t *testing.T) {
 				s.add(drifted(t0.Add(time.Hour))(node("newer", "c6a.large", "on-demand", pod("n-0", "1", "1Gi"))))
 				return s.add(drifted(t0)(node("older", "c6a.large", "on-demand", pod("o-0", "1", "1Gi"))))
 			},
+			opts: Options{Allowed: map[string]int{"default": 10}, AllowedEmpty: map[string]int{"default": 10}, AllowedDrift: map[string]int{"default": 1}},
 			want: "Drifted", wantNodes: []string{"older"},
+			wantSkipped: map[string]string{"newer": "drifted, but the disruption budget"},
+		},
+		{
+			name: "drift: every drifted node the budget allows goes in one command, empty first",
+			setup: func() *setup {
+				s := &setup{}
+				s.add(drifted(t0)(node("busy-0", "c6a.large", "on-demand", pod("b-0", "1", "1Gi"))))
+				s.add(drifted(t0.Add(time.Minute))(node("busy-1", "c6a.large", "on-demand", pod("b-1", "1", "1Gi"))))
+				s.add(drifted(t0.Add(2 * time.Minute))(node("busy-2", "c6a.large", "on-demand", pod("b-2", "1", "1Gi"))))
+				return s.add(drifted(t0.Add(time.Hour))(node("idle", "c6a.large", "on-demand")))
+			},
+			opts: Options{Allowed: map[string]int{"default": 10}, AllowedEmpty: map[string]int{"default": 10}, AllowedDrift: map[string]int{"default": 3}},
+			want: "Drifted", wantNodes: []string{"idle", "busy-0", "busy-1"},
+			wantSkipped: map[string]string{"busy-2": "drifted, but the disruption budget"},
 		},
 		{
 			name: "drift: a blocked drifted node is passed over and says so",

@@ -66,13 +66,15 @@ func (c *Controller) NeedLeaderElection() bool { return true }
 // Start implements manager.Runnable.
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption"))
-	t := c.Clock.NewTicker(c.Poll)
-	defer t.Stop()
 	for {
+		// The wait starts when a pass ends, as Karpenter's requeue does: a
+		// pass that waited minutes on a replacement leaves no tick behind,
+		// so the nodes an abandoned command released stay untainted a full
+		// Poll before the next pass may pick them again.
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C():
+		case <-c.Clock.After(c.Poll):
 		}
 		// A pass cut short by shutdown did not fail; the next leader's
 		// releaseStale undoes what it left.
