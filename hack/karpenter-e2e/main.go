@@ -125,7 +125,12 @@ func run(ctx context.Context, out, focus, only, gates string) error {
 		}
 		results = append(results, rs...)
 	}
-	report := render(results, gates, time.Since(started))
+	commit, err := exec.CommandContext(ctx, "git", "-C", root, "describe", "--always", "--dirty").Output()
+	if err != nil {
+		commit = []byte("(unknown commit)")
+	}
+	results = merged(results)
+	report := render(results, gates, strings.TrimSpace(string(commit)), time.Since(started))
 	if err := os.WriteFile(filepath.Join(root, out), []byte(report), 0o644); err != nil {
 		return err
 	}

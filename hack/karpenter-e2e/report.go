@@ -62,6 +62,26 @@ func readReport(path, group string) ([]result, error) {
 	return out, nil
 }
 
+// merged is one result per spec across the groups: each group's report
+// lists every spec of the suite, those it filtered out as skipped, so a
+// spec's outcome is the one group that ran it.
+func merged(rs []result) []result {
+	index := map[string]int{}
+	var out []result
+	for _, r := range rs {
+		key := fmt.Sprintf("%s:%d %s", r.File, r.Line, r.Name)
+		i, seen := index[key]
+		switch {
+		case !seen:
+			index[key] = len(out)
+			out = append(out, r)
+		case out[i].State == "skipped" && out[i].Failure == "" && r.State != "skipped":
+			out[i] = r
+		}
+	}
+	return out
+}
+
 // failed counts the specs that failed and are not named exceptions.
 func failed(rs []result) int {
 	n := 0
@@ -89,7 +109,8 @@ func tally(rs []result) string {
 
 // render is the report in Markdown: a summary, the named exceptions, and
 // every spec by file.
-func render(rs []result, gates string, took time.Duration) string {
+func render(rs []result, gates, commit string, took time.Duration) string {
+	rs = merged(rs)
 	sort.SliceStable(rs, func(i, j int) bool {
 		if rs[i].File != rs[j].File {
 			return rs[i].File < rs[j].File
@@ -102,7 +123,7 @@ func render(rs []result, gates string, took time.Duration) string {
 	fmt.Fprintf(&b, "`test/suites/regression` unchanged from the module proxy and runs it against\n")
 	fmt.Fprintf(&b, "Joiner's kwok provider on the local control plane, with `FEATURE_GATES=%s`.\n", gates)
 	fmt.Fprintf(&b, "This file is written by the run; its figures are the run's.\n\n")
-	fmt.Fprintf(&b, "Run on %s, %d specs in %s: %s.\n\n", time.Now().UTC().Format("2006-01-02"), len(rs), took.Round(time.Second), tally(rs))
+	fmt.Fprintf(&b, "Run on %s at Joiner %s, %d specs in %s: %s.\n\n", time.Now().UTC().Format("2006-01-02"), commit, len(rs), took.Round(time.Second), tally(rs))
 	fmt.Fprintf(&b, "## Named exceptions\n\nSkipped, because they test Karpenter's internals rather than its API:\n\n")
 	for name, why := range exceptions {
 		fmt.Fprintf(&b, "- \"%s\": %s\n", name, why)

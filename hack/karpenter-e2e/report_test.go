@@ -1,0 +1,53 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestMerged(t *testing.T) {
+	cases := []struct {
+		name string
+		in   []result
+		want []string // File:State per merged spec
+	}{
+		{
+			name: "the group that ran a spec gives its outcome, whichever reported first",
+			in: []result{
+				{Group: "core", File: "a.go", Line: 1, Name: "x", State: "skipped"},
+				{Group: "pinned", File: "a.go", Line: 1, Name: "x", State: "failed", Failure: "boom"},
+			},
+			want: []string{"a.go:failed"},
+		},
+		{
+			name: "a spec skipped after an ordered container failed keeps its message",
+			in: []result{
+				{Group: "core", File: "b.go", Line: 2, Name: "y", State: "skipped", Failure: "Spec skipped because an earlier spec in an ordered container failed"},
+				{Group: "pinned", File: "b.go", Line: 2, Name: "y", State: "skipped"},
+			},
+			want: []string{"b.go:skipped"},
+		},
+		{
+			name: "specs of the same name on different lines stay apart",
+			in: []result{
+				{Group: "core", File: "c.go", Line: 3, Name: "z", State: "passed"},
+				{Group: "core", File: "c.go", Line: 9, Name: "z", State: "failed"},
+			},
+			want: []string{"c.go:passed", "c.go:failed"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, r := range merged(tc.in) {
+				got = append(got, r.File+":"+r.State)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("merged = %v, want %v", got, tc.want)
+			}
+			if n := failed(merged(tc.in)); n != strings.Count(strings.Join(tc.want, ","), "failed") {
+				t.Fatalf("failed = %d", n)
+			}
+		})
+	}
+}
