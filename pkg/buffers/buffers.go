@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/api/autoscaling/v1beta1"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,7 +69,9 @@ func Count(spec v1beta1.CapacityBufferSpec, pod corev1.PodSpec, workloadReplicas
 // fitsLimits is how many pods fit in limits, counting each resource both
 // limit and pod name; false when no such resource.
 func fitsLimits(limits corev1.ResourceList, pod corev1.PodSpec) (int32, bool) {
-	requests := resources.PodRequests(&corev1.Pod{Spec: pod})
+	spec := pod.DeepCopy()
+	pods.DefaultRequests(spec)
+	requests := resources.PodRequests(&corev1.Pod{Spec: *spec})
 	best, found := int64(math.MaxInt32), false
 	for name, q := range limits {
 		per := requests.Of(name)
@@ -87,6 +90,7 @@ func fitsLimits(limits corev1.ResourceList, pod corev1.PodSpec) (int32, bool) {
 // priority, and the Unschedulable condition of a pod waiting for capacity.
 func Pods(b *v1beta1.CapacityBuffer, tmpl corev1.PodTemplateSpec, n int32, now time.Time) []*corev1.Pod {
 	spec := tmpl.Spec.DeepCopy()
+	pods.DefaultRequests(spec)
 	spec.NodeName = ""
 	claimed := map[string]bool{}
 	var vols []corev1.Volume

@@ -16,6 +16,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/api/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/overlay"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -188,6 +189,7 @@ func (o *Objects) expand(meta metav1.ObjectMeta, replicas *int32, tmpl corev1.Po
 	}
 	for i := 0; i < n; i++ {
 		p := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+		pods.DefaultRequests(&p.Spec)
 		p.Name, p.Namespace = name(i), meta.Namespace
 		p.CreationTimestamp = meta.CreationTimestamp
 		o.Pods = append(o.Pods, p)

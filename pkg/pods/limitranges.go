@@ -41,6 +41,23 @@ func WithLimitRanges(pod *corev1.Pod, ranges []corev1.LimitRange) *corev1.Pod {
 	return out
 }
 
+// DefaultRequests gives each container of spec, in place, its limits as
+// requests for the resources it requests nothing of, as the API server
+// defaults every pod it admits. A template (a DaemonSet's, a Deployment's,
+// a buffer's PodTemplate) is not defaulted so, and its pods would otherwise
+// be read as asking nothing: a DaemonSet of containers with only memory
+// limits took no room in the plan, its pods found no room on the node
+// launched for them, and the node's other pods got a second node.
+func DefaultRequests(spec *corev1.PodSpec) {
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			if len(cs[i].Resources.Limits) > 0 {
+				cs[i].Resources.Requests = fill(cs[i].Resources.Requests, cs[i].Resources.Limits)
+			}
+		}
+	}
+}
+
 // fill adds the defaults a list lacks.
 func fill(have, defaults corev1.ResourceList) corev1.ResourceList {
 	for name, q := range defaults {

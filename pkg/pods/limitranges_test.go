@@ -3,6 +3,7 @@ package pods
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,6 +51,40 @@ func TestWithLimitRanges(t *testing.T) {
 			}
 			if len(p.Spec.Containers[0].Resources.Limits) != 0 {
 				t.Error("the input was changed")
+			}
+		})
+	}
+}
+
+func TestDaemonSetPodDefaultsRequestsToLimits(t *testing.T) {
+	rl := func(kv ...string) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return out
+	}
+	cases := []struct {
+		name             string
+		requests, limits corev1.ResourceList
+		wantCPU, wantMem string
+	}{
+		{"limits only: the limits", nil, rl("memory", "1Gi"), "0", "1Gi"},
+		{"a request kept below its limit", rl("memory", "256Mi"), rl("memory", "1Gi", "cpu", "1"), "1", "256Mi"},
+		{"neither: nothing", nil, nil, "0", "0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := &appsv1.DaemonSet{Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: tc.requests, Limits: tc.limits}}},
+				Containers:     []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: tc.requests, Limits: tc.limits}}},
+			}}}}
+			r := Requests(DaemonSetPod(ds))
+			if cpu, mem := r[corev1.ResourceCPU], r[corev1.ResourceMemory]; cpu.Cmp(resource.MustParse(tc.wantCPU)) != 0 || mem.Cmp(resource.MustParse(tc.wantMem)) != 0 {
+				t.Errorf("requests cpu %s memory %s, want %s and %s", cpu.String(), mem.String(), tc.wantCPU, tc.wantMem)
+			}
+			if len(ds.Spec.Template.Spec.Containers[0].Resources.Requests) != len(tc.requests) {
+				t.Error("the DaemonSet's template was changed")
 			}
 		})
 	}

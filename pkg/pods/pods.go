@@ -141,9 +141,12 @@ func Requests(pod *corev1.Pod) corev1.ResourceList {
 	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
 
-// DaemonSetPod is the pod a DaemonSet would run on a new node.
+// DaemonSetPod is the pod a DaemonSet would run on a new node, defaulted
+// as the API server would admit it (DefaultRequests).
 func DaemonSetPod(ds *appsv1.DaemonSet) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels}, Spec: *ds.Spec.Template.Spec.DeepCopy()}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels}, Spec: *ds.Spec.Template.Spec.DeepCopy()}
+	DefaultRequests(&p.Spec)
+	return p
 }
 
 // ClaimNames are the PersistentVolumeClaims a pod mounts, generic ephemeral
