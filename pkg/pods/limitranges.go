@@ -49,6 +49,9 @@ func WithLimitRanges(pod *corev1.Pod, ranges []corev1.LimitRange) *corev1.Pod {
 // limits took no room in the plan, its pods found no room on the node
 // launched for them, and the node's other pods got a second node.
 func DefaultRequests(spec *corev1.PodSpec) {
+	if r := spec.Resources; r != nil && len(r.Limits) > 0 {
+		r.Requests = fill(r.Requests, r.Limits) // pod-level resources, likewise
+	}
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
 			if len(cs[i].Resources.Limits) > 0 {

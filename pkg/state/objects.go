@@ -97,69 +97,15 @@ func (c *Cluster) Pending(ctx context.Context) ([]*corev1.Pod, error) {
 			out = append(out, p)
 		}
 	}
-	deleting, err := c.deletingNodes(ctx)
+	moves, err := c.moves(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, Moving(all, deleting)...)
+	out = append(out, Moving(all, moves)...)
 	if c.Buffers != nil {
 		out = append(out, c.Buffers.All()...)
 	}
 	return out, nil
-}
-
-// deletingNodes are the nodes whose NodeClaim or Node is being deleted.
-func (c *Cluster) deletingNodes(ctx context.Context) (map[string]bool, error) {
-	claims, err := c.NodeClaims(ctx)
-	if err != nil {
-		return nil, err
-	}
-	nodes, err := c.Nodes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for _, nc := range claims {
-		if nc.DeletionTimestamp != nil && nc.Status.NodeName != "" {
-			out[nc.Status.NodeName] = true
-		}
-	}
-	for _, n := range nodes {
-		if n.DeletionTimestamp != nil {
-			out[n.Name] = true
-		}
-	}
-	return out, nil
-}
-
-// Moving are the pods of nodes being deleted that will need a node
-// elsewhere, unbound copies: they are planned for as soon as their node is
-// going, as Karpenter plans for them, not one by one as the drain evicts
-// them (an expired node's five pods behind a PDB got two nodes that way,
-// and replicas stayed down until each found one). Not the node's own pods
-// (DaemonSet, mirror), nor finished ones, nor those already terminating,
-// whose replacements are pending pods of their own, nor those that
-// tolerate the disrupted taint and stay to the end.
-func Moving(all []*corev1.Pod, deleting map[string]bool) []*corev1.Pod {
-	if len(deleting) == 0 {
-		return nil
-	}
-	var out []*corev1.Pod
-	for _, p := range all {
-		if !deleting[p.Spec.NodeName] || !movesWithDrain(p) {
-			continue
-		}
-		cp := *p
-		cp.Spec = *p.Spec.DeepCopy()
-		cp.Spec.NodeName = ""
-		out = append(out, &cp)
-	}
-	return out
-}
-
-// movesWithDrain reports a pod a drain moves off its node.
-func movesWithDrain(p *corev1.Pod) bool {
-	return !pods.IsOwnedByNode(p) && !pods.IsTerminal(p) && p.DeletionTimestamp == nil && !pods.ToleratesDisrupted(p)
 }
 
 // DaemonSetPods are the pods the cluster's DaemonSets would run on a new

@@ -145,14 +145,14 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 
 	// The pods of nodes being deleted are pending (Moving), and counted
 	// there alone: their old node takes nothing more.
-	deleting, err := c.deletingNodes(ctx)
+	moves, err := c.moves(ctx)
 	if err != nil {
 		return snap, nil, err
 	}
 	podsByNode := map[string][]*corev1.Pod{}
 	boundNow := map[string]bool{}
 	for _, p := range podList {
-		moving := deleting[p.Spec.NodeName] && movesWithDrain(p)
+		moving := moves(p)
 		if p.Spec.NodeName != "" && !moving {
 			boundNow[p.Namespace+"/"+p.Name] = true
 		}

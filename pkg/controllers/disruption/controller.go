@@ -202,10 +202,13 @@ func (c *Controller) decide(ctx context.Context) (*disruption.Command, map[strin
 }
 
 // observePending counts a pending pod against the last risky command, if
-// it went pending after it: kube-scheduler did not follow the plan.
+// kube-scheduler found no room for it after it: it did not follow the
+// plan. Only kube-scheduler's Unschedulable counts: the pending copies of
+// a deleting node's pods (state.Moving) carry their bound pod's
+// PodScheduled=True, from whenever it was bound.
 func (c *Controller) observePending(ctx context.Context, p *corev1.Pod) {
 	for _, cond := range p.Status.Conditions {
-		if cond.Type != corev1.PodScheduled {
+		if cond.Type != corev1.PodScheduled || cond.Status != corev1.ConditionFalse || cond.Reason != corev1.PodReasonUnschedulable {
 			continue
 		}
 		strike, n, until := c.caution.Observe(c.Clock.Now(), cond.LastTransitionTime.Time)

@@ -762,22 +762,46 @@ func TestExplainedIsPruned(t *testing.T) {
 	}
 }
 
-// TestStrikesWithoutAPause: pods that go pending after a risky command are
-// still counted, without any pending pod stopping disruption.
+// TestStrikesWithoutAPause: pods that kube-scheduler leaves pending after
+// a risky command are counted, without any pending pod stopping
+// disruption; the pods of a node being deleted, pending only in the plan
+// (state.Moving) with their bound pod's PodScheduled=True, are not.
 func TestStrikesWithoutAPause(t *testing.T) {
-	w := newWorld(t, "100%")
-	for i := 0; i < 3; i++ {
-		w.c.caution.Risked(w.fc.Now())
-		w.fc.Step(30 * time.Second)
-		if err := w.kube.Create(context.Background(), pendingPod(fmt.Sprintf("stranded-%d", i), "1", w.fc.Now())); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.reconcile(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !w.c.caution.Cautious(w.fc.Now()) {
-		t.Fatal("three stranded pods did not make consolidation cautious")
+	for _, tc := range []struct {
+		name     string
+		pod      func(w *world, i int) *corev1.Pod
+		cautious bool
+	}{
+		{"stranded pods count", func(w *world, i int) *corev1.Pod {
+			return pendingPod(fmt.Sprintf("stranded-%d", i), "1", w.fc.Now())
+		}, true},
+		{"pods of a node being deleted do not", func(w *world, i int) *corev1.Pod {
+			p := boundPod(fmt.Sprintf("moving-%d", i), "going", "1")
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(w.fc.Now())}}
+			return p
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node, nc := nodeAndClaim("going", "c6a.2xlarge", true)
+			nc.Finalizers = []string{v1.TerminationFinalizer}
+			w := newWorld(t, "100%", node, nc)
+			if err := w.kube.Delete(context.Background(), nc); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				w.c.caution.Risked(w.fc.Now())
+				w.fc.Step(30 * time.Second)
+				if err := w.kube.Create(context.Background(), tc.pod(w, i)); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.reconcile(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := w.c.caution.Cautious(w.fc.Now()); got != tc.cautious {
+				t.Fatalf("cautious = %v after three pods, want %v", got, tc.cautious)
+			}
+		})
 	}
 }
 
