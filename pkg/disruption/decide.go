@@ -113,6 +113,11 @@ func Drift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, 
 	var batch []Candidate
 	taken := map[string]int{}
 	for _, c := range drifted {
+		// Empty nodes go in a command of their own, as in Karpenter: they
+		// need no replacement, so nothing makes them wait for one.
+		if len(batch) > 0 && !busy[batch[0].Node] && busy[c.Node] {
+			break
+		}
 		if c.Blocked != "" && !c.Forceable {
 			skipped[c.Node] = "drifted, but " + c.Blocked
 			continue

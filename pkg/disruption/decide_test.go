@@ -105,7 +105,6 @@ func TestDecide(t *testing.T) {
 			},
 			opts: Options{Allowed: map[string]int{"default": 10}, AllowedEmpty: map[string]int{"default": 10}, AllowedDrift: map[string]int{"default": 1}},
 			want: "Drifted", wantNodes: []string{"idle"},
-			wantSkipped: map[string]string{"busy": "drifted, but the disruption budget of nodepool \"default\" allows no more"},
 		},
 		{
 			name: "drift: the longest drifted first among busy nodes",
@@ -119,7 +118,7 @@ func TestDecide(t *testing.T) {
 			wantSkipped: map[string]string{"newer": "drifted, but the disruption budget"},
 		},
 		{
-			name: "drift: every drifted node the budget allows goes in one command, empty first",
+			name: "drift: empty drifted nodes go in a command of their own, first",
 			setup: func() *setup {
 				s := &setup{}
 				s.add(drifted(t0)(node("busy-0", "c6a.large", "on-demand", pod("b-0", "1", "1Gi"))))
@@ -128,7 +127,18 @@ func TestDecide(t *testing.T) {
 				return s.add(drifted(t0.Add(time.Hour))(node("idle", "c6a.large", "on-demand")))
 			},
 			opts: Options{Allowed: map[string]int{"default": 10}, AllowedEmpty: map[string]int{"default": 10}, AllowedDrift: map[string]int{"default": 3}},
-			want: "Drifted", wantNodes: []string{"idle", "busy-0", "busy-1"},
+			want: "Drifted", wantNodes: []string{"idle"},
+		},
+		{
+			name: "drift: every busy drifted node the budget allows goes in one command",
+			setup: func() *setup {
+				s := &setup{}
+				s.add(drifted(t0)(node("busy-0", "c6a.large", "on-demand", pod("b-0", "1", "1Gi"))))
+				s.add(drifted(t0.Add(time.Minute))(node("busy-1", "c6a.large", "on-demand", pod("b-1", "1", "1Gi"))))
+				return s.add(drifted(t0.Add(2 * time.Minute))(node("busy-2", "c6a.large", "on-demand", pod("b-2", "1", "1Gi"))))
+			},
+			opts: Options{Allowed: map[string]int{"default": 10}, AllowedEmpty: map[string]int{"default": 10}, AllowedDrift: map[string]int{"default": 2}},
+			want: "Drifted", wantNodes: []string{"busy-0", "busy-1"},
 			wantSkipped: map[string]string{"busy-2": "drifted, but the disruption budget"},
 		},
 		{

@@ -110,15 +110,17 @@ func (c *Controller) releaseStale(ctx context.Context) error {
 		released[nc.Name] = true
 	}
 	// The replacements launched by the run that crashed: those whose
-	// candidates were just released are dropped as an abandoned command's
-	// are; those whose candidates went are ordinary NodeClaims now.
+	// candidates were all just released are dropped as an abandoned
+	// command's are; those of a command whose candidates went, even some of
+	// them, are ordinary NodeClaims now: the pods of the ones that went
+	// need them (consolidation takes any room left over).
 	var abandoned, settled []*v1.NodeClaim
 	for _, nc := range claims {
 		replacing, ok := nc.Annotations[v1.AnnotationReplacing]
 		if !ok || nc.DeletionTimestamp != nil {
 			continue
 		}
-		if slices.ContainsFunc(strings.Split(replacing, ","), func(name string) bool { return released[name] }) {
+		if !slices.ContainsFunc(strings.Split(replacing, ","), func(name string) bool { return !released[name] }) {
 			abandoned = append(abandoned, nc)
 		} else {
 			settled = append(settled, nc)

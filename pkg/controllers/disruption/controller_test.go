@@ -951,12 +951,15 @@ func TestRestartMidReplacement(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		candidateGone bool
-		busy          bool
-		wantKept      bool
+		// otherGone: the command had a second candidate, which went.
+		otherGone bool
+		busy      bool
+		wantKept  bool
 	}{
 		{name: "the candidate stayed, nothing runs on the replacement: deleted"},
 		{name: "the candidate stayed, a pod landed on the replacement: kept", busy: true, wantKept: true},
 		{name: "the candidate went: the replacement is an ordinary NodeClaim", candidateGone: true, wantKept: true},
+		{name: "one of two candidates went: its pods need the replacement, kept", otherGone: true, wantKept: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var objs []client.Object
@@ -969,6 +972,9 @@ func TestRestartMidReplacement(t *testing.T) {
 			}
 			rnode, repl := nodeAndClaim("repl", "c6a.large", true)
 			repl.Annotations = map[string]string{v1.AnnotationReplacing: "old"}
+			if tc.otherGone {
+				repl.Annotations[v1.AnnotationReplacing] = "old,gone"
+			}
 			objs = append(objs, rnode, repl)
 			if tc.busy {
 				objs = append(objs, boundPod("landed", "repl", "100m"))
