@@ -11,6 +11,7 @@ package nodeoverlay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,7 +27,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -72,14 +72,16 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, fmt.Errorf("listing nodepools, %w", err)
 	}
 	var evaluated []overlay.Pool
+	var unlisted []error
 	typesByPool := map[string][]*cloudprovider.InstanceType{}
 	for i := range pools.Items {
 		np := &pools.Items[i]
 		its, err := c.CloudProvider.InstanceTypes(ctx, np)
 		if err != nil {
 			// The pool waits (its types are refused as unevaluated) while
-			// the others are priced.
-			log.FromContext(ctx).Error(err, "listing instance types for nodepool", "NodePool", map[string]string{"name": np.Name})
+			// the others are priced, and the error below brings the next
+			// try within the rate limiter's backoff, not the resync.
+			unlisted = append(unlisted, fmt.Errorf("listing instance types for nodepool %q, %w", np.Name, err))
 			continue
 		}
 		evaluated = append(evaluated, overlay.PoolOf(np))
@@ -95,6 +97,9 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		if err := c.writeStatus(ctx, no, verdicts[no.Name]); err != nil {
 			return reconcile.Result{}, fmt.Errorf("updating nodeoverlay statuses, %w", client.IgnoreNotFound(err))
 		}
+	}
+	if len(unlisted) > 0 {
+		return reconcile.Result{}, errors.Join(unlisted...)
 	}
 	resync := c.Resync
 	if resync == 0 {
