@@ -2,6 +2,7 @@ package pods
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // WithLimitRanges is the pod as the API server would admit it in its
@@ -38,6 +39,17 @@ func WithLimitRanges(pod *corev1.Pod, ranges []corev1.LimitRange) *corev1.Pod {
 			}
 		}
 	}
+	return out
+}
+
+// Template is a pod template as the API server would admit its pods in
+// namespace: DefaultRequests, then the LimitRanges' defaults
+// (WithLimitRanges), in the order the API server applies them.
+func Template(tmpl corev1.PodTemplateSpec, namespace string, ranges []corev1.LimitRange) corev1.PodTemplateSpec {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}, Spec: *tmpl.Spec.DeepCopy()}
+	DefaultRequests(&p.Spec)
+	out := *tmpl.DeepCopy()
+	out.Spec = WithLimitRanges(p, ranges).Spec
 	return out
 }
 

@@ -89,3 +89,42 @@ func TestDaemonSetPodDefaultsRequestsToLimits(t *testing.T) {
 		})
 	}
 }
+
+// Template applies the API server's two defaults in its order: a
+// container's limits become its requests before a LimitRange's
+// defaultRequest can.
+func TestTemplate(t *testing.T) {
+	rl := func(kv ...string) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return out
+	}
+	ranges := []corev1.LimitRange{{ObjectMeta: metav1.ObjectMeta{Namespace: "team"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
+		{Type: corev1.LimitTypeContainer, DefaultRequest: rl("cpu", "250m", "memory", "256Mi")},
+	}}}}
+	cases := []struct {
+		name             string
+		namespace        string
+		limits           corev1.ResourceList
+		wantCPU, wantMem string
+	}{
+		{"limits first, then the range for the rest", "team", rl("memory", "1Gi"), "250m", "1Gi"},
+		{"the range alone", "team", nil, "250m", "256Mi"},
+		{"another namespace: limits only", "other", rl("memory", "1Gi"), "0", "1Gi"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Limits: tc.limits}}}}}
+			got := Template(tmpl, tc.namespace, ranges)
+			r := Requests(&corev1.Pod{Spec: got.Spec})
+			if cpu, mem := r[corev1.ResourceCPU], r[corev1.ResourceMemory]; cpu.Cmp(resource.MustParse(tc.wantCPU)) != 0 || mem.Cmp(resource.MustParse(tc.wantMem)) != 0 {
+				t.Errorf("requests cpu %s memory %s, want %s and %s", cpu.String(), mem.String(), tc.wantCPU, tc.wantMem)
+			}
+			if tmpl.Spec.Containers[0].Resources.Requests != nil {
+				t.Error("the template was changed")
+			}
+		})
+	}
+}

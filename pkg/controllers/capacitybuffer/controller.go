@@ -15,6 +15,7 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/api/autoscaling/v1beta1"
 	"github.com/joiner-autoscaler/joiner/pkg/buffers"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -74,13 +75,20 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	tmpl, workloadReplicas, reason, err := c.resolve(ctx, b)
 	ready := metav1.Condition{Type: ConditionReadyForProvisioning, Status: metav1.ConditionTrue, Reason: ReasonResolved,
 		Message: "Pod template resolved successfully", ObservedGeneration: b.Generation, LastTransitionTime: metav1.NewTime(c.Clock.Now())}
-	var pods []*corev1.Pod
+	var virtual []*corev1.Pod
 	if err != nil {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, reason, err.Error()
 	} else {
-		n := buffers.Count(b.Spec, tmpl.Spec, workloadReplicas)
+		// The pods are sized as the namespace would admit them, its
+		// LimitRanges' defaults included.
+		var ranges corev1.LimitRangeList
+		if err := c.Client.List(ctx, &ranges, client.InNamespace(b.Namespace)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("listing limitranges, %w", err)
+		}
+		admitted := pods.Template(*tmpl, b.Namespace, ranges.Items)
+		n := buffers.Count(b.Spec, admitted.Spec, workloadReplicas)
 		b.Status.Replicas = &n
-		pods = buffers.Pods(b, *tmpl, n, c.Clock.Now())
+		virtual = buffers.Pods(b, admitted, n, c.Clock.Now())
 	}
 	meta.SetStatusCondition(&b.Status.Conditions, ready)
 	b.Status.ProvisioningStrategy = b.Spec.ProvisioningStrategy
@@ -89,7 +97,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}
-	if c.Store.Set(key, pods) {
+	if c.Store.Set(key, virtual) {
 		c.Trigger()
 	}
 	return reconcile.Result{RequeueAfter: Resync}, nil
