@@ -73,9 +73,11 @@ func Decide(snap scheduling.Snapshot, cands []Candidate, opts Options) Decision 
 // first, then the longest drifted; each that is not blocked, that its
 // pool's drift budget (allowed) still lets go, and whose pods fit on the
 // other nodes and the replacements the command launches. Budgets are the
-// only limit on how many go at once, as in Karpenter, where a drift of a
-// whole pool under "nodes: 100%" is replaced together rather than one node
-// per pass. It says why each drifted node it passes over stays.
+// only limit on how many go at once. Karpenter gets there with one node
+// per command and many commands in flight; Joiner runs one command at a
+// time, so it puts them in one, and a pool's drift under "nodes: 100%" is
+// replaced together rather than a node per pass. It says why each drifted
+// node it passes over stays.
 func Drift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, sched scheduling.Options) (Command, map[string]string, bool) {
 	skipped := map[string]string{}
 	var drifted []Candidate
@@ -113,8 +115,8 @@ func Drift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, 
 	var batch []Candidate
 	taken := map[string]int{}
 	for _, c := range drifted {
-		// Empty nodes go in a command of their own, as in Karpenter: they
-		// need no replacement, so nothing makes them wait for one.
+		// Empty nodes go first, as in Karpenter, and in a command of their
+		// own: they need no replacement, so nothing makes them wait for one.
 		if len(batch) > 0 && !busy[batch[0].Node] && busy[c.Node] {
 			break
 		}
