@@ -179,6 +179,10 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 				d.Skipped[c.Node] = spotWhy
 			case priceWhy != "":
 				d.Skipped[c.Node] = priceWhy
+			case waitsForInFlight(cluster, c.Node, r):
+				// Nor may repack count it: its pods would go there.
+				d.Skipped[c.Node] = WaitingForLaunchReason
+				movable = movable[:len(movable)-1]
 			default:
 				replaceable = append(replaceable, eval{c, r})
 			}

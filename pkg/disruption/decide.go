@@ -137,6 +137,10 @@ func Drift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, 
 			// replaced: a later pass tries it again.
 			continue
 		}
+		if waitsForInFlight(cluster, c.Node, r) {
+			skipped[c.Node] = "drifted, but " + WaitingForLaunchReason
+			continue
+		}
 		if _, err := cluster.Remove(c.Node); err != nil {
 			continue
 		}
@@ -145,6 +149,20 @@ func Drift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, 
 	}
 	cmd, ok := jointReplacement(snap, batch, sched, skipped)
 	return cmd, skipped, ok
+}
+
+// waitsForInFlight reports a node whose pods would go, in part, to
+// capacity still launching or not yet initialized, rather than to the
+// replacements removal r launches: as in Karpenter, a decision that relies
+// on a node that has not come up waits for it. Among such nodes is the
+// replacement an abandoned drift left, up but never initialized; launching
+// another for the same pods each time would pile them up.
+func waitsForInFlight(cluster *scheduling.Cluster, node string, r scheduling.Removal) bool {
+	if !cluster.HasInFlight() {
+		return false
+	}
+	open, err := cluster.TryRemoveCountingInFlight(node)
+	return err == nil && len(open.Unschedulable) == 0 && len(open.Replacements) < len(r.Replacements)
 }
 
 // jointReplacement is the command that replaces batch together: the

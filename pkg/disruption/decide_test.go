@@ -75,6 +75,14 @@ func TestDecide(t *testing.T) {
 			wantSkipped: map[string]string{"a": WaitingForLaunchReason},
 		},
 		{
+			name: "a node whose cheaper replacement would be the room of an uninitialized node waits for it",
+			setup: func() *setup {
+				return (&setup{}).add(quiet(node("a", "c6a.2xlarge", "on-demand", pod("a-0", "1", "512Mi"))))
+			},
+			inFlight:    func() []*scheduling.Node { return []*scheduling.Node{launching("nodeclaim/never-initialized", "c6a.large")} },
+			wantSkipped: map[string]string{"a": WaitingForLaunchReason},
+		},
+		{
 			name: "after a restart, an empty node the pending pods will bind to stays (no nomination needed)",
 			setup: func() *setup {
 				return (&setup{}).add(quiet(node("launched-for-p", "c6a.xlarge", "on-demand")))
@@ -152,6 +160,14 @@ func TestDecide(t *testing.T) {
 			},
 			want: "Drifted", wantNodes: []string{"newer"},
 			wantSkipped: map[string]string{"older": "drifted, but pod default/o-0 has do-not-disrupt"},
+		},
+		{
+			name: "drift: pods that would go to capacity not yet initialized wait for it",
+			setup: func() *setup {
+				return (&setup{}).add(drifted(t0)(node("old", "c6a.large", "on-demand", pod("o-0", "1", "1Gi"))))
+			},
+			inFlight:    func() []*scheduling.Node { return []*scheduling.Node{launching("left-by-an-abandoned-drift", "c6a.large")} },
+			wantSkipped: map[string]string{"old": "drifted, but " + WaitingForLaunchReason},
 		},
 		{
 			name: "drift: a node with no known price (its zone left the class) is still replaced",

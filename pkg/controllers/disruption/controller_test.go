@@ -379,7 +379,7 @@ func (w *world) events() string {
 
 // releasedByAPassWithoutFaults ends the injected faults, runs a pass and
 // checks that it released node.
-func (w *world) releasedByAPassWithoutFaults(node string) {
+func (w *world) releasedByAPassWithoutFaults(node string, kept int) {
 	w.t.Helper()
 	w.mu.Lock()
 	w.fail = nil
@@ -387,12 +387,13 @@ func (w *world) releasedByAPassWithoutFaults(node string) {
 	if err := w.reconcile(); err != nil {
 		w.t.Fatal(err)
 	}
-	w.released(node)
+	w.released(node, kept)
 }
 
 // released checks that a command left nothing behind on the candidate: no
-// taint, no DisruptionReason, no live replacement.
-func (w *world) released(node string) {
+// taint, no DisruptionReason, and kept live replacements (those kept
+// because they did not initialize in time, as Karpenter keeps them).
+func (w *world) released(node string, kept int) {
 	w.t.Helper()
 	if w.tainted(node) {
 		w.t.Errorf("node %s keeps the disrupted taint", node)
@@ -404,8 +405,8 @@ func (w *world) released(node string) {
 	if meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) != nil {
 		w.t.Errorf("nodeclaim %s keeps its DisruptionReason", node)
 	}
-	if alive, _ := w.replacements(); alive > 0 {
-		w.t.Errorf("%d replacement(s) left running", alive)
+	if alive, _ := w.replacements(); alive != kept {
+		w.t.Errorf("%d replacement(s) left running, want %d", alive, kept)
 	}
 }
 
@@ -417,10 +418,25 @@ func TestAbandonWhenTheReplacementNeverInitializes(t *testing.T) {
 	if len(w.taintedAtLaunch) != 1 || !w.taintedAtLaunch[0] {
 		t.Fatalf("the candidate was not tainted before its replacement was launched: %v", w.taintedAtLaunch)
 	}
-	w.released("old")
-	if _, deleted := w.replacements(); deleted != 1 {
-		t.Fatalf("%d replacement(s) deleted, want 1", deleted)
+	// Kept, as Karpenter keeps it, as an ordinary NodeClaim.
+	w.released("old", 1)
+	if _, deleted := w.replacements(); deleted != 0 {
+		t.Fatalf("%d replacement(s) deleted, want 0", deleted)
 	}
+	var claims v1.NodeClaimList
+	if err := w.kube.List(context.Background(), &claims); err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range claims.Items {
+		if _, ok := nc.Annotations[v1.AnnotationReplacing]; ok {
+			t.Errorf("%s still says it is replacing: %v", nc.Name, nc.Annotations)
+		}
+	}
+	// The next pass waits for it rather than launching another.
+	if err := w.reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	w.released("old", 1)
 }
 
 // TestAFailedUntaintKeepsTheMark: when an abandoned command cannot take
@@ -444,7 +460,7 @@ func TestAFailedUntaintKeepsTheMark(t *testing.T) {
 	if nc := w.claim("old"); nc == nil || meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) == nil {
 		t.Fatal("the DisruptionReason went although the node kept its taint")
 	}
-	w.releasedByAPassWithoutFaults("old")
+	w.releasedByAPassWithoutFaults("old", 1)
 }
 
 func TestRecheckBeforeTheDrain(t *testing.T) {
@@ -529,7 +545,7 @@ func TestRecheckBeforeTheDrain(t *testing.T) {
 				}
 				return
 			}
-			w.released("old")
+			w.released("old", 0)
 			if _, deleted := w.replacements(); deleted != 1 {
 				t.Fatalf("%d replacement(s) deleted, want 1", deleted)
 			}
@@ -610,7 +626,7 @@ func TestEveryErrorPathCleansUp(t *testing.T) {
 			w.mu.Lock()
 			w.fail = nil
 			w.mu.Unlock()
-			w.released("old")
+			w.released("old", 0)
 		})
 	}
 }
@@ -928,7 +944,7 @@ func TestADeletionGoesAheadWithWhatStillHolds(t *testing.T) {
 				}
 			}
 			for _, name := range tc.kept {
-				w.released(name)
+				w.released(name, 0)
 			}
 			blocked := 0
 			for _, e := range strings.Split(events, "\n") {
@@ -1079,7 +1095,7 @@ func TestEachPassReleasesWhatWasLeftMarked(t *testing.T) {
 					t.Fatal("released although every node patch failed")
 				}
 			}
-			w.releasedByAPassWithoutFaults("old")
+			w.releasedByAPassWithoutFaults("old", 0)
 		})
 	}
 }

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -38,6 +39,11 @@ type run struct {
 	created []*v1.NodeClaim
 	// deleting are the candidate NodeClaims whose deletion was accepted.
 	deleting map[string]bool
+	// unready: the replacements were up but not all initialized in time.
+	// They are kept, as Karpenter keeps them: one may still initialize,
+	// and what landed on it stays. Drift then waits for them rather than
+	// launching more (disruption.Drift).
+	unready bool
 }
 
 // cleanupTimeout bounds the API calls that release a command after its
@@ -115,6 +121,7 @@ func (c *Controller) execute(ctx context.Context, cmd disruption.Command, byNode
 				return ctx.Err()
 			}
 			logger.Error(err, "replacement did not initialize; abandoning the disruption")
+			r.unready = errors.Is(err, errNotInitialized)
 			return nil
 		}
 	}
@@ -166,11 +173,14 @@ func without(all, some []*candidateInfo) []*candidateInfo {
 
 // finish releases what a command leaves behind. Candidates whose deletion
 // never began lose the taint and the DisruptionReason. When none was
-// deleted, the replacements launched for them are deleted too, except one
-// that pods have landed on meanwhile: deleting it would evict them outside
-// any budget, and consolidation weighs it like any other node. When some
-// candidates were deleted, the replacements stay: they hold those nodes'
-// pods, and consolidation removes whatever room is left over.
+// deleted because the plan no longer held once the replacements were up,
+// the replacements are deleted too, except one that pods have landed on
+// meanwhile: deleting it would evict them outside any budget, and
+// consolidation weighs it like any other node. When a replacement did not
+// initialize in time, those launched stay, as in Karpenter (its regression
+// suite holds it to that). When some candidates were deleted, the
+// replacements stay: they hold those nodes' pods, and consolidation
+// removes whatever room is left over.
 func (c *Controller) finish(ctx context.Context, r *run) {
 	logger := log.FromContext(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -187,7 +197,7 @@ func (c *Controller) finish(ctx context.Context, r *run) {
 			logger.Error(err, "releasing a node of the disruption", "NodeClaim", map[string]string{"name": info.nc.Name})
 		}
 	})
-	if len(r.deleting) > 0 || len(r.created) == 0 {
+	if len(r.deleting) > 0 || len(r.created) == 0 || r.unready {
 		c.settleReplacements(ctx, r.created)
 		return
 	}
@@ -408,6 +418,9 @@ func (c *Controller) createReplacement(ctx context.Context, r *scheduling.NewNod
 // informer cache before it counts as deleted.
 const cacheGrace = 10 * time.Second
 
+// errNotInitialized: the replacements are there but not all initialized.
+var errNotInitialized = errors.New("replacements not initialized")
+
 func (c *Controller) waitInitialized(ctx context.Context, claims []*v1.NodeClaim) error {
 	start := c.Clock.Now()
 	deadline := start.Add(c.ReadyTimeout)
@@ -434,7 +447,7 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1.NodeClaim
 			return nil
 		}
 		if c.Clock.Now().After(deadline) {
-			return fmt.Errorf("replacements not initialized after %s", c.ReadyTimeout)
+			return fmt.Errorf("%w after %s", errNotInitialized, c.ReadyTimeout)
 		}
 		select {
 		case <-ctx.Done():
