@@ -79,7 +79,9 @@ func TestDecide(t *testing.T) {
 			setup: func() *setup {
 				return (&setup{}).add(quiet(node("a", "c6a.2xlarge", "on-demand", pod("a-0", "1", "512Mi"))))
 			},
-			inFlight:    func() []*scheduling.Node { return []*scheduling.Node{launching("nodeclaim/never-initialized", "c6a.large")} },
+			inFlight: func() []*scheduling.Node {
+				return []*scheduling.Node{launching("nodeclaim/never-initialized", "c6a.large")}
+			},
 			wantSkipped: map[string]string{"a": WaitingForLaunchReason},
 		},
 		{
@@ -166,7 +168,9 @@ func TestDecide(t *testing.T) {
 			setup: func() *setup {
 				return (&setup{}).add(drifted(t0)(node("old", "c6a.large", "on-demand", pod("o-0", "1", "1Gi"))))
 			},
-			inFlight:    func() []*scheduling.Node { return []*scheduling.Node{launching("left-by-an-abandoned-drift", "c6a.large")} },
+			inFlight: func() []*scheduling.Node {
+				return []*scheduling.Node{launching("left-by-an-abandoned-drift", "c6a.large")}
+			},
 			wantSkipped: map[string]string{"old": "drifted, but " + WaitingForLaunchReason},
 		},
 		{
