@@ -10,7 +10,11 @@
 // groups, each with its default NodePool (the suite's KWOK pins, in EC2
 // instance types):
 //   - core: every file but the three below; instance-cpu < 32, as the
-//     suite's KWOK branch caps instance-size;
+//     suite's KWOK branch caps instance-size, and no nano or micro sizes:
+//     Karpenter's KWOK types hold 16 pods a vCPU, EC2's nano and micro
+//     hold 4 pods whatever their size (ENI limits), so a spec's five small
+//     pods that fit one KWOK node would rightly take two of the cheapest
+//     EC2 nodes;
 //   - pinned: nodeclaim_test.go and staticcapacity_test.go on c6a.4xlarge
 //     or c6g.4xlarge, the shape of the KWOK pin c-16x;
 //   - buffers: capacitybuffer_test.go on c6a.large or c6g.large, the shape
@@ -48,7 +52,8 @@ type group struct {
 
 var groups = []group{
 	{Name: "core", Skip: "nodeclaim_test.go|staticcapacity_test.go|capacitybuffer_test.go",
-		Requirements: `- {key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["32"]}`},
+		Requirements: `- {key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["32"]}
+      - {key: karpenter.k8s.aws/instance-size, operator: NotIn, values: [nano, micro]}`},
 	{Name: "pinned", Files: "nodeclaim_test.go|staticcapacity_test.go",
 		Requirements: `- {key: node.kubernetes.io/instance-type, operator: In, values: [c6a.4xlarge, c6g.4xlarge]}`},
 	{Name: "buffers", Files: "capacitybuffer_test.go",
