@@ -44,7 +44,7 @@ func TestIAMEnforce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	f, err := fakeaws.Start(ctx, fakeaws.Options{ClusterName: "demo", Region: region, Listen: "127.0.0.1:0",
-		IAMEnforce: true, IAMSimulateModules: cluster.Bins.IAMSim})
+		IAMEnforce: true, IAMSimulateModules: cluster.Bins.IAMSim, Kubeconfig: cluster.Kubeconfig})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +61,14 @@ func TestIAMEnforce(t *testing.T) {
 	// The administrator makes the controller's role and an instance of the
 	// cluster's, as the guide's stack and an earlier launch would.
 	adminIAM, adminEC2 := iam.NewFromConfig(adminCfg), ec2.NewFromConfig(adminCfg)
+	// The local API server's issuer stands for the cluster's OIDC issuer;
+	// the trust policy is eksctl's for kube-system/iam-enforce.
+	const issuer = "kubernetes.default.svc.cluster.local"
+	must(adminIAM.CreateOpenIDConnectProvider(ctx, &iam.CreateOpenIDConnectProviderInput{Url: aws.String("https://" + issuer),
+		ClientIDList: []string{"sts.amazonaws.com"}, ThumbprintList: []string{strings.Repeat("0", 40)}}))(t)
 	role := must(adminIAM.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String("demo-karpenter"),
-		AssumeRolePolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":"arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/X"},"Action":"sts:AssumeRoleWithWebIdentity"}]}`)}))(t)
+		AssumeRolePolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":"arn:aws:iam::123456789012:oidc-provider/` + issuer + `"},"Action":"sts:AssumeRoleWithWebIdentity",` +
+			`"Condition":{"StringEquals":{"` + issuer + `:sub":"system:serviceaccount:kube-system:iam-enforce","` + issuer + `:aud":"sts.amazonaws.com"}}}]}`)}))(t)
 	must(adminIAM.PutRolePolicy(ctx, &iam.PutRolePolicyInput{RoleName: aws.String("demo-karpenter"), PolicyName: aws.String("controller"), PolicyDocument: aws.String(controllerPolicy)}))(t)
 	images := must(adminEC2.DescribeImages(ctx, &ec2.DescribeImagesInput{Filters: []ec2types.Filter{{Name: aws.String("architecture"), Values: []string{"x86_64"}}}}))(t)
 	launched := must(adminEC2.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: images.Images[0].ImageId, MinCount: aws.Int32(1), MaxCount: aws.Int32(1),
@@ -71,8 +77,14 @@ func TestIAMEnforce(t *testing.T) {
 	volume := "vol-0123456789abcdef0"
 
 	// IRSA: the SDK trades the web identity token for the role's session.
-	out := must(sts.NewFromConfig(cfg(aws.AnonymousCredentials{})).AssumeRoleWithWebIdentity(ctx, &sts.AssumeRoleWithWebIdentityInput{
-		RoleArn: role.Role.Arn, RoleSessionName: aws.String("joiner"), WebIdentityToken: aws.String("eyJ.token.sig")}))(t)
+	// A token of another service account is refused by the trust policy.
+	anonSTS := sts.NewFromConfig(cfg(aws.AnonymousCredentials{}))
+	if _, err := anonSTS.AssumeRoleWithWebIdentity(ctx, &sts.AssumeRoleWithWebIdentityInput{RoleArn: role.Role.Arn, RoleSessionName: aws.String("joiner"),
+		WebIdentityToken: aws.String(serviceAccountToken(t, "kube-system", "other", "sts.amazonaws.com"))}); err == nil || !strings.Contains(err.Error(), "trust policy allows no") {
+		t.Fatalf("a token of kube-system/other got a session of the role: %v", err)
+	}
+	out := must(anonSTS.AssumeRoleWithWebIdentity(ctx, &sts.AssumeRoleWithWebIdentityInput{RoleArn: role.Role.Arn, RoleSessionName: aws.String("joiner"),
+		WebIdentityToken: aws.String(serviceAccountToken(t, "kube-system", "iam-enforce", "sts.amazonaws.com"))}))(t)
 	sessionCfg := cfg(credentials.NewStaticCredentialsProvider(aws.ToString(out.Credentials.AccessKeyId), aws.ToString(out.Credentials.SecretAccessKey), aws.ToString(out.Credentials.SessionToken)))
 	session := struct {
 		ssm *ssm.Client
