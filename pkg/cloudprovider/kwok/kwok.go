@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
@@ -149,46 +148,6 @@ func (c *CloudProvider) InstanceTypes(context.Context, *v1.NodePool) ([]*cloudpr
 	return slices.Clone(c.types), nil
 }
 
-// IsDrifted reports NodeClassDrift when the EC2NodeClass changed since the
-// machine launched: the hash stamped on the NodeClaim differs from the
-// class's current hash. A hash stamped under another hash version is not
-// comparable and is not drift; the NodeClaim disruption controller re-stamps
-// it. The class's hash is computed, not read from its annotation, which
-// lags a spec change by a reconcile and would meanwhile drift the NodeClaims
-// launched from the new spec. A kwok machine has no image, subnets or
-// security groups that could drift on their own.
-func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (string, error) {
-	class, err := c.nodeClass(ctx, nodeClaim)
-	if err != nil || class == nil {
-		return "", err
-	}
-	if awsv1.HashDrifted(class, nodeClaim) {
-		return awsv1.ReasonNodeClassDrift, nil
-	}
-	return "", nil
-}
-
-// nodeClass is the EC2NodeClass a NodeClaim refers to, or nil when it
-// refers to none.
-func (c *CloudProvider) nodeClass(ctx context.Context, nodeClaim *v1.NodeClaim) (*awsv1.EC2NodeClass, error) {
-	return cloudprovider.EC2NodeClass(ctx, c.opts.NodeClasses, nodeClaim.Spec.NodeClassRef)
-}
-
-// stampNodeClass stamps the class's current hash, under the current hash
-// version, on the NodeClaim Create returns, so drift can be judged later.
-func (c *CloudProvider) stampNodeClass(ctx context.Context, out *v1.NodeClaim) error {
-	class, err := c.nodeClass(ctx, out)
-	if err != nil || class == nil {
-		return err
-	}
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
-	}
-	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = class.Hash()
-	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = awsv1.EC2NodeClassHashVersion
-	return nil
-}
-
 // Create launches the cheapest available offering the NodeClaim allows. A
 // retried Create for a NodeClaim whose Node already exists returns that Node,
 // so a controller that restarts mid-launch does not leak a second machine.
@@ -202,6 +161,9 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 		}
 		out := c.launched(nodeClaim, node)
 		return out, c.stampNodeClass(ctx, out)
+	}
+	if err := c.nodeClassReady(ctx, nodeClaim); err != nil {
+		return nil, err
 	}
 	it, offering, err := c.choose(nodeClaim)
 	if err != nil {
