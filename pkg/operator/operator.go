@@ -229,7 +229,7 @@ func Run(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
-	if err := mgr.Add(&garbagecollection.Controller{Cluster: cluster, CloudProvider: provider, Clock: clk,
+	if err := mgr.Add(&garbagecollection.Controller{Cluster: cluster, Client: mgr.GetClient(), CloudProvider: provider, Clock: clk,
 		Interval: opts.GarbageCollectInterval, MinAge: opts.GarbageCollectMinAge}); err != nil {
 		return err
 	}

@@ -1,5 +1,6 @@
 // Package garbagecollection terminates instances that no NodeClaim owns, such
-// as those launched just before a controller crash lost the NodeClaim.
+// as those launched just before a controller crash lost the NodeClaim, and
+// deletes NodeClaims whose instance the cloud no longer has.
 package garbagecollection
 
 import (
@@ -10,6 +11,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -17,7 +19,9 @@ import (
 type Controller struct {
 	// Cluster reads the NodeClaims in place: a List deep-copied every one
 	// of them on each pass, 1,600 in the scale run, every 30 s.
-	Cluster       *state.Cluster
+	Cluster *state.Cluster
+	// Client deletes NodeClaims whose instance is gone.
+	Client        client.Client
 	CloudProvider cloudprovider.CloudProvider
 	Clock         clock.WithTicker
 	Interval      time.Duration
@@ -52,6 +56,9 @@ func (c *Controller) collect(ctx context.Context) error {
 	}
 	claims, err := c.Cluster.NodeClaims(ctx)
 	if err != nil {
+		return err
+	}
+	if err := c.collectClaims(ctx, instances, claims); err != nil {
 		return err
 	}
 	owned := map[string]bool{}
