@@ -488,7 +488,8 @@ func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 }
 
 // Delete terminates the instance: it deletes the Node and returns nil, and
-// returns a NodeClaimNotFoundError once the Node is gone or going. Without a
+// returns a NodeClaimNotFoundError once the Node is gone or going, or when
+// the provider ID is not a kwok one. Without a
 // provider ID (a NodeClaim whose launch never returned) the Node is found by
 // the NodeClaim's name, which Create uses for it.
 //
@@ -504,7 +505,11 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *v1.NodeClaim) err
 	if providerID != "" {
 		_, _, n, err := ParseProviderID(providerID)
 		if err != nil {
-			return err
+			// Another cloud's ID (one written into the NodeClaim's
+			// status by hand, as Karpenter's garbage collection spec
+			// does) names no machine of this one: there is nothing to
+			// terminate, and the finalizer may go.
+			return &cloudprovider.NodeClaimNotFoundError{ProviderID: providerID}
 		}
 		name = n
 	}
