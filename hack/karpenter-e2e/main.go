@@ -67,7 +67,7 @@ var exceptions = map[string]string{
 }
 
 func main() {
-	out := flag.String("out", "docs/karpenter-e2e.md", "the report to write, relative to the repository root")
+	out := flag.String("out", "docs/karpenter-e2e.md", "the report to write; a relative path is taken from the repository root")
 	focus := flag.String("focus", "", "run only specs matching this regular expression (ginkgo --focus)")
 	only := flag.String("groups", "core,pinned,buffers", "groups to run")
 	gates := flag.String("feature-gates", "NodeRepair=true,StaticCapacity=true,CapacityBuffer=true", "Joiner's FEATURE_GATES, as the suite's upstream run sets Karpenter's")
@@ -136,7 +136,10 @@ func run(ctx context.Context, out, focus, only, gates string) error {
 	}
 	results = merged(results)
 	report := render(results, gates, strings.TrimSpace(string(commit)), time.Since(started))
-	if err := os.WriteFile(filepath.Join(root, out), []byte(report), 0o644); err != nil {
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
 		return err
 	}
 	logf("report written to %s; joiner's log %s", out, filepath.Join(work, "joiner.log"))
