@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/launchtemplate"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
@@ -276,5 +278,62 @@ func TestRequiredPartition(t *testing.T) {
 		if got := requiredPartition(nodeClaim(tt.reqs...)); got != tt.want {
 			t.Errorf("%v: partition %d, want %d", tt.reqs, got, tt.want)
 		}
+	}
+}
+
+// TestCreateResumesAnUnrecordedLaunch: a NodeClaim that attempted its
+// launch before (v1.AnnotationLaunchAttempted) adopts the instance that
+// attempt started instead of launching a second one; a first attempt does
+// not even ask.
+func TestCreateResumesAnUnrecordedLaunch(t *testing.T) {
+	const attempted = "2025-01-01T00:00:00Z"
+	earlier := &instance.Instance{ID: "i-0earlier000000000", Type: "m5.large", Zone: zoneA, CapacityType: onDemand, SubnetID: "subnet-a", State: "running",
+		ImageID: "ami-0earlier", PrivateDNS: "ip-10-0-1-5.ec2.internal"}
+	for _, tc := range []struct {
+		name        string
+		annotation  string
+		earlier     *instance.Instance
+		reqs        []v1.NodeSelectorRequirementWithMinValues
+		wantAsked   bool
+		wantLaunch  bool
+		wantID      string
+		wantErrPart string
+	}{
+		{name: "first attempt: launches without asking", wantLaunch: true, wantID: "i-0123456789abcdef0"},
+		{name: "an earlier attempt's instance is adopted", annotation: attempted, earlier: earlier, wantAsked: true, wantID: earlier.ID},
+		{name: "an earlier attempt left nothing: launches", annotation: attempted, wantAsked: true, wantLaunch: true, wantID: "i-0123456789abcdef0"},
+		{name: "an instance the NodeClaim could not run as is not adopted", annotation: attempted, earlier: earlier,
+			reqs:      []v1.NodeSelectorRequirementWithMinValues{req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.xlarge")},
+			wantAsked: true, wantLaunch: true, wantID: "i-0123456789abcdef0"},
+		{name: "a malformed annotation names itself", annotation: "yesterday", wantErrPart: "joiner.sh/launch-attempted=\"yesterday\" is not an RFC 3339 time"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakes{instanceTypes: &fakeInstanceTypes{types: launchCatalog()},
+				instances: &fakeInstances{earlier: tc.earlier, described: map[string]*instance.Instance{earlier.ID: earlier}}}
+			p := newProvider(t, kubeWith(t, readyClass()), f)
+			claim := nodeClaim(tc.reqs...)
+			if tc.annotation != "" {
+				claim.Annotations = map[string]string{v1.AnnotationLaunchAttempted: tc.annotation}
+			}
+			out, _, err := createStepping(t, p, f, claim)
+			if tc.wantErrPart != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErrPart) {
+					t.Fatalf("error %v, want one with %q", err, tc.wantErrPart)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if asked := len(f.instances.resumes) > 0; asked != tc.wantAsked {
+				t.Errorf("asked for an earlier attempt's instance %t (%v), want %t", asked, f.instances.resumes, tc.wantAsked)
+			}
+			if launched := len(f.instances.requests) > 0; launched != tc.wantLaunch {
+				t.Errorf("launched %t, want %t", launched, tc.wantLaunch)
+			}
+			if id, _ := instance.ParseProviderID(out.Status.ProviderID); id != tc.wantID {
+				t.Errorf("provider ID %s, want instance %s", out.Status.ProviderID, tc.wantID)
+			}
+		})
 	}
 }
