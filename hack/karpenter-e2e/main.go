@@ -20,6 +20,9 @@
 //   - buffers: capacitybuffer_test.go on c6a.large or c6g.large, the shape
 //     of c-2x.
 //
+// Core runs beside the other two (-parallel, the default), each lane on a
+// control plane and a Joiner of its own.
+//
 // The EC2NodeClass the suite copies for each spec is the default
 // nodeclass (--default-nodeclass). Each spec's result, its time and the
 // first line of a failure are written to -out (docs/karpenter-e2e.md), and
@@ -72,18 +75,19 @@ func main() {
 	only := flag.String("groups", "core,pinned,buffers", "groups to run")
 	gates := flag.String("feature-gates", "NodeRepair=true,StaticCapacity=true,CapacityBuffer=true", "Joiner's FEATURE_GATES, as the suite's upstream run sets Karpenter's")
 	timeout := flag.Duration("timeout", 8*time.Hour, "the whole run's limit")
+	parallel := flag.Bool("parallel", true, "run core beside the other groups, each lane on a control plane and a Joiner of its own")
 	flag.Parse()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	ctx, cancelRun := context.WithTimeout(ctx, *timeout)
 	defer cancelRun()
-	if err := run(ctx, *out, *focus, *only, *gates); err != nil {
+	if err := run(ctx, *out, *focus, *only, *gates, *parallel); err != nil {
 		fmt.Fprintln(os.Stderr, "karpenter-e2e:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, out, focus, only, gates string) error {
+func run(ctx context.Context, out, focus, only, gates string, parallel bool) error {
 	root, err := localcluster.FindRoot()
 	if err != nil {
 		return err
@@ -103,32 +107,10 @@ func run(ctx context.Context, out, focus, only, gates string) error {
 	if err := command(ctx, root, nil, os.Stderr, "go", "build", "-o", joiner, "./cmd/joiner"); err != nil {
 		return fmt.Errorf("building joiner: %w", err)
 	}
-	cluster, err := localcluster.Start(ctx, localcluster.Options{Dir: filepath.Join(work, "cluster"), Root: root,
-		Progress: func(f string, a ...any) { logf(f, a...) }})
-	if err != nil {
-		return err
-	}
-	defer cluster.Stop()
-	if err := localcluster.InstallCRDs(ctx, cluster.Config, filepath.Join(root, "config", "crd")); err != nil {
-		return err
-	}
-	stop, err := startJoiner(ctx, joiner, cluster.Kubeconfig, gates, filepath.Join(work, "joiner.log"))
-	if err != nil {
-		return err
-	}
-	defer stop()
-
-	var results []result
 	started := time.Now()
-	for _, g := range groups {
-		if !strings.Contains(","+only+",", ","+g.Name+",") {
-			continue
-		}
-		rs, err := runGroup(ctx, suite, work, cluster.Kubeconfig, g, focus)
-		if err != nil {
-			return fmt.Errorf("group %s: %w", g.Name, err)
-		}
-		results = append(results, rs...)
+	results, err := runLanes(ctx, root, work, suite, joiner, gates, focus, lanes(selected(only), parallel))
+	if err != nil {
+		return err
 	}
 	commit, err := exec.CommandContext(ctx, "git", "-C", root, "describe", "--always", "--dirty").Output()
 	if err != nil {
@@ -142,7 +124,7 @@ func run(ctx context.Context, out, focus, only, gates string) error {
 	if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
 		return err
 	}
-	logf("report written to %s; joiner's log %s", out, filepath.Join(work, "joiner.log"))
+	logf("report written to %s; Joiner's logs are in %s", out, work)
 	if n := failed(results); n > 0 {
 		return fmt.Errorf("%d spec(s) failed (%s)", n, out)
 	}

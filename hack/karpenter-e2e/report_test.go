@@ -51,3 +51,33 @@ func TestMerged(t *testing.T) {
 		})
 	}
 }
+
+// Core goes alone beside the others; without -parallel, or with core
+// alone selected, there is one lane.
+func TestLanes(t *testing.T) {
+	names := func(ls [][]group) string {
+		var out []string
+		for _, l := range ls {
+			var n []string
+			for _, g := range l {
+				n = append(n, g.Name)
+			}
+			out = append(out, strings.Join(n, "+"))
+		}
+		return strings.Join(out, " | ")
+	}
+	for _, tc := range []struct {
+		only     string
+		parallel bool
+		want     string
+	}{
+		{"core,pinned,buffers", true, "core | pinned+buffers"},
+		{"core,pinned,buffers", false, "core+pinned+buffers"},
+		{"buffers,pinned", true, "pinned+buffers"},
+		{"core", true, "core"},
+	} {
+		if got := names(lanes(selected(tc.only), tc.parallel)); got != tc.want {
+			t.Errorf("lanes(%q, %v) = %q, want %q", tc.only, tc.parallel, got, tc.want)
+		}
+	}
+}
