@@ -7,8 +7,10 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // IsDrifted reports NodeClassDrift when the EC2NodeClass changed since the
@@ -51,14 +53,22 @@ func (c *CloudProvider) stampNodeClass(ctx context.Context, out *v1.NodeClaim) e
 	return nil
 }
 
-// nodeClassReady refuses a launch while the NodeClaim's EC2NodeClass has a
-// Ready condition that is False, as Karpenter's kwok provider does: the
-// lifecycle controller then deletes the NodeClaim rather than launching a
-// machine its class says it cannot make. A class whose readiness is not
-// reported yet (no condition, or Unknown) does not block the launch.
+// nodeClassReady refuses a launch while the NodeClaim's EC2NodeClass does
+// not exist or has a Ready condition that is False, as Karpenter's kwok
+// provider refuses it: the lifecycle controller then deletes the NodeClaim
+// rather than launching a machine its class cannot make. A class whose
+// readiness is not reported yet (no condition, or Unknown) does not block
+// the launch, and neither does a reference to another kind of class.
 func (c *CloudProvider) nodeClassReady(ctx context.Context, nodeClaim *v1.NodeClaim) error {
-	class, err := c.nodeClass(ctx, nodeClaim)
-	if err != nil || class == nil {
+	ref := nodeClaim.Spec.NodeClassRef
+	if ref == nil || ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass" {
+		return nil
+	}
+	class := &awsv1.EC2NodeClass{}
+	if err := c.opts.NodeClasses.Get(ctx, types.NamespacedName{Name: ref.Name}, class); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &cloudprovider.NodeClassNotReadyError{Err: fmt.Errorf("EC2NodeClass %s not found", ref.Name)}
+		}
 		return err
 	}
 	if ready := meta.FindStatusCondition(class.Status.Conditions, "Ready"); ready != nil && ready.Status == metav1.ConditionFalse {

@@ -13,10 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
-// A launch is refused while the NodeClaim's EC2NodeClass reports Ready
-// False, with the class's reason, as Karpenter's kwok provider refuses it
+// A launch is refused while the NodeClaim's EC2NodeClass is missing or
+// reports Ready False, with the class's reason, as Karpenter's kwok provider refuses it
 // (its regression spec "should delete a NodeClaim if it references a
-// NodeClass that isn't Ready"). Readiness not reported yet does not block.
+// NodeClass that isn't Ready" and "... that doesn't exist"). Readiness not
+// reported yet does not block.
 func TestCreateWaitsForReadyNodeClass(t *testing.T) {
 	kube := kubeClient(t)
 	scheme := runtime.NewScheme()
@@ -27,11 +28,13 @@ func TestCreateWaitsForReadyNodeClass(t *testing.T) {
 		name      string
 		condition *metav1.Condition
 		refused   bool
+		missing   bool
 	}{
-		{"ready false", &metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "TestingNotReady", Message: "NodeClass is not ready"}, true},
-		{"ready unknown", &metav1.Condition{Type: "Ready", Status: metav1.ConditionUnknown, Reason: "AwaitingReconciliation"}, false},
-		{"ready true", &metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}, false},
-		{"not reported", nil, false},
+		{"class missing", nil, true, true},
+		{"ready false", &metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "TestingNotReady", Message: "NodeClass is not ready"}, true, false},
+		{"ready unknown", &metav1.Condition{Type: "Ready", Status: metav1.ConditionUnknown, Reason: "AwaitingReconciliation"}, false, false},
+		{"ready true", &metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}, false, false},
+		{"not reported", nil, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,7 +42,11 @@ func TestCreateWaitsForReadyNodeClass(t *testing.T) {
 			if tt.condition != nil {
 				class.Status.Conditions = []metav1.Condition{*tt.condition}
 			}
-			reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(class).Build()
+			b := fake.NewClientBuilder().WithScheme(scheme)
+			if !tt.missing {
+				b = b.WithObjects(class)
+			}
+			reader := b.Build()
 			p := newProvider(t, kube, Options{NodeClasses: reader})
 			nc := newNodeClaim(uniqueName("ready"), req(itKey, in, "m5.large"))
 			nc.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "class"}
@@ -48,7 +55,7 @@ func TestCreateWaitsForReadyNodeClass(t *testing.T) {
 			if got := cloudprovider.IsNodeClassNotReady(err); got != tt.refused {
 				t.Fatalf("Create = %v; refused as not ready %v, want %v", err, got, tt.refused)
 			}
-			if tt.refused && !strings.Contains(err.Error(), "TestingNotReady") {
+			if want := map[bool]string{false: "TestingNotReady", true: "not found"}[tt.missing]; tt.refused && !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not give the class's reason", err)
 			}
 			if exists := nodeExists(t, kube, nc.Name); exists == tt.refused {
