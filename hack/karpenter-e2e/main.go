@@ -97,6 +97,13 @@ func run(ctx context.Context, out, focus, only, gates string, parallel bool) err
 		return err
 	}
 	logf("work folder %s", work)
+	// The commit is the one the binaries are built from, read before the
+	// build: work that goes on during the run's hours is not what it tested.
+	commit, err := exec.CommandContext(ctx, "git", "-C", root, "describe", "--always", "--dirty").Output()
+	if err != nil {
+		commit = []byte("(unknown commit)")
+	}
+	logf("testing %s", strings.TrimSpace(string(commit)))
 	suite := filepath.Join(work, "regression.test")
 	logf("building the suite, sigs.k8s.io/karpenter@v1.14.1 test/suites/regression, from the module proxy")
 	if err := command(ctx, filepath.Join(root, "test", "karpenter-e2e", "suite"), nil, os.Stderr,
@@ -111,10 +118,6 @@ func run(ctx context.Context, out, focus, only, gates string, parallel bool) err
 	results, err := runLanes(ctx, root, work, suite, joiner, gates, focus, lanes(selected(only), parallel))
 	if err != nil {
 		return err
-	}
-	commit, err := exec.CommandContext(ctx, "git", "-C", root, "describe", "--always", "--dirty").Output()
-	if err != nil {
-		commit = []byte("(unknown commit)")
 	}
 	results = merged(results)
 	report := render(results, gates, strings.TrimSpace(string(commit)), time.Since(started))
