@@ -118,7 +118,7 @@ least-privilege: setup
 ## from the module proxy (test/karpenter-e2e/suite pins it) and run against
 ## Joiner's kwok provider on the local control plane (hack/karpenter-e2e),
 ## with the NodeRepair, StaticCapacity and CapacityBuffer gates, as
-## Karpenter's own e2e run turns them on. About 70 minutes on 2 cores,
+## Karpenter's own e2e run turns them on. About 66 minutes on 2 cores,
 ## core beside the other two groups (docs/long-tests.md); the per-spec
 ## results go to docs/karpenter-e2e.md. E2E_ARGS passes flags (-focus
 ## REGEX, -groups core,pinned,buffers, -parallel=false, -out FILE).
