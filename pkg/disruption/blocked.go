@@ -10,8 +10,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Blocked says why a node may not be disrupted voluntarily now, from the
@@ -30,15 +28,7 @@ func Blocked(node *corev1.Node, onNode []*corev1.Pod, pdbs []policyv1.PodDisrupt
 			return fmt.Sprintf("pod %s/%s has %q", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt+": "+p.Annotations[v1.AnnotationDoNotDisrupt])
 		}
 		var matching []string
-		for i := range pdbs {
-			pdb := &pdbs[i]
-			if pdb.Namespace != p.Namespace || pdb.Spec.Selector == nil {
-				continue
-			}
-			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-			if err != nil || !sel.Matches(labels.Set(p.Labels)) {
-				continue
-			}
+		for _, pdb := range pods.PDBsOf(p, pdbs) {
 			matching = append(matching, pdb.Name)
 			if pdb.Status.DisruptionsAllowed == 0 {
 				return fmt.Sprintf("PDB %s/%s blocks the eviction of pod %s/%s (0 disruptions allowed)", pdb.Namespace, pdb.Name, p.Namespace, p.Name)

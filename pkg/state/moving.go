@@ -7,8 +7,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -107,18 +105,7 @@ func ownedByStatefulSet(p *corev1.Pod) bool {
 // a disruption. A PDB that lets unhealthy pods go always (AlwaysAllow)
 // does not hold an unready pod.
 func evictionRefused(p *corev1.Pod, pdbs []policyv1.PodDisruptionBudget) bool {
-	var matching []*policyv1.PodDisruptionBudget
-	for i := range pdbs {
-		pdb := &pdbs[i]
-		if pdb.Namespace != p.Namespace || pdb.Spec.Selector == nil {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		matching = append(matching, pdb)
-	}
+	matching := pods.PDBsOf(p, pdbs)
 	if len(matching) > 1 {
 		return true
 	}
