@@ -86,18 +86,10 @@ func (s *Server) createCapacityReservation(c *call) *answer {
 
 func (s *Server) describeCapacityReservations(ctx context.Context, c *call) *answer {
 	var ids []string
-	filters := map[string][]string{}
+	filters := formFilters(c.Form)
 	for k, v := range c.Form {
 		if strings.HasPrefix(k, "CapacityReservationId.") {
 			ids = append(ids, v[0])
-		}
-		if strings.HasPrefix(k, "Filter.") && strings.HasSuffix(k, ".Name") {
-			prefix := strings.TrimSuffix(k, "Name")
-			for vk, vv := range c.Form {
-				if strings.HasPrefix(vk, prefix+"Value.") {
-					filters[v[0]] = append(filters[v[0]], vv[0])
-				}
-			}
 		}
 	}
 	s.crs.mu.Lock()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -22,6 +24,10 @@ type InstanceHealth struct {
 	InstanceStatus string           `json:"instanceStatus,omitempty"`
 	SystemStatus   string           `json:"systemStatus,omitempty"`
 	Events         []ScheduledEvent `json:"events,omitempty"`
+	// ImpairedSince is when the impaired checks began failing, EC2's
+	// impairedSince of their details. Empty: when the check was first
+	// set impaired (the server's clock), kept while it stays impaired.
+	ImpairedSince time.Time `json:"impairedSince,omitzero"`
 }
 
 // ScheduledEvent is an EC2 scheduled event. A description EC2 begins with
@@ -60,6 +66,12 @@ func (s *Server) SetInstanceHealth(h InstanceHealth) error {
 		delete(s.health, h.InstanceID)
 		return nil
 	}
+	if h.ImpairedSince.IsZero() && (h.InstanceStatus == "impaired" || h.SystemStatus == "impaired") {
+		h.ImpairedSince = s.clock.Now()
+		if prev, ok := s.health[h.InstanceID]; ok && !prev.ImpairedSince.IsZero() && (prev.InstanceStatus == "impaired" || prev.SystemStatus == "impaired") {
+			h.ImpairedSince = prev.ImpairedSince
+		}
+	}
 	s.health[h.InstanceID] = h
 	return nil
 }
@@ -77,15 +89,30 @@ func (s *Server) healthOverrides() map[string]InstanceHealth {
 	return out
 }
 
+// statusFilters are DescribeInstanceStatus's filters on the checks and
+// events, which moto does not implement (it fails the call); the front
+// takes them out of the call and applies them to the rewritten items.
+var statusFilters = []string{"instance-status.status", "system-status.status", "event.code"}
+
 // describeInstanceStatus answers from moto, with the overridden
-// instances' items rewritten.
+// instances' items rewritten and the status filters applied.
 func (s *Server) describeInstanceStatus(ctx context.Context, c *call, r *http.Request) *answer {
-	a := s.forward(ctx, r, c.Body)
+	form := url.Values{}
+	for k, v := range c.Form {
+		form[k] = v
+	}
+	filters := formFilters(form, statusFilters...)
+	for name := range filters {
+		if !slices.Contains(statusFilters, name) {
+			delete(filters, name)
+		}
+	}
+	a := s.forward(ctx, r, []byte(form.Encode()))
 	over := s.healthOverrides()
-	if a.status != http.StatusOK || len(over) == 0 {
+	if a.status != http.StatusOK || (len(over) == 0 && len(filters) == 0) {
 		return a
 	}
-	if body, err := rewriteStatuses(a.body, over); err == nil {
+	if body, err := rewriteStatuses(a.body, over, filters); err == nil {
 		a.body = body
 	}
 	return a
@@ -108,8 +135,9 @@ type statusItem struct {
 
 type statusSummary struct {
 	Details []struct {
-		Name   string `xml:"name"`
-		Status string `xml:"status"`
+		Name          string `xml:"name"`
+		Status        string `xml:"status"`
+		ImpairedSince string `xml:"impairedSince,omitempty"`
 	} `xml:"details>item"`
 	Status string `xml:"status"`
 }
@@ -131,6 +159,10 @@ func (h InstanceHealth) apply(it *statusItem) {
 			if check != "" {
 				sum.Details[i].Status = check
 			}
+			sum.Details[i].ImpairedSince = ""
+			if check == "failed" {
+				sum.Details[i].ImpairedSince = h.ImpairedSince.UTC().Format("2006-01-02T15:04:05.000Z")
+			}
 		}
 	}
 	set(&it.InstanceStatus, h.InstanceStatus)
@@ -145,9 +177,31 @@ func (h InstanceHealth) apply(it *statusItem) {
 	}
 }
 
-// rewriteStatuses replaces the overridden instances' items, keeping every
-// other byte as moto wrote it.
-func rewriteStatuses(body []byte, over map[string]InstanceHealth) ([]byte, error) {
+// passes reports whether an item passes the status filters: each filter
+// name must match one of its values.
+func (it statusItem) passes(filters map[string][]string) bool {
+	for name, values := range filters {
+		var have []string
+		switch name {
+		case "instance-status.status":
+			have = []string{it.InstanceStatus.Status}
+		case "system-status.status":
+			have = []string{it.SystemStatus.Status}
+		case "event.code":
+			for _, e := range it.Events {
+				have = append(have, e.Code)
+			}
+		}
+		if !slices.ContainsFunc(have, func(v string) bool { return slices.Contains(values, v) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// rewriteStatuses replaces the overridden instances' items and drops the
+// items the filters refuse, keeping every other byte as moto wrote it.
+func rewriteStatuses(body []byte, over map[string]InstanceHealth, filters map[string][]string) ([]byte, error) {
 	var out bytes.Buffer
 	var stack []string
 	prev, start := int64(0), int64(0)
@@ -174,8 +228,15 @@ func rewriteStatuses(body []byte, over map[string]InstanceHealth) ([]byte, error
 				if err := xml.Unmarshal(body[start:end], &it); err != nil {
 					return nil, err
 				}
-				if h, ok := over[it.InstanceID]; ok {
+				h, ok := over[it.InstanceID]
+				if ok {
 					h.apply(&it)
+				}
+				switch {
+				case !it.passes(filters):
+					out.Write(body[prev:start])
+					prev = end
+				case ok:
 					item, err := xml.Marshal(it)
 					if err != nil {
 						return nil, err

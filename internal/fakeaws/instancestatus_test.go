@@ -53,6 +53,44 @@ func TestInstanceStatusOverride(t *testing.T) {
 		t.Errorf("the other instance reads %s, want moto's ok", describe(w))
 	}
 
+	if d := s.SystemStatus.Details; len(d) == 0 || d[0].ImpairedSince == nil || time.Since(*d[0].ImpairedSince) > time.Minute || time.Since(*d[0].ImpairedSince) < -time.Minute {
+		t.Errorf("the failed check's impairedSince reads %s, want about when it was set", describe(d))
+	}
+
+	// The filters Joiner and Karpenter ask with, which moto lacks: only
+	// the impaired or scheduled instance answers each.
+	for _, f := range []ec2types.Filter{
+		{Name: aws.String("system-status.status"), Values: []string{"impaired"}},
+		{Name: aws.String("event.code"), Values: []string{"instance-retirement", "instance-stop"}},
+	} {
+		out := must(c.EC2.DescribeInstanceStatus(ctx, &ec2.DescribeInstanceStatusInput{Filters: []ec2types.Filter{f}}))(t)
+		var ids []string
+		for _, s := range out.InstanceStatuses {
+			ids = append(ids, aws.ToString(s.InstanceId))
+		}
+		if len(ids) != 1 || ids[0] != sick {
+			t.Errorf("DescribeInstanceStatus filtered by %s=%v: %v, want only %s", aws.ToString(f.Name), f.Values, ids, sick)
+		}
+	}
+	none := must(c.EC2.DescribeInstanceStatus(ctx, &ec2.DescribeInstanceStatusInput{Filters: []ec2types.Filter{{Name: aws.String("instance-status.status"), Values: []string{"impaired"}}}}))(t)
+	if len(none.InstanceStatuses) != 0 {
+		t.Errorf("filtered by instance-status.status=impaired: %s, want none", describe(none.InstanceStatuses))
+	}
+	if text := describe(awsCLI(t, "ec2", "describe-instance-status", "--filters", "Name=system-status.status,Values=impaired")); !strings.Contains(text, sick) || strings.Contains(text, well) {
+		t.Errorf("aws ec2 describe-instance-status --filters Name=system-status.status,Values=impaired: %s", text)
+	}
+
+	// Set again, still impaired: the impairment goes on from when it began.
+	since := *s.SystemStatus.Details[0].ImpairedSince
+	if code := admin(t, "PUT", "/_fake/instance-status", fakeaws.InstanceHealth{InstanceID: sick, SystemStatus: "impaired", InstanceStatus: "impaired",
+		Events: []fakeaws.ScheduledEvent{{Code: "instance-retirement", Description: "degraded hardware", NotBefore: retire}}}, nil); code != http.StatusOK {
+		t.Fatalf("PUT /_fake/instance-status: %d", code)
+	}
+	again := must(c.EC2.DescribeInstanceStatus(ctx, &ec2.DescribeInstanceStatusInput{InstanceIds: []string{sick}}))(t)
+	if d := again.InstanceStatuses[0].SystemStatus.Details; len(d) == 0 || d[0].ImpairedSince == nil || !d[0].ImpairedSince.Equal(since) {
+		t.Errorf("set again, the check's impairedSince reads %s, want %s", describe(d), since)
+	}
+
 	cli := awsCLI(t, "ec2", "describe-instance-status", "--instance-ids", sick)
 	if text := describe(cli); !strings.Contains(text, `"impaired"`) || !strings.Contains(text, `"instance-retirement"`) {
 		t.Errorf("aws ec2 describe-instance-status: %s", text)

@@ -195,3 +195,34 @@ func (c *call) params() map[string]any {
 	}
 	return out
 }
+
+// formFilters reads an EC2 query's Filter.N.Name and Filter.N.Value.M
+// parameters: values by filter name. strip names the filters to take out
+// of form as well (those the front answers and moto would refuse).
+func formFilters(form url.Values, strip ...string) map[string][]string {
+	out := map[string][]string{}
+	for k, v := range form {
+		if !strings.HasPrefix(k, "Filter.") || !strings.HasSuffix(k, ".Name") || len(v) == 0 {
+			continue
+		}
+		prefix := strings.TrimSuffix(k, "Name")
+		for vk, vv := range form {
+			if strings.HasPrefix(vk, prefix+"Value.") {
+				out[v[0]] = append(out[v[0]], vv...)
+			}
+		}
+	}
+	for _, name := range strip {
+		for k, v := range form {
+			if strings.HasPrefix(k, "Filter.") && strings.HasSuffix(k, ".Name") && len(v) > 0 && v[0] == name {
+				prefix := strings.TrimSuffix(k, "Name")
+				for vk := range form {
+					if strings.HasPrefix(vk, prefix) {
+						form.Del(vk)
+					}
+				}
+			}
+		}
+	}
+	return out
+}

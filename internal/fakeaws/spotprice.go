@@ -20,7 +20,7 @@ var linuxProducts = []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"}
 func (s *Server) spotPriceHistory(ctx context.Context, c *call) *answer {
 	f := c.Form
 	var types, products, zones []string
-	filters := map[string][]string{}
+	filters := formFilters(f)
 	for k, vs := range f {
 		switch {
 		case strings.HasPrefix(k, "InstanceType."):
@@ -29,13 +29,6 @@ func (s *Server) spotPriceHistory(ctx context.Context, c *call) *answer {
 			products = append(products, vs...)
 		case k == "AvailabilityZone":
 			zones = append(zones, vs...)
-		case strings.HasPrefix(k, "Filter.") && strings.HasSuffix(k, ".Name"):
-			n := strings.TrimSuffix(strings.TrimPrefix(k, "Filter."), ".Name")
-			for vk, vv := range f {
-				if strings.HasPrefix(vk, "Filter."+n+".Value.") {
-					filters[f.Get(k)] = append(filters[f.Get(k)], vv...)
-				}
-			}
 		}
 	}
 	for name := range filters {

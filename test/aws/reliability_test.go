@@ -488,9 +488,10 @@ func TestDoNotDisruptDuration(t *testing.T) {
 
 // TestInstanceStatusImpaired: EC2's system status check fails for the
 // instance of a node whose pods a PDB allows no eviction. With the
-// interruption queue set, Joiner reads the status checks and terminates
-// the node forcefully: the PDB does not hold it, the instance ends
-// terminated and the pods run elsewhere.
+// interruption queue set, Joiner reads the status checks, leaves the node
+// while the check has failed for less than two minutes (it may recover),
+// then terminates it forcefully: the PDB does not hold it, the instance
+// ends terminated and the pods run elsewhere.
 func TestInstanceStatusImpaired(t *testing.T) {
 	framework.ResetCluster(t)
 	fake.ResetCalls()
@@ -513,11 +514,26 @@ spec:
 	})
 	victim := framework.NodeClaims(t)[0]
 	id := instanceID(victim.Status.ProviderID)
+	// Failing for a minute: the next poll (within a minute) finds it too
+	// young, the one after acts.
 	start := time.Now()
-	if err := fake.SetInstanceHealth(fakeaws.InstanceHealth{InstanceID: id, SystemStatus: "impaired"}); err != nil {
+	since := start.Add(-time.Minute)
+	if err := fake.SetInstanceHealth(fakeaws.InstanceHealth{InstanceID: id, SystemStatus: "impaired", ImpairedSince: since}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fake.SetInstanceHealth(fakeaws.InstanceHealth{InstanceID: id}) })
+	const waiting = "instance status check failed; waiting for it to recover"
+	framework.Eventually(t, 2*time.Minute, "the poller finds the check failed and waits", func() (bool, string) {
+		_, ok := j.FirstAt(waiting)
+		return ok, "no line " + waiting
+	})
+	kept := false
+	for _, nc := range framework.NodeClaims(t) {
+		kept = kept || (nc.Name == victim.Name && nc.DeletionTimestamp == nil)
+	}
+	if !kept {
+		t.Fatalf("the NodeClaim of an instance whose check failed a minute ago is gone or deleting when the poller says it waits")
+	}
 	framework.Eventually(t, 4*time.Minute, "the impaired node replaced and its instance terminated", func() (bool, string) {
 		for _, nc := range framework.NodeClaims(t) {
 			if nc.Name == victim.Name {
@@ -530,6 +546,9 @@ spec:
 	})
 	if j.Count("deleting unhealthy instance") != 1 {
 		t.Fatalf("%d forced terminations logged, want 1", j.Count("deleting unhealthy instance"))
+	}
+	if at, _ := j.FirstAt("deleting unhealthy instance"); at.Sub(since) < 2*time.Minute {
+		t.Fatalf("the instance was terminated %s after its check began failing, before Karpenter's two minutes", at.Sub(since).Round(time.Second))
 	}
 	t.Logf("system status of %s impaired: NodeClaim forced past its PDB, instance terminated and pods running elsewhere after %s",
 		id, time.Since(start).Round(time.Second))

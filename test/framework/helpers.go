@@ -164,6 +164,23 @@ func (j *Joiner) Count(message string) int {
 	return strings.Count(j.Logs(), `"message":"`+message+`"`)
 }
 
+// FirstAt is when the controller first logged exactly this message, and
+// whether it has.
+func (j *Joiner) FirstAt(message string) (time.Time, bool) {
+	sc := bufio.NewScanner(strings.NewReader(j.Logs()))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var l struct {
+			Time    time.Time `json:"time"`
+			Message string    `json:"message"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Message == message {
+			return l.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // WaitForBatches waits until the provisioner has run n whole batches with
 // pending pods after the call. A batch with pending pods logs "found
 // provisionable pod(s)" when it has planned them, and batches run one at a

@@ -27,10 +27,12 @@ const StatusPeriod = time.Minute
 const DeniedRetry = 15 * time.Minute
 
 // StatusPoller acts on EC2's status checks, as Karpenter's AWS provider
-// does: an instance or system check that failed means the node is broken,
-// and it is terminated forcefully, within node repair's limit on
-// unhealthy nodes per pool; a scheduled event (a reboot, stop or
-// retirement) drains the node gracefully before AWS acts.
+// does: an instance or system check that has failed for
+// instancestatus.UnhealthyThreshold means the node is broken, and it is
+// terminated forcefully (its deadline set to now, so PDBs and grace
+// periods no longer hold it: its pods are not serving), within node
+// repair's limit on unhealthy nodes per pool; a scheduled event (a
+// reboot, stop or retirement) drains the node gracefully before AWS acts.
 type StatusPoller struct {
 	Client   client.Client
 	EC2      instancestatus.EC2API
@@ -44,8 +46,12 @@ type StatusPoller struct {
 
 	denied bool
 	// seen holds the findings already counted in the metric, so that one
-	// impairment counts once however many polls see it.
-	seen map[instancestatus.Finding]bool
+	// impairment counts once however many polls see it; a key the last
+	// poll did not see is dropped, so the memory holds only what is
+	// unhealthy now and a second impairment counts again.
+	seen map[instancestatus.Key]bool
+	// waiting holds the failed checks already logged as not yet due.
+	waiting map[instancestatus.Key]bool
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
@@ -96,6 +102,21 @@ func (p *StatusPoller) Poll(ctx context.Context) error {
 		logger.Info("instance status checks are on: ec2:DescribeInstanceStatus is allowed")
 		p.denied = false
 	}
+	now := p.Clock.Now()
+	current := map[instancestatus.Key]bool{}
+	for _, f := range findings {
+		current[f.Key()] = true
+	}
+	for k := range p.seen {
+		if !current[k] {
+			delete(p.seen, k)
+		}
+	}
+	for k := range p.waiting {
+		if !current[k] {
+			delete(p.waiting, k)
+		}
+	}
 	if len(findings) == 0 {
 		return nil
 	}
@@ -104,10 +125,12 @@ func (p *StatusPoller) Poll(ctx context.Context) error {
 		return err
 	}
 	if p.seen == nil {
-		p.seen = map[instancestatus.Finding]bool{}
+		p.seen = map[instancestatus.Key]bool{}
+		p.waiting = map[instancestatus.Key]bool{}
 	}
 	// Every broken instance counts against node repair's limit, whether
-	// or not its kubelet has noticed yet.
+	// or not its kubelet has noticed yet, and whether or not its check
+	// has failed long enough to act on.
 	broken := map[string]bool{}
 	for _, f := range findings {
 		if nc, ok := claims[f.InstanceID]; ok && f.Category.Forceful() && nc.Status.NodeName != "" {
@@ -120,8 +143,17 @@ func (p *StatusPoller) Poll(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		if !p.seen[f] {
-			p.seen[f] = true
+		if !f.Due(now) {
+			if !p.waiting[f.Key()] {
+				p.waiting[f.Key()] = true
+				logger.Info("instance status check failed; waiting for it to recover", "NodeClaim", map[string]string{"name": nc.Name},
+					"instance", f.InstanceID, "category", string(f.Category), "status", f.Detail,
+					"impairedSince", f.Since.UTC().Format(time.RFC3339), "threshold", instancestatus.UnhealthyThreshold.String())
+			}
+			continue
+		}
+		if !p.seen[f.Key()] {
+			p.seen[f.Key()] = true
 			metrics.InstanceStatusUnhealthy.WithLabelValues(string(f.Category)).Inc()
 		}
 		// Findings come most severe first: one action per instance.

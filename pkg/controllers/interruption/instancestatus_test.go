@@ -41,9 +41,24 @@ func (s *statuses) DescribeInstanceStatus(context.Context, *ec2.DescribeInstance
 	return &ec2.DescribeInstanceStatusOutput{InstanceStatuses: s.list}, nil
 }
 
+// pollNow is the fake clock's time in the poller's tests.
+var pollNow = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+
+// status is an instance's status; an impaired check's reachability detail
+// failed three minutes before pollNow.
 func status(id string, instance, system ec2types.SummaryStatus, events ...ec2types.InstanceStatusEvent) ec2types.InstanceStatus {
-	return ec2types.InstanceStatus{InstanceId: aws.String(id),
-		InstanceStatus: &ec2types.InstanceStatusSummary{Status: instance}, SystemStatus: &ec2types.InstanceStatusSummary{Status: system}, Events: events}
+	return statusSince(id, instance, system, pollNow.Add(-3*time.Minute), events...)
+}
+
+func statusSince(id string, instance, system ec2types.SummaryStatus, since time.Time, events ...ec2types.InstanceStatusEvent) ec2types.InstanceStatus {
+	sum := func(s ec2types.SummaryStatus) *ec2types.InstanceStatusSummary {
+		out := &ec2types.InstanceStatusSummary{Status: s}
+		if s == ec2types.SummaryStatusImpaired {
+			out.Details = []ec2types.InstanceStatusDetails{{Name: ec2types.StatusNameReachability, Status: ec2types.StatusTypeFailed, ImpairedSince: &since}}
+		}
+		return out
+	}
+	return ec2types.InstanceStatus{InstanceId: aws.String(id), InstanceStatus: sum(instance), SystemStatus: sum(system), Events: events}
 }
 
 // node is a Node of pool "default", Ready or not.
@@ -75,6 +90,10 @@ func TestStatusPoller(t *testing.T) {
 	}{
 		{name: "healthy instances are left alone", list: []ec2types.InstanceStatus{status("i-0", ok, ok), status("i-1", ok, ok)}, nodes: 10,
 			want: map[string]string{"a-0": "kept", "a-1": "kept"}},
+		{name: "a check failed for 119 s is left to recover", list: []ec2types.InstanceStatus{statusSince("i-0", impaired, ok, pollNow.Add(-119*time.Second))}, nodes: 10,
+			want: map[string]string{"a-0": "kept", "a-1": "kept"}},
+		{name: "a check failed for 119 s beside a due event drains gracefully", list: []ec2types.InstanceStatus{statusSince("i-0", impaired, ok, pollNow.Add(-119*time.Second), retire)}, nodes: 10,
+			want: map[string]string{"a-0": "drained", "a-1": "kept"}, wantEvent: "InstanceUnhealthy", wantEvents: 1, wantCount: map[string]float64{"event_status": 1}},
 		{name: "a failed instance check terminates forcefully", list: []ec2types.InstanceStatus{status("i-0", impaired, ok)}, nodes: 10,
 			want: map[string]string{"a-0": "forced", "a-1": "kept"}, wantEvent: "InstanceUnhealthy", wantEvents: 1, wantCount: map[string]float64{"instance_status": 1}},
 		{name: "a failed system check with a retirement is forced once", list: []ec2types.InstanceStatus{status("i-1", ok, impaired, retire)}, nodes: 10,
@@ -104,7 +123,7 @@ func TestStatusPoller(t *testing.T) {
 			}
 			kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).Build()
 			rec := record.NewFakeRecorder(10)
-			now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+			now := pollNow
 			before := counts()
 			p := &StatusPoller{Client: kube, EC2: &statuses{list: tc.list}, Recorder: rec, Clock: clocktesting.NewFakeClock(now)}
 			// Twice: a second poll that sees the same findings neither
@@ -183,4 +202,45 @@ func counts() map[string]float64 {
 		out[c] = testutil.ToFloat64(metrics.InstanceStatusUnhealthy.WithLabelValues(c))
 	}
 	return out
+}
+
+// The poller's memory holds what is unhealthy now: an instance that
+// recovers is forgotten, and a second impairment counts again. A check not
+// yet due is logged once, however many polls see it.
+func TestStatusPollerForgetsRecovered(t *testing.T) {
+	var logs bytes.Buffer
+	ctx := logr.NewContext(context.Background(), funcr.New(func(prefix, args string) { logs.WriteString(args + "\n") }, funcr.Options{}))
+	nc := claim("a-0", "i-0", v1.CapacityTypeOnDemand)
+	nc.Labels[v1.LabelNodePool] = "default"
+	// The finalizer keeps the drained NodeClaim (the fake client has no
+	// termination controller), so every poll finds it.
+	nc.Finalizers = []string{v1.TerminationFinalizer}
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(nc).Build()
+	ec2api := &statuses{}
+	clk := clocktesting.NewFakeClock(pollNow)
+	p := &StatusPoller{Client: kube, EC2: ec2api, Recorder: record.NewFakeRecorder(100), Clock: clk}
+	retire := ec2types.InstanceStatusEvent{Code: ec2types.EventCodeInstanceRetirement}
+	young := statusSince("i-0", ec2types.SummaryStatusImpaired, ec2types.SummaryStatusOk, pollNow)
+	before := counts()["event_status"]
+	for i, list := range [][]ec2types.InstanceStatus{
+		{status("i-0", ec2types.SummaryStatusOk, ec2types.SummaryStatusOk, retire)},
+		{status("i-0", ec2types.SummaryStatusOk, ec2types.SummaryStatusOk, retire)},
+		nil,
+		{status("i-0", ec2types.SummaryStatusOk, ec2types.SummaryStatusOk, retire)},
+		{young}, {young},
+	} {
+		ec2api.list = list
+		if err := p.Poll(ctx); err != nil {
+			t.Fatalf("poll %d: %v", i, err)
+		}
+	}
+	if d := counts()["event_status"] - before; d != 2 {
+		t.Errorf("two retirements with a recovery between counted %v times, want 2", d)
+	}
+	if len(p.seen) != 0 {
+		t.Errorf("the poller remembers %v, which the last poll did not see", p.seen)
+	}
+	if n := strings.Count(logs.String(), "waiting for it to recover"); n != 1 {
+		t.Errorf("a check not yet due was logged %d times in two polls, want once:\n%s", n, logs.String())
+	}
 }
