@@ -9,10 +9,11 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
-// Decide is one round of voluntary disruption, in Karpenter's order: a
-// drifted node if one may go, otherwise consolidation of the candidates
-// that have been quiet for consolidateAfter. Every candidate left alone
-// gets one reason, so "why not?" does not flip between two answers.
+// Decide is one round of voluntary disruption, in Karpenter's order: empty
+// nodes quiet for consolidateAfter, then drifted nodes of static pools and
+// of the others, then consolidation of the candidates that have been quiet
+// for consolidateAfter. Every candidate left alone gets one reason, so
+// "why not?" does not flip between two answers.
 func Decide(snap scheduling.Snapshot, cands []Candidate, opts Options) Decision {
 	if opts.Policy == nil {
 		opts.Policy = map[string]v1.ConsolidationPolicy{}
@@ -35,6 +36,26 @@ func Decide(snap scheduling.Snapshot, cands []Candidate, opts Options) Decision 
 		}
 	}
 	cands = dynamic
+	never := map[string]bool{}
+	for _, p := range snap.NodePools {
+		never[p.NodePool.Name] = p.NodePool.Spec.Disruption.ConsolidateAfter.IsNever()
+	}
+	// Empty nodes first, as Karpenter's emptiness runs first: deleting
+	// them needs no replacement and moves no pod, and a drift's pods would
+	// otherwise land on them only to move again.
+	busy := busyNodes(snap)
+	var empty []Candidate
+	for _, c := range cands {
+		// The blocked ones too, to say why they stay.
+		if !busy[c.Node] && (c.Blocked != "" || (c.Consolidatable && !never[c.NodePool])) {
+			empty = append(empty, c)
+		}
+	}
+	if len(empty) > 0 {
+		if d := Consolidate(snap, empty, opts); len(d.Commands) > 0 && d.Commands[0].Reason == v1.DisruptionReasonEmpty {
+			return Decision{Commands: d.Commands[:1], Skipped: d.Skipped}
+		}
+	}
 	staticCmd, staticSkipped, ok := StaticDrift(snap, ofStatic, opts.AllowedDrift, opts.Scheduling)
 	if ok {
 		return Decision{Commands: []Command{staticCmd}, Skipped: staticSkipped}
@@ -45,10 +66,6 @@ func Decide(snap scheduling.Snapshot, cands []Candidate, opts Options) Decision 
 	}
 	if ok {
 		return Decision{Commands: []Command{cmd}, Skipped: driftSkipped}
-	}
-	never := map[string]bool{}
-	for _, p := range snap.NodePools {
-		never[p.NodePool.Name] = p.NodePool.Spec.Disruption.ConsolidateAfter.IsNever()
 	}
 	var consolidating []Candidate
 	for _, c := range cands {
@@ -74,10 +91,11 @@ func Decide(snap scheduling.Snapshot, cands []Candidate, opts Options) Decision 
 // pool's drift budget (allowed) still lets go, and whose pods fit on the
 // other nodes and the replacements the command launches. Budgets are the
 // only limit on how many go at once. Karpenter gets there with one node
-// per command and many commands in flight; Joiner runs one command at a
-// time, so it puts them in one, and a pool's drift under "nodes: 100%" is
-// replaced together rather than a node per pass. It says why each drifted
-// node it passes over stays.
+// per command and many commands in flight; Joiner puts them in one
+// command, whose replacements are planned together (fewer, fuller nodes
+// than one per candidate), and runs it beside other commands: the next
+// pass, a moment later, drifts what the budgets allow beyond it. It says
+// why each drifted node it passes over stays.
 func Drift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, sched scheduling.Options) (Command, map[string]string, bool) {
 	skipped := map[string]string{}
 	var drifted []Candidate
@@ -89,15 +107,7 @@ func Drift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, 
 	if len(drifted) == 0 {
 		return Command{}, skipped, false
 	}
-	busy := map[string]bool{}
-	for _, n := range snap.Nodes {
-		for _, p := range n.Pods {
-			if !pods.IsOwnedByNode(p) {
-				busy[n.Name] = true
-				break
-			}
-		}
-	}
+	busy := busyNodes(snap)
 	sort.SliceStable(drifted, func(i, j int) bool {
 		a, b := drifted[i], drifted[j]
 		if busy[a.Node] != busy[b.Node] {
@@ -149,6 +159,21 @@ func Drift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, 
 	}
 	cmd, ok := jointReplacement(snap, batch, sched, skipped)
 	return cmd, skipped, ok
+}
+
+// busyNodes are the nodes running pods other than their own (DaemonSet,
+// mirror): the nodes that are not empty.
+func busyNodes(snap scheduling.Snapshot) map[string]bool {
+	busy := map[string]bool{}
+	for _, n := range snap.Nodes {
+		for _, p := range n.Pods {
+			if !pods.IsOwnedByNode(p) {
+				busy[n.Name] = true
+				break
+			}
+		}
+	}
+	return busy
 }
 
 // waitsForInFlight reports a node whose pods would go, in part, to

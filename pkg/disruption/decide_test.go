@@ -117,6 +117,26 @@ func TestDecide(t *testing.T) {
 			want: "Drifted", wantNodes: []string{"idle"},
 		},
 		{
+			name: "emptiness before drift: an empty node quiet for consolidateAfter goes first, by the empty budget",
+			setup: func() *setup {
+				s := &setup{}
+				s.add(drifted(t0)(node("busy", "c6a.large", "on-demand", pod("b-0", "1", "1Gi"))))
+				return s.add(quiet(node("idle", "c6a.large", "on-demand")))
+			},
+			opts: Options{Allowed: map[string]int{"default": 0}, AllowedEmpty: map[string]int{"default": 1}, AllowedDrift: map[string]int{"default": 1}},
+			want: "Empty", wantNodes: []string{"idle"},
+		},
+		{
+			name: "emptiness before drift: the empty budget spent, drift goes",
+			setup: func() *setup {
+				s := &setup{}
+				s.add(drifted(t0)(node("busy", "c6a.large", "on-demand", pod("b-0", "1", "1Gi"))))
+				return s.add(quiet(node("idle", "c6a.large", "on-demand")))
+			},
+			opts: Options{Allowed: map[string]int{"default": 0}, AllowedEmpty: map[string]int{"default": 0}, AllowedDrift: map[string]int{"default": 1}},
+			want: "Drifted", wantNodes: []string{"busy"},
+		},
+		{
 			name: "drift: the longest drifted first among busy nodes",
 			setup: func() *setup {
 				s := &setup{}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -140,4 +141,35 @@ func unready(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// Disrupting is snap as it will be once nodes are deleted: each is marked
+// for deletion, so it takes no new pods, and on the moving ones, the pods
+// that Moves reports are pending copies, which claim room elsewhere as any
+// pending pod does. The disruption loop applies it to the nodes of the
+// commands it has under way, which are not being deleted yet, so that a
+// second command does not plan into the room the first one's pods will
+// take. snap's nodes are not changed: the marked ones are copies.
+func Disrupting(snap scheduling.Snapshot, nodes, moving map[string]bool, pdbs []policyv1.PodDisruptionBudget, now time.Time) scheduling.Snapshot {
+	out := snap
+	out.Nodes = make([]*scheduling.Node, len(snap.Nodes))
+	out.Pods = append([]*corev1.Pod(nil), snap.Pods...)
+	moves := func(p *corev1.Pod) bool { return Moves(p, moving, pdbs, now) }
+	for i, n := range snap.Nodes {
+		out.Nodes[i] = n
+		if !nodes[n.Name] {
+			continue
+		}
+		cp := *n
+		cp.MarkedForDeletion = true
+		cp.Pods = nil
+		for _, p := range n.Pods {
+			if !moves(p) {
+				cp.Pods = append(cp.Pods, p)
+			}
+		}
+		out.Pods = append(out.Pods, Moving(n.Pods, moves)...)
+		out.Nodes[i] = &cp
+	}
+	return out
 }

@@ -1,10 +1,12 @@
 package state_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -89,5 +91,47 @@ func TestMoving(t *testing.T) {
 				t.Fatal("the copy is not unbound, or the cache's pod was changed")
 			}
 		})
+	}
+}
+
+// Disrupting marks the nodes of the commands under way; on those whose
+// pods move (a deletion's), the movable pods become pending and the
+// others stay; the snapshot it was given is not changed.
+func TestDisrupting(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pod := func(name, node string, annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations},
+			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	held := map[string]string{v1.AnnotationDoNotDisrupt: "true"}
+	snap := scheduling.Snapshot{
+		Pods: []*corev1.Pod{pod("waiting", "", nil)},
+		Nodes: []*scheduling.Node{
+			{Name: "deleted", Pods: []*corev1.Pod{pod("d-0", "deleted", nil), pod("d-held", "deleted", held)}},
+			{Name: "replaced", Pods: []*corev1.Pod{pod("r-0", "replaced", nil)}},
+			{Name: "staying", Pods: []*corev1.Pod{pod("s-0", "staying", nil)}},
+		},
+	}
+	got := state.Disrupting(snap, map[string]bool{"deleted": true, "replaced": true}, map[string]bool{"deleted": true}, nil, now)
+	names := func(ps []*corev1.Pod) (out []string) {
+		for _, p := range ps {
+			out = append(out, p.Name+"@"+p.Spec.NodeName)
+		}
+		return out
+	}
+	if want := []string{"waiting@", "d-0@"}; !slices.Equal(names(got.Pods), want) {
+		t.Errorf("pending %v, want %v", names(got.Pods), want)
+	}
+	for i, want := range []struct {
+		marked bool
+		pods   []string
+	}{{true, []string{"d-held@deleted"}}, {true, []string{"r-0@replaced"}}, {false, []string{"s-0@staying"}}} {
+		n := got.Nodes[i]
+		if n.MarkedForDeletion != want.marked || !slices.Equal(names(n.Pods), want.pods) {
+			t.Errorf("node %s: marked %v with %v, want %v with %v", n.Name, n.MarkedForDeletion, names(n.Pods), want.marked, want.pods)
+		}
+	}
+	if snap.Nodes[0].MarkedForDeletion || len(snap.Nodes[0].Pods) != 2 || len(snap.Pods) != 1 {
+		t.Error("the snapshot given was changed")
 	}
 }

@@ -1,8 +1,8 @@
 // Package disruption is the voluntary-disruption loop: every few seconds it
 // reads the cluster, asks the pure pkg/disruption which nodes to remove or
-// replace (drift, emptiness, consolidation) within budgets and protections,
-// carries out one command at a time, and says on every node it leaves alone
-// why.
+// replace (emptiness, drift, consolidation) within budgets and protections,
+// starts the command it chose beside the loop (several run at once, within
+// the budgets), and says on every node it leaves alone why.
 package disruption
 
 import (
@@ -58,6 +58,7 @@ type Controller struct {
 	// that each reason is told once.
 	explained map[string]string
 	caution   disruption.Caution
+	underway  underway
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
@@ -66,20 +67,29 @@ func (c *Controller) NeedLeaderElection() bool { return true }
 // Start implements manager.Runnable.
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption"))
+	// Commands cut short by shutdown release what they hold before the
+	// process ends; what they cannot, the next leader's releaseStale does.
+	defer c.Wait()
+	wait := c.Poll
 	for {
-		// The wait starts when a pass ends, as Karpenter's requeue does: a
-		// pass that waited minutes on a replacement leaves no tick behind,
-		// so the nodes an abandoned command released stay untainted a full
-		// Poll before the next pass may pick them again.
+		// The wait starts when a pass ends, as Karpenter's requeue does. A
+		// pass that started a command is followed by another at once
+		// (after a second), as Karpenter requeues after a decision: the
+		// budgets may allow more, and emptiness or another drift need not
+		// wait a poll behind it.
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-c.Clock.After(c.Poll):
+		case <-c.Clock.After(wait):
 		}
-		// A pass cut short by shutdown did not fail; the next leader's
-		// releaseStale undoes what it left.
-		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
+		started, err := c.Pass(ctx)
+		// A pass cut short by shutdown did not fail.
+		if err != nil && ctx.Err() == nil {
 			log.FromContext(ctx).Error(err, "disruption failed")
+		}
+		wait = c.Poll
+		if started != nil {
+			wait = min(c.Poll, time.Second)
 		}
 	}
 }
@@ -88,9 +98,8 @@ func (c *Controller) Start(ctx context.Context) error {
 // an earlier command left on NodeClaims it never deleted, so their nodes
 // take pods again: a run that crashed, or a command whose release failed
 // or ran out of time (a 153-node command's did, against a busy API
-// server). A command runs within a pass, so at the start of a pass none is
-// under way, and each pass releases what is left (as Karpenter does before
-// each of its passes).
+// server). The commands under way hold theirs; each pass releases the rest
+// (as Karpenter does before each of its passes, sparing its queue's).
 func (c *Controller) releaseStale(ctx context.Context) error {
 	claims, err := c.Cluster.NodeClaims(ctx)
 	if err != nil {
@@ -99,7 +108,7 @@ func (c *Controller) releaseStale(ctx context.Context) error {
 	released := map[string]bool{}
 	var errs []error
 	for _, nc := range claims {
-		if nc.DeletionTimestamp != nil || meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) == nil {
+		if nc.DeletionTimestamp != nil || meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) == nil || c.underway.has(nc.Name) {
 			continue
 		}
 		if err := c.release(ctx, nc.Status.NodeName, nc.Name); err != nil {
@@ -117,7 +126,7 @@ func (c *Controller) releaseStale(ctx context.Context) error {
 	var abandoned, settled []*v1.NodeClaim
 	for _, nc := range claims {
 		replacing, ok := nc.Annotations[v1.AnnotationReplacing]
-		if !ok || nc.DeletionTimestamp != nil {
+		if !ok || nc.DeletionTimestamp != nil || c.underway.replaces(nc) {
 			continue
 		}
 		if !slices.ContainsFunc(strings.Split(replacing, ","), func(name string) bool { return !released[name] }) {
@@ -141,19 +150,31 @@ type candidateInfo struct {
 	planned map[string]bool
 }
 
-// Reconcile makes one decision and carries it out.
-func (c *Controller) Reconcile(ctx context.Context) error {
+// Pass makes one decision and starts the command it chose, if any,
+// without waiting for it: the channel returned gives the command's result
+// (nil when none was started).
+func (c *Controller) Pass(ctx context.Context) (<-chan error, error) {
 	if err := c.releaseStale(ctx); err != nil {
 		log.FromContext(ctx).Error(err, "releasing nodes an earlier disruption left marked")
 	}
 	cmd, byNode, err := c.decide(ctx)
 	if err != nil || cmd == nil {
-		return err
+		return nil, err
 	}
 	if cmd.Risk > 0 {
 		c.caution.Risked(c.Clock.Now())
 	}
-	return c.execute(ctx, *cmd, byNode)
+	return c.start(ctx, *cmd, byNode), nil
+}
+
+// Reconcile makes one decision and carries it out, returning once the
+// command has finished.
+func (c *Controller) Reconcile(ctx context.Context) error {
+	started, err := c.Pass(ctx)
+	if err != nil || started == nil {
+		return err
+	}
+	return <-started
 }
 
 // decide plans in the cluster's plan slot, which it gives back before the
@@ -177,6 +198,9 @@ func (c *Controller) decide(ctx context.Context) (*disruption.Command, map[strin
 	}
 	snap, _, err := c.Cluster.Snapshot(ctx, pending)
 	if err != nil {
+		return nil, nil, err
+	}
+	if snap, err = c.withUnderway(ctx, snap, nil); err != nil {
 		return nil, nil, err
 	}
 	c.prune(snap)
@@ -291,13 +315,13 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 			NodePool:    nc.Labels[v1.LabelNodePool],
 			Initialized: initialized,
 			Ready:       node != nil && state.NodeReady(node),
-			MarkedForDeletion: nc.DeletionTimestamp != nil || (node != nil && node.DeletionTimestamp != nil) ||
+			MarkedForDeletion: nc.DeletionTimestamp != nil || (node != nil && node.DeletionTimestamp != nil) || c.underway.has(nc.Name) ||
 				meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) != nil ||
 				(node != nil && taints.Has(node.Spec.Taints, v1.DisruptedNoScheduleTaint)),
 			InstanceTerminating: meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInstanceTerminating),
 		})
 		pool := types[nc.Labels[v1.LabelNodePool]]
-		if pool == nil || !initialized || nc.DeletionTimestamp != nil || node.DeletionTimestamp != nil {
+		if pool == nil || !initialized || nc.DeletionTimestamp != nil || node.DeletionTimestamp != nil || c.underway.has(nc.Name) {
 			continue
 		}
 		typ, zone, ct := nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone], nc.Labels[v1.LabelCapacityType]

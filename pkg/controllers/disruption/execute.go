@@ -322,6 +322,10 @@ func (c *Controller) recheck(ctx context.Context, r *run) ([]*candidateInfo, str
 	if err != nil {
 		return nil, "", err
 	}
+	// The other commands under way will take room their pods need.
+	if snap, err = c.withUnderway(ctx, snap, &r.cmd); err != nil {
+		return nil, "", err
+	}
 	inSnap := map[string]*scheduling.Node{}
 	for _, n := range snap.Nodes {
 		inSnap[n.Name] = n

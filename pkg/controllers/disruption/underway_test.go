@@ -1,0 +1,92 @@
+package disruption
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestCommandsRunTogether: a drift waits for its replacement, which does
+// not initialize; meanwhile a node goes empty, and the next pass deletes
+// it beside the drift, as Karpenter's queue runs commands, when the budget
+// leaves room for both. The budget stays the limit: at one node, the
+// drift under way holds it, and the empty node stays with the reason.
+func TestCommandsRunTogether(t *testing.T) {
+	for _, tc := range []struct {
+		budget    string
+		wantEmpty bool
+	}{
+		{budget: "2", wantEmpty: true},
+		{budget: "1", wantEmpty: false},
+	} {
+		t.Run("budget "+tc.budget, func(t *testing.T) {
+			old, oldClaim := nodeAndClaim("old", "c6a.2xlarge", true)
+			meta.SetStatusCondition(&oldClaim.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue,
+				Reason: "NodeClassDrift", LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 11, 30, 0, 0, time.UTC))})
+			other, otherClaim := nodeAndClaim("other", "c6a.large", true)
+			// other-0 leaves no room on other for inflate-0: the drift needs
+			// a replacement.
+			w := newWorld(t, tc.budget, old, oldClaim, boundPod("inflate-0", "old", "1"), other, otherClaim, boundPod("other-0", "other", "1500m"))
+			ctx, cancel := context.WithCancel(context.Background())
+			drift, err := w.c.Pass(ctx)
+			if err != nil || drift == nil {
+				t.Fatalf("the first pass started no command (%v); events:\n%s", err, w.events())
+			}
+			// The drift's replacement is created and waited for.
+			deadline := time.Now().Add(30 * time.Second)
+			for alive, _ := w.replacements(); alive == 0 || !w.fc.HasWaiters(); alive, _ = w.replacements() {
+				if time.Now().After(deadline) {
+					t.Fatal("the drift never launched its replacement and waited")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if err := w.kube.Delete(ctx, boundPod("other-0", "other", "1500m")); err != nil {
+				t.Fatal(err)
+			}
+			empty, err := w.c.Pass(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.wantEmpty {
+				if empty != nil {
+					t.Fatal("a second command started beyond the budget of one node")
+				}
+				if ev := w.events(); !strings.Contains(ev, `DisruptionBlocked the disruption budget of nodepool "default" allows no more disruptions now`) {
+					t.Fatalf("the empty node stays without its reason; events:\n%s", ev)
+				}
+			} else {
+				if empty == nil {
+					t.Fatalf("no command for the empty node while the drift waits; events:\n%s", w.events())
+				}
+				if err := <-empty; err != nil {
+					t.Fatal(err)
+				}
+				if w.claim("other") != nil {
+					t.Fatal("the empty node's NodeClaim is still there")
+				}
+			}
+			// The drift is still under way: its candidate untouched but
+			// tainted, its replacement waited for.
+			if nc := w.claim("old"); nc == nil || nc.DeletionTimestamp != nil || !w.tainted("old") {
+				t.Fatal("the drift's candidate is not held by its command")
+			}
+			if again, err := w.c.Pass(ctx); err != nil || again != nil {
+				t.Fatalf("a further pass started a command (%v) with the drift's candidate under way", err)
+			}
+			cancel()
+			<-drift
+			w.c.Wait()
+			if w.tainted("old") {
+				t.Fatal("the drift cut short left its candidate tainted")
+			}
+		})
+	}
+}
+
+var _ client.Object = (*v1.NodeClaim)(nil)
