@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	awsprovider "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws"
@@ -196,9 +197,7 @@ func discoverCluster(ctx context.Context, kube client.Reader, cfg *rest.Config, 
 			if c.CABundle == "" && out.Cluster.CertificateAuthority != nil {
 				c.CABundle = aws.ToString(out.Cluster.CertificateAuthority.Data)
 			}
-			if n := out.Cluster.KubernetesNetworkConfig; n != nil {
-				c.ServiceCIDR = aws.ToString(n.ServiceIpv4Cidr)
-			}
+			c.ServiceCIDR = serviceCIDR(out.Cluster.KubernetesNetworkConfig)
 		case c.Endpoint == "":
 			return c, fmt.Errorf("missing setting CLUSTER_ENDPOINT (--cluster-endpoint): it is empty and eks:DescribeCluster for %q failed (%v); set it to the API server URL nodes join", opts.ClusterName, awsclient.ExplainPermission(err))
 		}
@@ -214,6 +213,19 @@ func discoverCluster(ctx context.Context, kube client.Reader, cfg *rest.Config, 
 		c.DNS = []string{dns.Spec.ClusterIP}
 	}
 	return c, nil
+}
+
+// serviceCIDR is the cluster's service CIDR as EKS reports it: IPv4's, or
+// IPv6's in an IPv6 cluster, which has no IPv4 one (as Karpenter reads
+// it). nodeadm needs it to join AL2023 nodes; without it they never join.
+func serviceCIDR(n *ekstypes.KubernetesNetworkConfigResponse) string {
+	if n == nil {
+		return ""
+	}
+	if v4 := aws.ToString(n.ServiceIpv4Cidr); v4 != "" {
+		return v4
+	}
+	return aws.ToString(n.ServiceIpv6Cidr)
 }
 
 // zonalShifts follows the cluster's ARC zonal shifts when
