@@ -248,7 +248,9 @@ func TestSpotServiceLinkedRoleMissing(t *testing.T) {
 // that allows reserved and on-demand. The first node launches into the
 // reservation (awscli shows the instance in it, and the reservation full),
 // labelled as Karpenter labels it; the second, with the reservation full,
-// launches on-demand.
+// launches on-demand. Then awscli cancels the reservation: the class stays
+// Ready with none listed (as Karpenter's does), the first node is
+// relabelled on-demand, and a third pod on the class gets a node.
 func TestCapacityReservation(t *testing.T) {
 	fake.ResetCalls()
 	explainBoots(t, fake)
@@ -320,4 +322,20 @@ func TestCapacityReservation(t *testing.T) {
 			t.Fatalf("the second NodeClaim is %s; want on-demand, the reservation being full", nc.Labels["karpenter.sh/capacity-type"])
 		}
 	}
+
+	awsCLI(t, fake, "ec2", "cancel-capacity-reservation", "--capacity-reservation-id", crID)
+	framework.Eventually(t, 2*time.Minute, "the class Ready with no reservation listed", func() (bool, string) {
+		got := framework.Kubectl(t, "", "get", "ec2nodeclass", "default", "-o",
+			`jsonpath={.status.capacityReservations[*].id}|{.status.conditions[?(@.type=="CapacityReservationsReady")].status}|{.status.conditions[?(@.type=="Ready")].status}`)
+		return got == "|True|True", got
+	})
+	framework.Eventually(t, time.Minute, "the first node relabelled on-demand", func() (bool, string) {
+		got := framework.Kubectl(t, "", "get", "nodeclaim", first.Name, "-o", `jsonpath={.metadata.labels.karpenter\.sh/capacity-type}`)
+		return got == "on-demand", got
+	})
+	framework.Kubectl(t, "", "scale", "deployment/reserved", "--replicas=3")
+	framework.Eventually(t, 3*time.Minute, "the third pod runs, the reservation cancelled", func() (bool, string) {
+		n, _ := framework.Running(t, map[string]string{"app": "reserved"})
+		return n == 3, fmt.Sprintf("%d running", n)
+	})
 }

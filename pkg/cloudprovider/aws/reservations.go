@@ -32,7 +32,7 @@ func (c *CloudProvider) withReservations(nc *awsv1.EC2NodeClass, its []*cloudpro
 	now := c.opts.Clock.Now()
 	room := map[string]map[string]bool{} // type → zone → room left
 	for _, r := range nc.Status.CapacityReservations {
-		if capacityreservation.Expired(r, now) || c.opts.CapacityReservations.Available(r.ID) <= 0 {
+		if capacityreservation.Expiring(r, now) || c.opts.CapacityReservations.Available(r.ID) <= 0 {
 			continue
 		}
 		if room[r.InstanceType] == nil {
@@ -80,7 +80,7 @@ func (c *CloudProvider) reserved(out *v1.NodeClaim, nc *awsv1.EC2NodeClass, id s
 func (c *CloudProvider) reservationsFor(nc *awsv1.EC2NodeClass, typ, zone string) []awsv1.CapacityReservation {
 	var out []awsv1.CapacityReservation
 	for _, r := range nc.Status.CapacityReservations {
-		if r.InstanceType == typ && r.AvailabilityZone == zone && !capacityreservation.Expired(r, c.opts.Clock.Now()) && c.opts.CapacityReservations.Available(r.ID) > 0 {
+		if r.InstanceType == typ && r.AvailabilityZone == zone && !capacityreservation.Expiring(r, c.opts.Clock.Now()) && c.opts.CapacityReservations.Available(r.ID) > 0 {
 			out = append(out, r)
 		}
 	}

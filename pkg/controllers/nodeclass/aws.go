@@ -15,6 +15,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/capacityreservation"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
@@ -247,10 +248,40 @@ func (c *AWSController) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if r.userFixable {
 		return reconcile.Result{RequeueAfter: NotReadyPeriod}, nil
 	}
+	resync := ResyncPeriod
 	if c.Resync > 0 {
-		return reconcile.Result{RequeueAfter: c.Resync}, nil
+		resync = c.Resync
 	}
-	return reconcile.Result{RequeueAfter: ResyncPeriod}, nil
+	return reconcile.Result{RequeueAfter: reservationsRequeue(nc, r.now, resync)}, nil
+}
+
+// ReservationPeriod is how often a class with capacityReservationSelectorTerms
+// reads its reservations again, as Karpenter does: a reservation made,
+// filled or cancelled shows within a minute.
+const ReservationPeriod = time.Minute
+
+// reservationsRequeue is when the class is to be read again: resync, or
+// sooner for one with reservation terms (every ReservationPeriod, and when
+// the next of its reservations starts expiring), so that launches stop
+// going to a reservation that is closing.
+func reservationsRequeue(nc *awsv1.EC2NodeClass, now time.Time, resync time.Duration) time.Duration {
+	if len(nc.Spec.CapacityReservationSelectorTerms) == 0 {
+		return resync
+	}
+	next := min(resync, ReservationPeriod)
+	for _, cr := range nc.Status.CapacityReservations {
+		if cr.EndTime == nil || capacityreservation.Expiring(cr, now) {
+			continue
+		}
+		at := cr.EndTime.Time
+		if cr.ReservationType == "capacity-block" {
+			at = at.Add(-capacityreservation.ExpirationPeriod)
+		}
+		if d := at.Sub(now); d > 0 && d < next {
+			next = d
+		}
+	}
+	return next
 }
 
 func (c *AWSController) resolveAMIs(ctx context.Context, r *resolution) {

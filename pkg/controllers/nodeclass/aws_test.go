@@ -19,7 +19,6 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/internal/mototest"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/securitygroup"
@@ -374,18 +373,6 @@ func TestNotReady(t *testing.T) {
 				awsv1.ConditionTypePlacementGroupReady: {status: metav1.ConditionFalse, reason: "PlacementGroupNotFound",
 					message: []string{`Placement group "training" not found`, "spec.placementGroupSelector"}},
 				awsv1.ConditionTypeReady: {status: metav1.ConditionFalse, message: []string{"PlacementGroupReady=False"}},
-			}},
-		{name: "capacity reservation terms select nothing",
-			edit: func(nc *awsv1.EC2NodeClass) {
-				nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123456789abcdef0"}}
-			},
-			before: func(e *env) {
-				e.ctrl.CapacityReservations = fakeReservations{err: &capacityreservation.NoMatchError{Terms: []string{"capacityReservationSelectorTerms[0] {id: cr-0123456789abcdef0}"}}}
-			},
-			conds: map[string]want{
-				awsv1.ConditionTypeCapacityReservationsReady: {status: metav1.ConditionFalse, reason: "CapacityReservationsNotFound",
-					message: []string{"CapacityReservationSelector did not match any CapacityReservations", "cr-0123456789abcdef0"}},
-				awsv1.ConditionTypeReady: {status: metav1.ConditionFalse, message: []string{"CapacityReservationsReady=False"}},
 			}},
 		{name: "explicit instance profile does not exist",
 			edit: func(nc *awsv1.EC2NodeClass) { nc.Spec.Role, nc.Spec.InstanceProfile = "", aws.String("MyProfile") },

@@ -50,15 +50,10 @@ func NewProvider(api EC2API, clk clock.PassiveClock) *Provider {
 	return &Provider{ec2: api, clock: clk, available: map[string]int32{}}
 }
 
-// NoMatchError is terms that select no active reservation.
-type NoMatchError struct{ Terms []string }
-
-func (e *NoMatchError) Error() string {
-	return fmt.Sprintf("CapacityReservationSelector did not match any CapacityReservations: %v matched no active reservation; check the ids, owner and tags in the account and region", e.Terms)
-}
-
-// Reason is the CapacityReservationsReady reason.
-func (e *NoMatchError) Reason() string { return "CapacityReservationsNotFound" }
+// StateExpiring is status.capacityReservations[].state of a Capacity
+// Block within ExpirationPeriod of its end (Karpenter's value); the others
+// are "active".
+const StateExpiring = "expiring"
 
 // List returns the active reservations nc selects, by id, and refreshes
 // their free counts. Terms are ORed; a term's fields are ANDed.
@@ -91,13 +86,14 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.Ca
 			}
 		}
 	}
+	// Terms that select nothing are no error, as in Karpenter: the class
+	// stays Ready with no reservations, and its pools launch on-demand and
+	// spot as before. A reservation that ends or is cancelled must not
+	// stop every pool on the class.
 	if len(byID) == 0 {
-		var terms []string
-		for i, t := range nc.Spec.CapacityReservationSelectorTerms {
-			terms = append(terms, selector.DescribeTerm("capacityReservationSelectorTerms", i, t.ID, "", t.Tags))
-		}
-		return nil, &NoMatchError{Terms: terms}
+		return nil, nil
 	}
+	now := p.clock.Now()
 	out := make([]awsv1.CapacityReservation, 0, len(byID))
 	p.mu.Lock()
 	for id, r := range byID {
@@ -113,6 +109,9 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.Ca
 		if r.EndDate != nil {
 			end := metav1.NewTime(*r.EndDate)
 			cr.EndTime = &end
+		}
+		if Expiring(cr, now) {
+			cr.State = StateExpiring
 		}
 		out = append(out, cr)
 	}
@@ -146,8 +145,21 @@ func (p *Provider) Exhausted(id string) {
 	p.available[id] = 0
 }
 
-// Expired reports a reservation that ends before now; EC2 stops honouring
-// it then, whatever the last description said.
-func Expired(r awsv1.CapacityReservation, now time.Time) bool {
-	return r.EndTime != nil && !r.EndTime.After(now)
+// ExpirationPeriod is how long before its end a Capacity Block is
+// "expiring", as Karpenter marks it: EC2 begins terminating a block's
+// instances 30 minutes before the end, so nothing more launches into it
+// from 40 minutes before, and its nodes are drained then.
+const ExpirationPeriod = 40 * time.Minute
+
+// Expiring reports a reservation that takes no more launches at now: one
+// that has ended (EC2 stops honouring it, whatever the last description
+// said), or a Capacity Block within ExpirationPeriod of its end.
+func Expiring(r awsv1.CapacityReservation, now time.Time) bool {
+	if r.EndTime == nil {
+		return false
+	}
+	if r.ReservationType == string(ec2types.CapacityReservationTypeCapacityBlock) {
+		return !now.Before(r.EndTime.Add(-ExpirationPeriod))
+	}
+	return !r.EndTime.After(now)
 }

@@ -2,7 +2,6 @@ package capacityreservation
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -36,6 +35,38 @@ func reservation(id string, available int32, state ec2types.CapacityReservationS
 	return ec2types.CapacityReservation{CapacityReservationId: aws.String(id), InstanceType: aws.String("m5.large"), AvailabilityZone: aws.String("us-east-1a"),
 		OwnerId: aws.String("123456789012"), AvailableInstanceCount: aws.Int32(available), State: state, ReservationType: kind,
 		InstanceMatchCriteria: ec2types.InstanceMatchCriteriaTargeted}
+}
+
+// A Capacity Block takes no launches from 40 minutes before its end, and
+// says "expiring" then; any other reservation until its end.
+func TestExpiring(t *testing.T) {
+	end := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	endAt := metav1.NewTime(end)
+	block := awsv1.CapacityReservation{ID: "cr-block", ReservationType: "capacity-block", EndTime: &endAt}
+	odcr := awsv1.CapacityReservation{ID: "cr-1", ReservationType: "default", EndTime: &endAt}
+	open := awsv1.CapacityReservation{ID: "cr-2", ReservationType: "default"}
+	for _, tc := range []struct {
+		r    awsv1.CapacityReservation
+		at   time.Duration // before the end
+		want bool
+	}{
+		{block, 41 * time.Minute, false}, {block, 40 * time.Minute, true}, {block, time.Minute, true}, {block, -time.Minute, true},
+		{odcr, 40 * time.Minute, false}, {odcr, time.Second, false}, {odcr, 0, true},
+		{open, 0, false},
+	} {
+		if got := Expiring(tc.r, end.Add(-tc.at)); got != tc.want {
+			t.Errorf("%s (%s) %s before its end: Expiring = %v, want %v", tc.r.ID, tc.r.ReservationType, tc.at, got, tc.want)
+		}
+	}
+	f := &fakeEC2{reservations: []ec2types.CapacityReservation{reservation("cr-block", 4, ec2types.CapacityReservationStateActive, ec2types.CapacityReservationTypeCapacityBlock)}}
+	f.reservations[0].EndDate = &end
+	nc := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{CapacityReservationSelectorTerms: []awsv1.CapacityReservationSelectorTerm{{ID: "cr-block"}}}}
+	for at, want := range map[time.Duration]string{time.Hour: "active", 39 * time.Minute: "expiring"} {
+		got, err := NewProvider(f, clocktesting.NewFakePassiveClock(end.Add(-at))).List(context.Background(), nc)
+		if err != nil || len(got) != 1 || got[0].State != want {
+			t.Errorf("%s before the block's end: %+v, %v; want state %q", at, got, err, want)
+		}
+	}
 }
 
 func TestList(t *testing.T) {
@@ -80,14 +111,11 @@ func TestList(t *testing.T) {
 	if p.Available("cr-1") != 0 || p.Available("cr-unknown") != 0 {
 		t.Fatal("an exhausted or unknown reservation has room")
 	}
-	if !Expired(got[1], end.Add(time.Second)) || Expired(got[1], end.Add(-time.Second)) || Expired(got[0], end) {
-		t.Fatal("Expired")
-	}
-
+	// A term that selects only a cancelled reservation is no error: the
+	// class stays Ready with none, as in Karpenter.
 	none := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{CapacityReservationSelectorTerms: []awsv1.CapacityReservationSelectorTerm{{ID: "cr-gone"}}}}
-	var nm *NoMatchError
-	if _, err := p.List(context.Background(), none); !errors.As(err, &nm) || nm.Reason() != "CapacityReservationsNotFound" {
-		t.Fatalf("a term matching only a cancelled reservation: %v, want CapacityReservationsNotFound", err)
+	if got, err := p.List(context.Background(), none); err != nil || got != nil {
+		t.Fatalf("a term matching only a cancelled reservation: %v, %v; want none and no error", got, err)
 	}
 	if got, err := p.List(context.Background(), &awsv1.EC2NodeClass{}); err != nil || got != nil {
 		t.Fatalf("a class without terms: %v, %v", got, err)

@@ -1,6 +1,7 @@
 // Package reservation follows the capacity reservations NodeClaims run in.
-// A Capacity Block ends at a fixed time, when EC2 takes its instances back:
-// its NodeClaims are drained ahead of that, as Karpenter does. A reservation
+// A Capacity Block ends at a fixed time, and EC2 takes its instances back
+// from 30 minutes before: its NodeClaims are drained 40 minutes before the
+// end, as Karpenter does. A reservation
 // that no longer backs a node (cancelled, expired, no longer selected) makes
 // it an ordinary on-demand node: its capacity-type label says so, and
 // consolidation prices it as such.
@@ -15,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -24,10 +26,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 )
 
-// DrainAhead is how long before a Capacity Block ends its nodes are
-// drained: Karpenter's lead, enough for most pods' grace periods.
-const DrainAhead = 10 * time.Minute
-
 // Controller reconciles NodeClaims launched into reservations.
 type Controller struct {
 	Client   client.Client
@@ -35,9 +33,29 @@ type Controller struct {
 	Clock    clock.Clock
 }
 
-// Register adds the controller to the manager.
+// Register adds the controller to the manager. A class's reservations
+// change in its status, not on its NodeClaims: each change of an
+// EC2NodeClass looks again at its NodeClaims in reservations.
 func (c *Controller) Register(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.reservation").For(&v1.NodeClaim{}).Complete(c)
+	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.reservation").For(&v1.NodeClaim{}).
+		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.ClaimsOf)).
+		Complete(c)
+}
+
+// ClaimsOf are the NodeClaims of class that run in a reservation.
+func (c *Controller) ClaimsOf(ctx context.Context, class client.Object) []reconcile.Request {
+	var claims v1.NodeClaimList
+	if err := c.Client.List(ctx, &claims, client.HasLabels{capacityreservation.LabelID}); err != nil {
+		log.FromContext(ctx).Error(err, "listing the NodeClaims in reservations", "EC2NodeClass", map[string]string{"name": class.GetName()})
+		return nil
+	}
+	var out []reconcile.Request
+	for _, nc := range claims.Items {
+		if ref := nc.Spec.NodeClassRef; ref != nil && ref.Kind == "EC2NodeClass" && ref.Name == class.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&nc)})
+		}
+	}
+	return out
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -62,7 +80,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	now := c.Clock.Now()
 	if r != nil && r.ReservationType == "capacity-block" && r.EndTime != nil {
-		drainAt := r.EndTime.Add(-DrainAhead)
+		// Drained when the block starts expiring, as Karpenter does: EC2
+		// reclaims its instances from 30 minutes before the end.
+		drainAt := r.EndTime.Add(-capacityreservation.ExpirationPeriod)
 		if wait := drainAt.Sub(now); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
@@ -77,7 +97,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	if r != nil && (r.EndTime == nil || r.EndTime.After(now)) {
-		// Still backing the node; look again when the class changes.
+		// Still backing the node; look again when the class changes
+		// (Register), or when it ends.
 		if r.EndTime != nil {
 			return reconcile.Result{RequeueAfter: r.EndTime.Sub(now)}, nil
 		}

@@ -32,10 +32,12 @@ func TestReconcile(t *testing.T) {
 		requeue     time.Duration
 		event       string
 	}{
-		{name: "a Capacity Block ending within the lead is drained", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "capacity-block", EndTime: at(5 * time.Minute)},
+		{name: "a Capacity Block ending within 40 minutes is drained", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "capacity-block", EndTime: at(39 * time.Minute)},
 			deleted: true, capacity: "reserved", event: "CapacityReservationExpiring"},
-		{name: "a Capacity Block ending later waits for the lead", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "capacity-block", EndTime: at(time.Hour)},
-			capacity: "reserved", requeue: 50 * time.Minute},
+		{name: "a Capacity Block ending in 40 minutes is drained: EC2 reclaims from 30", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "capacity-block", EndTime: at(40 * time.Minute)},
+			deleted: true, capacity: "reserved", event: "CapacityReservationExpiring"},
+		{name: "a Capacity Block ending later waits for the 40 minutes", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "capacity-block", EndTime: at(time.Hour)},
+			capacity: "reserved", requeue: 20 * time.Minute},
 		{name: "a reservation still there", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "default"}, capacity: "reserved"},
 		{name: "a reservation gone makes the node on-demand", capacity: "on-demand", event: "CapacityReservationGone"},
 	}
@@ -84,5 +86,25 @@ func TestReconcile(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A change of a class looks again at its NodeClaims in reservations, and
+// only those: a reservation cancelled shows in the class's status alone.
+func TestClaimsOf(t *testing.T) {
+	ref := func(class string) *v1.NodeClassReference {
+		return &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: class}
+	}
+	reserved := map[string]string{"karpenter.k8s.aws/capacity-reservation-id": "cr-1"}
+	objs := []client.Object{
+		&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "in-reservation", Labels: reserved}, Spec: v1.NodeClaimSpec{NodeClassRef: ref("default")}},
+		&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "on-demand"}, Spec: v1.NodeClaimSpec{NodeClassRef: ref("default")}},
+		&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "other-class", Labels: reserved}, Spec: v1.NodeClaimSpec{NodeClassRef: ref("gpu")}},
+	}
+	kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(objs...).Build()
+	c := &reservation.Controller{Client: kube}
+	got := c.ClaimsOf(context.Background(), &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	if len(got) != 1 || got[0].Name != "in-reservation" {
+		t.Fatalf("requests %v, want in-reservation alone", got)
 	}
 }
