@@ -168,6 +168,14 @@ func patchCRD(path string) error {
 		}
 		schema.Properties["spec"] = spec
 	}
+	// Helm never deletes a CRD marked keep, so "helm uninstall joiner-crd"
+	// (or of the chart it took the CRDs over from, once that release is
+	// retired as docs/install.md says) cannot delete every NodePool,
+	// NodeClaim and EC2NodeClass with them.
+	if crd.Annotations == nil {
+		crd.Annotations = map[string]string{}
+	}
+	crd.Annotations["helm.sh/resource-policy"] = "keep"
 	out, err := yaml.Marshal(&crd)
 	if err != nil {
 		return err
