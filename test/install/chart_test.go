@@ -1,6 +1,8 @@
 package install
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -71,7 +73,7 @@ func TestGuideValues(t *testing.T) {
 				"INTERRUPTION_QUEUE": "demo", "CLOUD_PROVIDER": "aws", "SYSTEM_NAMESPACE": "fieldRef:metadata.namespace",
 				"MEMORY_LIMIT": "resourceFieldRef:limits.memory", "CPU_REQUESTS": "resourceFieldRef:requests.cpu", "KUBERNETES_MIN_VERSION": "1.19.0-0",
 				"BATCH_IDLE_DURATION": "1s", "BATCH_MAX_DURATION": "10s",
-				"FEATURE_GATES": "NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"} {
+				"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"} {
 				if e[k] != v {
 					t.Errorf("env %s=%q, want %q", k, e[k], v)
 				}
@@ -168,7 +170,7 @@ func TestGuideValues(t *testing.T) {
 		name: "feature gates carry over as FEATURE_GATES",
 		args: []string{"--set", "settings.featureGates.spotToSpotConsolidation=true", "--set", "settings.featureGates.nodeRepair=true"},
 		check: func(t *testing.T, r rendered) {
-			if got := env(r.deploy.Spec.Template.Spec.Containers[0])["FEATURE_GATES"]; got != "NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false" {
+			if got := env(r.deploy.Spec.Template.Spec.Containers[0])["FEATURE_GATES"]; got != "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false" {
 				t.Errorf("FEATURE_GATES %q", got)
 			}
 		},
@@ -224,33 +226,33 @@ func TestGuideValues(t *testing.T) {
 }
 
 // A value Joiner cannot honour fails the render, naming the key and the
-// fix; nothing is dropped silently.
+// fix; nothing is dropped silently. Keys Karpenter's chart ignores are not
+// refused (TestUnusedValuesAreNamed).
 func TestRefusedValues(t *testing.T) {
 	cases := []struct {
 		name string
-		set  string
+		set  []string
 		want []string
 	}{
-		{"pre-v1 settings.aws key", "settings.aws.clusterName=demo", []string{"settings.aws.clusterName", "settings.clusterName"}},
-		{"pre-v1 interruption queue", "settings.aws.interruptionQueueName=demo", []string{"settings.aws.interruptionQueueName", "settings.interruptionQueue"}},
-		{"pre-v1 default instance profile", "settings.aws.defaultInstanceProfile=KarpenterNodeInstanceProfile", []string{"settings.aws.defaultInstanceProfile", "spec.role or spec.instanceProfile"}},
-		{"pre-v0.19 top-level clusterName", "clusterName=demo", []string{"clusterName", "settings.clusterName"}},
-		{"an unknown setting", "settings.clusterNmae=demo", []string{"settings.clusterNmae", "remove it"}},
-		{"a gate neither has", "settings.featureGates.fastLaunch=true", []string{"settings.featureGates.fastLaunch", "remove it"}},
-		{"the pre-v1 drift gate", "settings.featureGates.driftEnabled=true", []string{"settings.featureGates.driftEnabled", "drift is always on"}},
-		{"the AWS CEL gate on", "settings.awsFeatureGates.nodeClassCEL=true", []string{"settings.awsFeatureGates.nodeClassCEL", "set false"}},
-		{"a gate that is not a bool", "settings.featureGates.nodeRepair=yes", []string{"settings.featureGates.nodeRepair", "true or false"}},
-		{"DRA", "settings.ignoreDRARequests=false", []string{"settings.ignoreDRARequests", "set true"}},
-		{"v1.0's conversion webhook", "webhook.enabled=true", []string{"webhook.enabled", "webhook.enabled=false"}},
-		{"a log level the binary lacks", "logLevel=warn", []string{"logLevel", "debug, info or error"}},
-		{"log output paths", "logOutputPaths[0]=/var/log/joiner.log", []string{"logOutputPaths", "stdout"}},
-		{"an existing service account without a name", "serviceAccount.create=false", []string{"serviceAccount.name"}},
+		{"an empty cluster name, Karpenter's message", []string{"settings.clusterName="}, []string{"Chart cannot be installed without a valid settings.clusterName!"}},
+		{"pre-v1 settings.aws key instead of the name", []string{"settings.clusterName=", "settings.aws.clusterName=demo"}, []string{"settings.aws.clusterName", "settings.clusterName"}},
+		{"pre-v0.19 top-level clusterName instead of the name", []string{"settings.clusterName=", "clusterName=demo"}, []string{"clusterName", "settings.clusterName"}},
+		{"the AWS CEL gate on", []string{"settings.clusterName=demo", "settings.awsFeatureGates.nodeClassCEL=true"}, []string{"settings.awsFeatureGates.nodeClassCEL", "set false"}},
+		{"a gate that is not a bool", []string{"settings.clusterName=demo", "settings.featureGates.nodeRepair=yes"}, []string{"settings.featureGates.nodeRepair", "true or false"}},
+		{"DRA", []string{"settings.clusterName=demo", "settings.ignoreDRARequests=false"}, []string{"settings.ignoreDRARequests", "set true"}},
+		{"a log level the binary lacks", []string{"settings.clusterName=demo", "logLevel=warn"}, []string{"logLevel", "debug, info or error"}},
+		{"log output paths", []string{"settings.clusterName=demo", "logOutputPaths[0]=/var/log/joiner.log"}, []string{"logOutputPaths", "stdout"}},
+		{"an existing service account without a name", []string{"settings.clusterName=demo", "serviceAccount.create=false"}, []string{"serviceAccount.name"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := render(t, "--set", tc.set)
+			var args []string
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			_, err := render(t, args...)
 			if err == nil {
-				t.Fatalf("--set %s rendered; want a failure naming %v", tc.set, tc.want)
+				t.Fatalf("--set %v rendered; want a failure naming %v", tc.set, tc.want)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -258,6 +260,77 @@ func TestRefusedValues(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Keys Karpenter v1.14.1's chart ignores (a typo, its older keys, pre-v1
+// settings beside a v1 clusterName) install Joiner as they install
+// Karpenter, and the release notes name each as not used, with its v1 home
+// where it has one.
+func TestUnusedValuesAreNamed(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte(`settings:
+  clusterName: demo
+  clusterNmae: typo
+  aws: {interruptionQueueName: demo, defaultInstanceProfile: KarpenterNodeInstanceProfile}
+  featureGates: {fastLaunch: true, driftEnabled: true}
+  awsFeatureGates: {someGate: true}
+webhook: {enabled: true, port: 8443}
+postInstallHook: {image: {tag: v1.0.0}}
+logConfig: {enabled: true}
+clusterEndpoint: https://example
+controler: {resources: {}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := helm(t, "install", "karpenter", chart("joiner"), "--namespace", "kube-system", "--dry-run=client", "-f", values)
+	if err != nil {
+		t.Fatalf("helm install --dry-run with keys Karpenter's chart ignores: %v\n%s", err, out)
+	}
+	notes := out[strings.Index(out, "NOTES:"):]
+	for _, want := range []string{
+		"- settings.clusterNmae: not a setting of Karpenter v1.14.1 or Joiner",
+		"- settings.aws.interruptionQueueName: Karpenter's pre-v1 key; in v1 it is settings.interruptionQueue",
+		"- settings.aws.defaultInstanceProfile: Karpenter's pre-v1 key; in v1 it is spec.role or spec.instanceProfile",
+		"- settings.featureGates.fastLaunch: not a feature gate",
+		"- settings.featureGates.driftEnabled: Karpenter's pre-v1 gate",
+		"- settings.awsFeatureGates.someGate: not an AWS feature gate",
+		"- webhook: Karpenter's conversion webhook",
+		"- postInstallHook: Karpenter's post-install hook",
+		"- logConfig: Karpenter's pre-v0.32 logging block",
+		"- clusterEndpoint: Karpenter's pre-v0.19 key",
+		"- controler: not a value of Karpenter v1.14.1's chart or Joiner's (a typo?)",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the release notes lack %q:\n%s", want, notes)
+		}
+	}
+	// A values file with none of these says nothing of the kind.
+	out, err = helm(t, "install", "karpenter", chart("joiner"), "--namespace", "kube-system", "--dry-run=client", "--set", "settings.clusterName=demo")
+	if err != nil || strings.Contains(out, "not used") {
+		t.Errorf("plain install: %v\n%s", err, out[strings.Index(out, "NOTES:"):])
+	}
+}
+
+// Karpenter v1.14.1's own values.yaml, with the guide's --set flags,
+// installs Joiner: every key of it is accepted. Its settings are
+// tpl-evaluated as Karpenter's chart evaluates them, and an integer
+// terminationGracePeriodSeconds (what --set makes) is rendered.
+func TestKarpenterValuesInstall(t *testing.T) {
+	karpenterValues := filepath.Join(filepath.Dir(karpenterCRDChart(t)), "karpenter", "values.yaml")
+	// Templates in a values file: --set reads braces as a list.
+	templated := filepath.Join(t.TempDir(), "templated.yaml")
+	if err := os.WriteFile(templated, []byte("settings:\n  clusterName: '{{ .Release.Name }}-demo'\n  interruptionQueue: '{{ .Release.Name }}-queue'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := render(t, "-f", karpenterValues, "-f", templated, "--set", "terminationGracePeriodSeconds=60")
+	if err != nil {
+		t.Fatalf("Karpenter v1.14.1's values.yaml: %v", err)
+	}
+	for _, want := range []string{"value: \"karpenter-demo\"", "value: \"karpenter-queue\"", "terminationGracePeriodSeconds: 60"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the render lacks %s", want)
+		}
 	}
 }
 

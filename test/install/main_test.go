@@ -50,10 +50,11 @@ func helm(t *testing.T, args ...string) (string, error) {
 }
 
 // render is helm template of the joiner chart in kube-system, as the guides
-// install it, with the given extra arguments.
+// install it, with the given extra arguments, after a values file naming
+// the cluster (testdata/cluster-name.yaml), which the chart requires.
 func render(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	return helm(t, append([]string{"template", "karpenter", chart("joiner"), "--namespace", "kube-system"}, args...)...)
+	return helm(t, append([]string{"template", "karpenter", chart("joiner"), "--namespace", "kube-system", "-f", "testdata/cluster-name.yaml"}, args...)...)
 }
 
 // objects decodes a multi-document manifest into typed objects by kind and
