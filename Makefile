@@ -1,7 +1,7 @@
 # The two commands the README gives are `make demo` and `make test`.
 SHELL := /bin/bash
 
-.PHONY: demo test soak chaos scale scale-down optimum reliability fuzz bench-aws least-privilege karpenter-e2e image generate verify-generated setup down fmt
+.PHONY: race demo test soak chaos scale scale-down optimum reliability fuzz bench-aws least-privilege karpenter-e2e image generate verify-generated setup down fmt
 
 ## demo: set everything up and run the demo on a local control plane, with
 ## Joiner's aws provider against the local AWS endpoint (cmd/fake-aws)
@@ -17,6 +17,14 @@ test: setup
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
 	go test -count=1 -p 4 -timeout 25m ./...
+
+## race: the race detector over the packages that run goroutines of their
+## own (the operator's wiring, the controllers, the planner, the cluster
+## state, the AWS provider); .ci/run runs it after make test. Its time is in
+## docs/long-tests.md.
+RACE_PACKAGES = ./pkg/operator/... ./pkg/controllers/... ./pkg/scheduling/... ./pkg/state/... ./pkg/cloudprovider/aws/...
+race: setup
+	go test -race -count=1 -p 2 -timeout 40m $(RACE_PACKAGES)
 
 ## soak: the steady-state test's full 30-minute watch (-tags long), outside
 ## make test; about 40 minutes. docs/long-tests.md has its figures.

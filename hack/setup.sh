@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs and builds everything the local control plane needs, once:
-# etcd, awscli, tmux, nodejs, npm and coinor-cbc from Debian's packages, the Kubernetes and kwok binaries
+# etcd, awscli, tmux, nodejs, npm, coinor-cbc and gcc from Debian's packages, the Kubernetes and kwok binaries
 # (hack/build-controlplane.sh) and helm (from the Go module proxy), and checks that moto_server (the AWS emulator
 # behind cmd/fake-aws) and cfn-lint are installed. Prints the binaries' paths as name=path lines.
 # Safe to run concurrently: test packages that start together wait on a lock.
@@ -22,6 +22,8 @@ command -v npm >/dev/null 2>&1 || missing+=(npm)
 # coinor-cbc, a MIP solver, is the offline referee of make optimum; Joiner
 # never runs it.
 command -v cbc >/dev/null 2>&1 || missing+=(coinor-cbc)
+# gcc: go test -race needs cgo on Linux (make race).
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (Debian packages)" >&2
   sudo=""
