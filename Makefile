@@ -136,12 +136,14 @@ karpenter-e2e: setup
 ## image: build Joiner's multi-arch (linux/amd64, linux/arm64) OCI image into
 ## the OCI layout bin/image, with no Docker daemon or registry (internal/image),
 ## then check it (-tags image): entrypoint, non-root user, both architectures,
-## and the binary taken out of it runs. Cross-compiling for two architectures
-## takes minutes cold, so it is its own target. VERSION sets the release.
-image:
+## the binary taken out of it runs, and the layout publishes as documented
+## (crane push --index and skopeo copy --all into a registry, pulled back by
+## its tag, run). Cross-compiling for two architectures takes minutes cold,
+## so it is its own target. VERSION sets the release and the tag.
+image: setup
 	go run ./hack/image -out bin/image -version $(or $(VERSION),dev)
 	go vet -tags image ./internal/image/
-	go test -tags image -count=1 -v -run '^TestImage$$' ./internal/image/
+	go test -tags image -count=1 -v -run '^(TestImage|TestPublish)$$' ./internal/image/
 
 ## setup: install etcd and build the control-plane binaries (cached in .cache)
 setup:

@@ -50,8 +50,16 @@ type Options struct {
 	Created time.Time
 }
 
+// RefName is the OCI annotation naming a layout's image by its tag: what
+// skopeo copy oci:DIR:TAG and oras look a tag up by.
+const RefName = "org.opencontainers.image.ref.name"
+
 // Build writes the image index into an OCI layout at dir (created or
-// replaced) and returns the index.
+// replaced) and returns the index. The layout's index.json lists the
+// multi-arch index once, tagged with the version (RefName), as the OCI
+// image layout describes a tagged image: crane push (which pushes a
+// layout's one entry as it is), skopeo copy --all oci:DIR:TAG and oras cp
+// --from-oci-layout DIR:TAG take it as one multi-arch image.
 func Build(ctx context.Context, dir string, o Options) (v1.ImageIndex, error) {
 	platforms := o.Platforms
 	if len(platforms) == 0 {
@@ -70,7 +78,15 @@ func Build(ctx context.Context, dir string, o Options) (v1.ImageIndex, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
-	if _, err := layout.Write(dir, idx); err != nil {
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return nil, fmt.Errorf("writing the OCI layout %s: %w", dir, err)
+	}
+	tag := o.Version
+	if tag == "" {
+		tag = "dev"
+	}
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{RefName: tag})); err != nil {
 		return nil, fmt.Errorf("writing the OCI layout %s: %w", dir, err)
 	}
 	return idx, nil
