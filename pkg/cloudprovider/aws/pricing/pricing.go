@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -299,6 +300,17 @@ func (p *Provider) fetchOnDemand(ctx context.Context) (map[string]float64, error
 	return prices, nil
 }
 
+// currency is the currency of a region's prices: the China regions are
+// billed in yuan, and their Price List and spot prices are in CNY, as
+// Karpenter reads them. Read in USD, on-demand would be missing there, or,
+// against spot's CNY, seven times cheaper than it is.
+func currency(region string) string {
+	if strings.HasPrefix(region, "cn-") {
+		return "CNY"
+	}
+	return "USD"
+}
+
 // readPrices adds the prices of one query's products to prices.
 func (p *Provider) readPrices(ctx context.Context, filters []pricingtypes.Filter, prices map[string]float64) error {
 	in := &awspricing.GetProductsInput{
@@ -306,6 +318,7 @@ func (p *Provider) readPrices(ctx context.Context, filters []pricingtypes.Filter
 		FormatVersion: aws.String("aws_v1"),
 		Filters:       filters,
 	}
+	cur := currency(p.opts.Region)
 	pages := awspricing.NewGetProductsPaginator(p.opts.Pricing, in)
 	for pages.HasMorePages() {
 		out, err := pages.NextPage(ctx)
@@ -323,13 +336,13 @@ func (p *Provider) readPrices(ctx context.Context, filters []pricingtypes.Filter
 			}
 			for _, term := range prod.Terms.OnDemand {
 				for _, dim := range term.PriceDimensions {
-					usd, ok := dim.PricePerUnit["USD"]
+					amount, ok := dim.PricePerUnit[cur]
 					if !ok {
 						continue
 					}
-					price, err := strconv.ParseFloat(usd, 64)
+					price, err := strconv.ParseFloat(amount, 64)
 					if err != nil {
-						return fmt.Errorf("%s: pricePerUnit.USD %q is not a number: %w", it, usd, err)
+						return fmt.Errorf("%s: pricePerUnit.%s %q is not a number: %w", it, cur, amount, err)
 					}
 					// A zero price is a placeholder for a type not sold
 					// on demand in the region. Of two products for one

@@ -172,7 +172,20 @@ func priceList(t *testing.T, pageSize int) *priceListServer {
 		ec2Product("p5.48xlarge", "us-east-1", "Linux", "Shared", "Used", "0.0000000000"),
 		// Bare metal is filed under Dedicated tenancy.
 		ec2Product("m5.metal", "us-east-1", "Linux", "Dedicated", "Used", "4.6080000000"),
+		// The China regions' prices are in yuan.
+		inYuan(ec2Product("m5.large", "cn-north-1", "Linux", "Shared", "Used", "0.9230000000")),
 	)
+}
+
+// inYuan is a product priced in CNY, as the China regions' Price List is.
+func inYuan(product map[string]any) map[string]any {
+	for _, term := range product["terms"].(map[string]any)["OnDemand"].(map[string]any) {
+		for _, dim := range term.(map[string]any)["priceDimensions"].(map[string]any) {
+			d := dim.(map[string]any)
+			d["pricePerUnit"] = map[string]any{"CNY": d["pricePerUnit"].(map[string]any)["USD"]}
+		}
+	}
+	return product
 }
 
 func catalogOnDemand(t *testing.T, region, it string) float64 {
@@ -219,6 +232,10 @@ func TestOnDemand(t *testing.T) {
 		{
 			name: "the region's own prices", region: "eu-west-1", pageSize: 100, wantSource: SourceAPI, wantCalls: 2,
 			want: []lookup{{"m5.large", 0.4444, true}, {"m5.xlarge", 0, false}},
+		},
+		{
+			name: "China's prices are read in yuan, as its spot prices are", region: "cn-north-1", pageSize: 100, wantSource: SourceAPI, wantCalls: 2,
+			want: []lookup{{"m5.large", 0.923, true}},
 		},
 		{
 			name: "an unreachable API leaves the catalog", region: "us-east-1", pageSize: 100, fail: true,
