@@ -120,6 +120,9 @@ type Inputs struct {
 	VMMemoryOverheadPercent float64
 	// ReservedENIs is RESERVED_ENIS.
 	ReservedENIs int
+	// NetworkInterfaces are the class's networkInterfaces; nil when it
+	// lists none (the instance's default interfaces).
+	NetworkInterfaces []awsv1.NetworkInterface
 }
 
 // InputsFor are the inputs of a class under the operator's settings.
@@ -131,6 +134,7 @@ func InputsFor(nc *awsv1.EC2NodeClass, vmMemoryOverheadPercent float64, reserved
 		InstanceStorePolicy:     nc.Spec.InstanceStorePolicy,
 		VMMemoryOverheadPercent: vmMemoryOverheadPercent,
 		ReservedENIs:            reservedENIs,
+		NetworkInterfaces:       nc.Spec.NetworkInterfaces,
 	}
 }
 
@@ -156,20 +160,20 @@ func Compute(info ec2types.InstanceTypeInfo, in Inputs) (labels map[string]strin
 		return nil, nil, nil, err
 	}
 	memory := vmMemory(info, in.VMMemoryOverheadPercent)
-	pods := podCount(info, family, kubelet, in.ReservedENIs)
+	pods := podCount(info, family, kubelet, in.ReservedENIs, in.NetworkInterfaces)
 	capacity = corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(int64(aws.ToInt32(info.VCpuInfo.DefaultVCpus)), resource.DecimalSI),
 		corev1.ResourceMemory:           memory,
 		corev1.ResourceEphemeralStorage: storage,
 		corev1.ResourcePods:             *resource.NewQuantity(pods, resource.DecimalSI),
 	}
-	for name, n := range extendedResources(info, family) {
+	for name, n := range extendedResources(info, family, in.NetworkInterfaces) {
 		if n > 0 {
 			capacity[name] = *resource.NewQuantity(n, resource.DecimalSI)
 		}
 	}
 
-	kubeReserved, err := kubeReservedFor(info, family, kubelet, pods, in.ReservedENIs)
+	kubeReserved, err := kubeReservedFor(info, family, kubelet, pods, in.NetworkInterfaces)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -371,8 +375,10 @@ func vmMemory(info ec2types.InstanceTypeInfo, overheadPercent float64) resource.
 // eniLimitedPods is the VPC CNI's pod limit: each usable ENI of the default
 // network card holds its IPv4 addresses less its own, plus two host-network
 // pods (kube-proxy and the CNI). Only the default card counts: the CNI puts
-// pods on it alone.
-func eniLimitedPods(info ec2types.InstanceTypeInfo, reservedENIs int) int64 {
+// pods on it alone. An efa-only interface the class puts on card 0 takes
+// an ENI and carries no IP address, so it is not usable (as Karpenter
+// counts it).
+func eniLimitedPods(info ec2types.InstanceTypeInfo, reservedENIs int, nics []awsv1.NetworkInterface) int64 {
 	n := info.NetworkInfo
 	if n == nil {
 		return 0
@@ -385,20 +391,32 @@ func eniLimitedPods(info ec2types.InstanceTypeInfo, reservedENIs int) int64 {
 			break
 		}
 	}
-	usable := int64(enis) - int64(reservedENIs)
+	usable := int64(enis) - int64(reservedENIs) - int64(efaOnly(nics, true))
 	if usable <= 0 {
 		return 0
 	}
 	return usable*(int64(aws.ToInt32(n.Ipv4AddressesPerInterface))-1) + 2
 }
 
-func podCount(info ec2types.InstanceTypeInfo, family amiFamily, kubelet *awsv1.KubeletConfiguration, reservedENIs int) int64 {
+// efaOnly counts the class's efa-only interfaces, on card 0 alone when
+// onDefaultCard.
+func efaOnly(nics []awsv1.NetworkInterface, onDefaultCard bool) int {
+	n := 0
+	for _, nic := range nics {
+		if nic.InterfaceType == "efa-only" && (!onDefaultCard || nic.NetworkCardIndex == 0) {
+			n++
+		}
+	}
+	return n
+}
+
+func podCount(info ec2types.InstanceTypeInfo, family amiFamily, kubelet *awsv1.KubeletConfiguration, reservedENIs int, nics []awsv1.NetworkInterface) int64 {
 	var pods int64
 	switch {
 	case kubelet.MaxPods != nil:
 		pods = int64(*kubelet.MaxPods)
 	case family.eniLimitedPods:
-		pods = eniLimitedPods(info, reservedENIs)
+		pods = eniLimitedPods(info, reservedENIs, nics)
 	default:
 		pods = DefaultMaxPods
 	}
@@ -409,7 +427,7 @@ func podCount(info ec2types.InstanceTypeInfo, family amiFamily, kubelet *awsv1.K
 	return pods
 }
 
-func extendedResources(info ec2types.InstanceTypeInfo, family amiFamily) map[corev1.ResourceName]int64 {
+func extendedResources(info ec2types.InstanceTypeInfo, family amiFamily, nics []awsv1.NetworkInterface) map[corev1.ResourceName]int64 {
 	out := map[corev1.ResourceName]int64{}
 	// Branch interfaces for security groups per pod: EC2 does not report
 	// them; the VPC resource controller's limits are in the catalog.
@@ -438,7 +456,13 @@ func extendedResources(info ec2types.InstanceTypeInfo, family amiFamily) map[cor
 			out[ResourceAWSNeuronCore] = int64(aws.ToInt32(d.Count)) * int64(aws.ToInt32(d.CoreInfo.Count))
 		}
 	}
-	if n := info.NetworkInfo; n != nil && n.EfaInfo != nil {
+	// A class that lists its interfaces gets the EFAs it lists (its
+	// efa-only ones), not the most the type could take: the device plugin
+	// advertises the devices the node has.
+	switch n := info.NetworkInfo; {
+	case nics != nil:
+		out[ResourceEFA] = int64(efaOnly(nics, false))
+	case n != nil && n.EfaInfo != nil:
 		out[ResourceEFA] = int64(aws.ToInt32(n.EfaInfo.MaximumEfaInterfaces))
 	}
 	// Windows pods take secondary IPv4 addresses of the primary ENI,
@@ -582,16 +606,18 @@ func KubeReserved(info ec2types.InstanceTypeInfo, in Inputs) (corev1.ResourceLis
 		kubelet = &awsv1.KubeletConfiguration{}
 	}
 	family := familyOf(in.AMIFamily)
-	return kubeReservedFor(info, family, kubelet, podCount(info, family, kubelet, in.ReservedENIs), in.ReservedENIs)
+	return kubeReservedFor(info, family, kubelet, podCount(info, family, kubelet, in.ReservedENIs, in.NetworkInterfaces), in.NetworkInterfaces)
 }
 
-// kubeReservedFor sizes kube-reserved. Bottlerocket sizes its memory by the
-// pods the ENIs allow, whatever maxPods says; the other families by the
-// node's max pods.
-func kubeReservedFor(info ec2types.InstanceTypeInfo, family amiFamily, kubelet *awsv1.KubeletConfiguration, pods int64, reservedENIs int) (corev1.ResourceList, error) {
+// kubeReservedFor sizes kube-reserved. The families with
+// eniLimitedMemoryOverhead size its memory by the pods the ENIs allow,
+// whatever maxPods says, and, as Karpenter computes it, with no ENI
+// reserved (RESERVED_ENIS lowers max pods, not this); the other families
+// by the node's max pods.
+func kubeReservedFor(info ec2types.InstanceTypeInfo, family amiFamily, kubelet *awsv1.KubeletConfiguration, pods int64, nics []awsv1.NetworkInterface) (corev1.ResourceList, error) {
 	reservedPods := pods
 	if family.eniLimitedMemoryOverhead {
-		reservedPods = eniLimitedPods(info, reservedENIs)
+		reservedPods = eniLimitedPods(info, 0, nics)
 	}
 	return kubeReservedResources(int64(aws.ToInt32(info.VCpuInfo.DefaultVCpus))*1000, reservedPods, kubelet.KubeReserved)
 }

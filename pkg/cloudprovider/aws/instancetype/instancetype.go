@@ -132,7 +132,8 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 		AMIFamily           string
 		Zones               []string
 		Nested              bool
-	}{in.Kubelet, in.BlockDeviceMappings, in.InstanceStorePolicy, in.AMIFamily, zones, nestedVirtualization(nc)}) +
+		NetworkInterfaces   []awsv1.NetworkInterface
+	}{in.Kubelet, in.BlockDeviceMappings, in.InstanceStorePolicy, in.AMIFamily, zones, nestedVirtualization(nc), in.NetworkInterfaces}) +
 		"/" + strconv.FormatUint(generation, 10) +
 		"/" + strconv.FormatUint(p.opts.Unavailable.SeqNum(), 10) +
 		"/" + strconv.FormatUint(p.opts.Pricing.SeqNum(), 10)

@@ -103,7 +103,7 @@ func buildSupplement(moto []ec2types.InstanceTypeInfo) (supplement, map[string]s
 			if err != nil {
 				return supplement{}, nil, err
 			}
-			got := podCount(info, familyOf(awsv1.AMIFamilyAL2023), &awsv1.KubeletConfiguration{}, 0)
+			got := podCount(info, familyOf(awsv1.AMIFamilyAL2023), &awsv1.KubeletConfiguration{}, 0, nil)
 			if got != want.Allocatable.Pods().Value() {
 				tried = append(tried, fmt.Sprintf("%s (%d pods, the catalog %d)", sibling, got, want.Allocatable.Pods().Value()))
 				continue
