@@ -310,6 +310,14 @@ func everyStatementNeeded(t *testing.T, f *fakeaws.Server) {
 	}
 }
 
+// neededElsewhere are the statements of Joiner's stack that the guide's
+// walkthrough does not need, and the scenario that does.
+var neededElsewhere = map[string]string{
+	// A class whose profile holds another role (spec.role changed) has
+	// the new role checked before the old one leaves the profile.
+	"CheckNodeRole": "a class's spec.role change (TestOwnFeaturesUnderOwnStack)",
+}
+
 // need is what one statement was needed for in a run: the actions that
 // would be refused without it.
 type need struct {
@@ -350,6 +358,10 @@ func statementNeeds(t *testing.T, f *fakeaws.Server) []need {
 				}
 			}
 			if len(n.actions) == 0 {
+				if why, ok := neededElsewhere[n.sid]; ok {
+					t.Logf("%s statement %s: not needed by this run; it stays for %s", n.policy, n.sid, why)
+					continue
+				}
 				t.Errorf("%s statement %s: no call of the run needs it; remove it or say why it stays", n.policy, n.sid)
 				continue
 			}

@@ -1,0 +1,95 @@
+//go:build leastprivilege
+
+package aws
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instanceprofile"
+	"github.com/joiner-autoscaler/joiner/test/framework"
+)
+
+// TestOwnFeaturesUnderOwnStack runs Joiner's own features under its own
+// stack with IAM enforced, where the guide's walkthrough does not reach:
+// a class that selects a capacity reservation and a placement group (EC2
+// authorizes the launch on both resources), and a class whose instance
+// profile holds another role (the new one is checked with iam:GetRole
+// before the old leaves the profile). No call is refused.
+func TestOwnFeaturesUnderOwnStack(t *testing.T) {
+	kubeconfig := chartRBAC(t)
+	framework.ResetCluster(t)
+	f, role := underStack(t, joinerStack, sixPolicies, guideV114)
+	ctx := context.Background()
+	adminIAM := iam.NewFromConfig(adminConfig(t, f))
+
+	// The profile Joiner would make for class "default", holding a role
+	// that is not the class's (left by an edit, or an older controller),
+	// tagged as the stack's conditions expect.
+	if _, err := adminIAM.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String("KarpenterNodeRole-old"), AssumeRolePolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	profile := instanceprofile.Name(clusterName, region, "default", "KarpenterNodeRole-"+clusterName)
+	if _, err := adminIAM.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(profile), Tags: []iamtypes.Tag{
+		{Key: aws.String("kubernetes.io/cluster/" + clusterName), Value: aws.String("owned")}, {Key: aws.String("topology.kubernetes.io/region"), Value: aws.String(region)},
+		{Key: aws.String("karpenter.k8s.aws/ec2nodeclass"), Value: aws.String("default")}, {Key: aws.String("eks:eks-cluster-name"), Value: aws.String(clusterName)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adminIAM.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: aws.String(profile), RoleName: aws.String("KarpenterNodeRole-old")}); err != nil {
+		t.Fatal(err)
+	}
+
+	team := fmt.Sprintf("ml-%d", time.Now().UnixNano())
+	awsCLI(t, f, "ec2", "create-capacity-reservation", "--instance-type", "m5.large", "--instance-platform", "Linux/UNIX",
+		"--availability-zone", "us-east-1a", "--instance-count", "1", "--tag-specifications", "ResourceType=capacity-reservation,Tags=[{Key=team,Value="+team+"}]")
+	group := fmt.Sprintf("joiner-pg-%d", time.Now().UnixNano())
+	awsCLI(t, f, "ec2", "create-placement-group", "--group-name", group, "--strategy", "partition", "--partition-count", "3")
+
+	j := startController(t, f, role, kubeconfig, guideV114)
+	t.Cleanup(func() { framework.ResetCluster(t) })
+	manifests := strings.Replace(framework.PoolAndClass, "  securityGroupSelectorTerms:",
+		"  capacityReservationSelectorTerms: [{tags: {team: "+team+"}}]\n  placementGroupSelector: {name: "+group+"}\n  securityGroupSelectorTerms:", 1)
+	manifests = strings.Replace(manifests, "values: [on-demand]", "values: [reserved, on-demand]", 1)
+	framework.Kubectl(t, manifests, "apply", "-f", "-")
+	framework.Kubectl(t, framework.Deployment("reserved", 1, "500m", "512Mi", ""), "apply", "-f", "-")
+	framework.Eventually(t, 3*time.Minute, "the pod runs on a reserved node in the group", func() (bool, string) {
+		n, _ := framework.Running(t, map[string]string{"app": "reserved"})
+		claims := framework.NodeClaims(t)
+		if n != 1 || len(claims) != 1 {
+			return false, fmt.Sprintf("%d running, %d NodeClaims", n, len(claims))
+		}
+		l := claims[0].Labels
+		return l["karpenter.sh/capacity-type"] == "reserved" && l["karpenter.k8s.aws/placement-group-id"] != "",
+			fmt.Sprintf("capacity type %q, placement group %q", l["karpenter.sh/capacity-type"], l["karpenter.k8s.aws/placement-group-id"])
+	})
+	out, err := adminIAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(profile)})
+	if err != nil || len(out.InstanceProfile.Roles) != 1 || aws.ToString(out.InstanceProfile.Roles[0].RoleName) != "KarpenterNodeRole-"+clusterName {
+		t.Fatalf("the class's profile after Joiner: %+v (%v); want the class's role alone", out, err)
+	}
+
+	var getRole int
+	for _, c := range f.Calls("", "") {
+		if c.Service == "iam" && c.Action == "GetRole" {
+			getRole++
+		}
+		if c.Fault == "iamDenied" {
+			t.Errorf("refused: %s:%s by %s (%s)", c.Service, c.Action, c.Principal, c.ErrorCode)
+		}
+	}
+	if getRole == 0 {
+		t.Error("no iam:GetRole call: the profile's role was not checked")
+	}
+	for _, line := range strings.Split(j.Logs(), "\n") {
+		for _, bad := range []string{"AccessDenied", "UnauthorizedOperation", "not authorized"} {
+			if strings.Contains(line, bad) {
+				t.Errorf("the controller's log shows %q: %s", bad, line)
+			}
+		}
+	}
+}
