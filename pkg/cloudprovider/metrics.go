@@ -12,8 +12,9 @@ import (
 )
 
 // Instrumented wraps a provider with Karpenter's karpenter_cloudprovider_*
-// call metrics: every call's duration, every failure by kind, failed
-// launches by NodePool and reason, and failed terminations.
+// call metrics: every call's duration and every failure by kind. The
+// launch and termination failures are the AWS provider's to count, per
+// offering and per instance (pkg/cloudprovider/aws/instance).
 func Instrumented(p CloudProvider, clk clock.PassiveClock) CloudProvider {
 	return &instrumented{CloudProvider: p, clock: clk}
 }
@@ -51,23 +52,12 @@ func (p *instrumented) observe(method string, start time.Time, err error) {
 }
 
 func (p *instrumented) Create(ctx context.Context, nc *v1.NodeClaim) (_ *v1.NodeClaim, err error) {
-	defer func(start time.Time) {
-		p.observe("Create", start, err)
-		if err != nil {
-			metrics.InstanceLaunchFailures.WithLabelValues(nc.Labels[v1.LabelNodePool], errorKind(err)).Inc()
-		}
-	}(p.clock.Now())
+	defer func(start time.Time) { p.observe("Create", start, err) }(p.clock.Now())
 	return p.CloudProvider.Create(ctx, nc)
 }
 
 func (p *instrumented) Delete(ctx context.Context, nc *v1.NodeClaim) (err error) {
-	defer func(start time.Time) {
-		p.observe("Delete", start, err)
-		var gone *NodeClaimNotFoundError
-		if err != nil && !errors.As(err, &gone) {
-			metrics.InstanceTerminationFailures.WithLabelValues(p.CloudProvider.Name()).Inc()
-		}
-	}(p.clock.Now())
+	defer func(start time.Time) { p.observe("Delete", start, err) }(p.clock.Now())
 	return p.CloudProvider.Delete(ctx, nc)
 }
 

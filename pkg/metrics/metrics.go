@@ -138,14 +138,18 @@ var (
 		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "errors_total",
 		Help: "Cloud provider calls that failed, by method, provider and error kind.",
 	}, []string{"controller", "method", "provider", "error"})
+	// InstanceLaunchFailures counts the offerings a CreateFleet call could
+	// not launch (one call may fail several types and zones), as
+	// Karpenter's AWS provider counts them.
 	InstanceLaunchFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "instance_launch_failures_total",
-		Help: "Launches that failed, by NodePool, capacity type, instance type and zone of the NodeClaim's requirements when they name one, and reason.",
-	}, []string{"nodepool", "reason"})
+		Help: "Offerings a fleet launch could not launch, by zone, zone ID, capacity type and reason.",
+	}, []string{"zone", "zone_id", "capacity_type", "reason"})
+	// InstanceTerminationFailures counts failed TerminateInstances calls.
 	InstanceTerminationFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "instance_termination_failures_total",
-		Help: "Instance terminations that failed, by provider.",
-	}, []string{"provider"})
+		Help: "Instance terminations EC2 refused, by zone and zone ID.",
+	}, []string{"zone", "zone_id"})
 	BatchTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "batcher_batch_time_seconds",
 		Help:    "Seconds a batch of AWS requests waited to fill, by batcher.",

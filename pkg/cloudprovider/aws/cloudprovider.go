@@ -509,7 +509,7 @@ func (c *CloudProvider) launchRequest(ctx context.Context, nc *awsv1.EC2NodeClas
 		req.Prioritized = req.Prioritized || cd.it.PriceOverlaid
 		if s := aws.ToString(subnets[cd.o.Zone].SubnetId); s != "" {
 			req.Overrides = append(req.Overrides, instance.Override{LaunchTemplate: templates[cd.it.Name], InstanceType: cd.it.Name,
-				SubnetID: s, Zone: cd.o.Zone, Price: cd.o.Price})
+				SubnetID: s, Zone: cd.o.Zone, ZoneID: zoneIDs[cd.o.Zone], Price: cd.o.Price})
 		}
 	}
 	return req, templates, zones, nil

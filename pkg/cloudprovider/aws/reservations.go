@@ -148,7 +148,7 @@ func (c *CloudProvider) reservedRequest(ctx context.Context, nc *awsv1.EC2NodeCl
 		}
 		if s := aws.ToString(subnets[p.o.Zone].SubnetId); s != "" {
 			templates[p.it.Name] = lt
-			req.Overrides = append(req.Overrides, instance.Override{LaunchTemplate: lt, InstanceType: p.it.Name, SubnetID: s, Zone: p.o.Zone, Price: p.o.Price})
+			req.Overrides = append(req.Overrides, instance.Override{LaunchTemplate: lt, InstanceType: p.it.Name, SubnetID: s, Zone: p.o.Zone, ZoneID: zoneIDs[p.o.Zone], Price: p.o.Price})
 			if !slices.Contains(zones, p.o.Zone) {
 				zones = append(zones, p.o.Zone)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/batcher"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 )
 
 // Get describes one instance, batched with concurrent lookups. A terminated
@@ -146,6 +147,7 @@ func fromEC2(i ec2types.Instance) *Instance {
 	}
 	if i.Placement != nil {
 		inst.Zone = aws.ToString(i.Placement.AvailabilityZone)
+		inst.ZoneID = aws.ToString(i.Placement.AvailabilityZoneId)
 		inst.PlacementGroupID = aws.ToString(i.Placement.GroupId)
 		inst.PlacementPartition = aws.ToInt32(i.Placement.PartitionNumber)
 	}
@@ -177,6 +179,10 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 		return nil
 	}
 	_, err = p.terminate.Do(ctx, struct{}{}, id)
+	var gone *NotFoundError
+	if err != nil && !errors.As(err, &gone) {
+		metrics.InstanceTerminationFailures.WithLabelValues(inst.Zone, inst.ZoneID).Inc()
+	}
 	return err
 }
 

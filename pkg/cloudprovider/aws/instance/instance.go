@@ -60,6 +60,8 @@ type Override struct {
 	InstanceType   string
 	SubnetID       string
 	Zone           string
+	// ZoneID is the zone's ID (use1-az1), for the launch failure metric.
+	ZoneID string
 	// Price orders the overrides for on-demand's lowest-price strategy and
 	// chooses which 60 are kept.
 	Price float64
@@ -88,9 +90,11 @@ type Request struct {
 
 // Instance is what Joiner needs to know of an EC2 instance.
 type Instance struct {
-	ID           string
-	Type         string
-	Zone         string
+	ID   string
+	Type string
+	Zone string
+	// ZoneID is the zone's ID, when DescribeInstances gives it.
+	ZoneID       string
 	CapacityType string
 	ImageID      string
 	SubnetID     string
@@ -402,6 +406,7 @@ func (p *Provider) fleetResults(reqs []Request, resp *ec2.CreateFleetOutput) []b
 	for _, e := range resp.Errors {
 		code := aws.ToString(e.ErrorCode)
 		msgs = append(msgs, code+": "+aws.ToString(e.ErrorMessage))
+		countLaunchFailure(e, first)
 		if code == codeSpotRoleMissing && first.CapacityType == CapacityTypeSpot {
 			capacity, typeOut = true, CapacityTypeSpot
 			continue
