@@ -11,6 +11,8 @@ package metrics
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,8 +58,8 @@ var (
 	nodesDaemonRequests = newFamily("karpenter_nodes_total_daemon_requests",
 		"Resources the node's DaemonSet pods request, by node, NodePool, resource type and the node's well-known labels.", nodeLabelNames()...)
 	podsState = newFamily("karpenter_pods_state",
-		"One series of value 1 per pod, labelled with where it runs, its phase, and whether it is scheduled and ready.",
-		"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "scheduled", "ready")
+		"One series of value 1 per pod, labelled with where it runs, its phase, whether it is bound and ready, and whether a NodePool owns its node.",
+		"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "scheduled", "ready", "managed")
 	nodePoolsUsage = newFamily("karpenter_nodepools_usage",
 		"Capacity of the NodePool's nodes, by NodePool and resource type.", "nodepool", "resource_type")
 	nodePoolsLimit = newFamily("karpenter_nodepools_limit",
@@ -195,35 +197,32 @@ func (s *State) collectCost(ctx context.Context, ch chan<- prometheus.Metric, lp
 	}
 }
 
+// podState is a pod's karpenter_pods_state series, labelled as
+// Karpenter's: owner is the first owner's path as its selfLink was
+// ("/apis/apps/v1/namespaces/default/replicasets/web-7d4f"), scheduled
+// says the pod is bound to a node, nodepool is empty on a node no
+// NodePool owns, and managed says whether one does.
 func podState(ch chan<- prometheus.Metric, lp pairs, p *corev1.Pod, node *corev1.Node) {
 	owner := ""
 	if len(p.OwnerReferences) > 0 {
 		o := p.OwnerReferences[0]
-		owner = o.Kind + "/" + o.Name
+		owner = fmt.Sprintf("/apis/%s/namespaces/%s/%ss/%s", o.APIVersion, p.Namespace, strings.ToLower(o.Kind), o.Name)
 	}
 	var labels map[string]string
 	if node != nil {
 		labels = node.Labels
 	}
 	pool := labels[v1.LabelNodePool]
-	if node != nil && pool == "" {
-		pool = Unowned
-	}
-	ready, scheduled := "false", "false"
+	ready := "false"
 	for _, c := range p.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case corev1.PodReady:
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 			ready = "true"
-		case corev1.PodScheduled:
-			scheduled = "true"
 		}
 	}
 	ch <- podsState.series(lp, 1,
 		p.Name, p.Namespace, owner, p.Spec.NodeName, pool, labels[corev1.LabelTopologyZone], labels[corev1.LabelArchStable],
-		labels[v1.LabelCapacityType], labels[corev1.LabelInstanceTypeStable], string(p.Status.Phase), scheduled, ready)
+		labels[v1.LabelCapacityType], labels[corev1.LabelInstanceTypeStable], string(p.Status.Phase),
+		strconv.FormatBool(p.Spec.NodeName != ""), ready, strconv.FormatBool(pool != ""))
 }
 
 // nodeValues are the node's nodepool and well-known label values, in

@@ -122,8 +122,10 @@ func TestStateCollector(t *testing.T) {
 		{"karpenter_nodes_total_pod_requests{" + nodeLabels("a", "default", "pods", "spot") + "}", 0},
 		{"karpenter_nodepools_usage{nodepool=default,resource_type=cpu}", 6},
 		{"karpenter_nodepools_limit{nodepool=default,resource_type=cpu}", 100},
-		{"karpenter_pods_state{arch=amd64,capacity_type=spot,instance_type=m5.large,name=web,namespace=default,node=a,nodepool=default,owner=ReplicaSet/web-1,phase=Running,ready=false,scheduled=false,zone=us-east-1a}", 1},
-		{"karpenter_pods_state{arch=,capacity_type=,instance_type=,name=pending,namespace=default,node=,nodepool=,owner=ReplicaSet/web-1,phase=Pending,ready=false,scheduled=false,zone=}", 1},
+		// Karpenter's labels: the owner's selfLink path, scheduled when bound,
+		// managed when a NodePool owns the node.
+		{"karpenter_pods_state{arch=amd64,capacity_type=spot,instance_type=m5.large,managed=true,name=web,namespace=default,node=a,nodepool=default,owner=/apis/apps/v1/namespaces/default/replicasets/web-1,phase=Running,ready=false,scheduled=true,zone=us-east-1a}", 1},
+		{"karpenter_pods_state{arch=,capacity_type=,instance_type=,managed=false,name=pending,namespace=default,node=,nodepool=,owner=/apis/apps/v1/namespaces/default/replicasets/web-1,phase=Pending,ready=false,scheduled=false,zone=}", 1},
 	}
 	for _, tt := range tests {
 		v, ok := got[tt.series]
