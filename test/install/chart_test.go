@@ -237,9 +237,7 @@ func TestRefusedValues(t *testing.T) {
 		{"an empty cluster name, Karpenter's message", []string{"settings.clusterName="}, []string{"Chart cannot be installed without a valid settings.clusterName!"}},
 		{"pre-v1 settings.aws key instead of the name", []string{"settings.clusterName=", "settings.aws.clusterName=demo"}, []string{"settings.aws.clusterName", "settings.clusterName"}},
 		{"pre-v0.19 top-level clusterName instead of the name", []string{"settings.clusterName=", "clusterName=demo"}, []string{"clusterName", "settings.clusterName"}},
-		{"the AWS CEL gate on", []string{"settings.clusterName=demo", "settings.awsFeatureGates.nodeClassCEL=true"}, []string{"settings.awsFeatureGates.nodeClassCEL", "set false"}},
 		{"a gate that is not a bool", []string{"settings.clusterName=demo", "settings.featureGates.nodeRepair=yes"}, []string{"settings.featureGates.nodeRepair", "true or false"}},
-		{"DRA", []string{"settings.clusterName=demo", "settings.ignoreDRARequests=false"}, []string{"settings.ignoreDRARequests", "set true"}},
 		{"a log level the binary lacks", []string{"settings.clusterName=demo", "logLevel=warn"}, []string{"logLevel", "debug, info or error"}},
 		{"log output paths", []string{"settings.clusterName=demo", "logOutputPaths[0]=/var/log/joiner.log"}, []string{"logOutputPaths", "stdout"}},
 		{"an existing service account without a name", []string{"settings.clusterName=demo", "serviceAccount.create=false"}, []string{"serviceAccount.name"}},
@@ -274,7 +272,8 @@ func TestUnusedValuesAreNamed(t *testing.T) {
   clusterNmae: typo
   aws: {interruptionQueueName: demo, defaultInstanceProfile: KarpenterNodeInstanceProfile}
   featureGates: {fastLaunch: true, driftEnabled: true}
-  awsFeatureGates: {someGate: true}
+  awsFeatureGates: {someGate: true, nodeClassCEL: true}
+  ignoreDRARequests: false
 webhook: {enabled: true, port: 8443}
 postInstallHook: {image: {tag: v1.0.0}}
 logConfig: {enabled: true}
@@ -294,7 +293,9 @@ controler: {resources: {}}
 		"- settings.aws.defaultInstanceProfile: Karpenter's pre-v1 key; in v1 it is spec.role or spec.instanceProfile",
 		"- settings.featureGates.fastLaunch: not a feature gate",
 		"- settings.featureGates.driftEnabled: Karpenter's pre-v1 gate",
-		"- settings.awsFeatureGates.someGate: not an AWS feature gate",
+		"- settings.awsFeatureGates.someGate: not a value of Karpenter v1.14.1's chart",
+		"- settings.awsFeatureGates.nodeClassCEL: not a value of Karpenter v1.14.1's chart; Joiner's EC2NodeClass validation is its CRD's CEL rules already",
+		"- settings.ignoreDRARequests=false: Karpenter's chart drops a false value too",
 		"- webhook: Karpenter's conversion webhook",
 		"- postInstallHook: Karpenter's post-install hook",
 		"- logConfig: Karpenter's pre-v0.32 logging block",

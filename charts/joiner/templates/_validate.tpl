@@ -14,24 +14,10 @@ release notes instead. Nothing a values file sets is dropped silently.
 {{- if and (not $s.clusterName) (hasKey .Values "clusterName") }}
 {{- fail "clusterName is Karpenter's pre-v0.19 key; set settings.clusterName" }}
 {{- end }}
-{{- /* Settings whose only honoured value is Karpenter's default. */}}
-{{- $fixed := list
-  (list "ignoreDRARequests" true "Joiner does not model DRA requests; remove the key or set true") }}
-{{- range $fixed }}
-{{- $k := index . 0 }}
-{{- if and (hasKey $s $k) (ne (toString (get $s $k)) (toString (index . 1))) }}
-{{- fail (printf "settings.%s=%v is not supported: %s" $k (get $s $k) (index . 2)) }}
-{{- end }}
-{{- end }}
 {{- $gates := list "nodeOverlay" "nodeRepair" "reservedCapacity" "spotToSpotConsolidation" "staticCapacity" "capacityBuffer" }}
 {{- range $k, $v := ($s.featureGates | default dict) }}
 {{- if and (has $k $gates) (not (kindIs "bool" $v)) }}
 {{- fail (printf "settings.featureGates.%s=%v: want true or false" $k $v) }}
-{{- end }}
-{{- end }}
-{{- range $k, $v := ($s.awsFeatureGates | default dict) }}
-{{- if and (eq $k "nodeClassCEL") (ne (toString $v) "false") }}
-{{- fail "settings.awsFeatureGates.nodeClassCEL=true is not supported: Joiner's EC2NodeClass validation is its CRD's CEL rules already; remove it or set false" }}
 {{- end }}
 {{- end }}
 {{- if not (has (lower (toString .Values.logLevel)) (list "debug" "info" "error")) }}
@@ -100,8 +86,9 @@ homes. Karpenter's chart ignores them without a word; NOTES.txt prints them.
 {{- end }}
 {{- end }}
 {{- range $k, $v := ($s.awsFeatureGates | default dict) }}
-{{- if ne $k "nodeClassCEL" }}
-- settings.awsFeatureGates.{{ $k }}: not an AWS feature gate of Karpenter v1.14.1
+- settings.awsFeatureGates.{{ $k }}: not a value of Karpenter v1.14.1's chart{{ if and (eq $k "nodeClassCEL") (ne (toString $v) "false") }}; Joiner's EC2NodeClass validation is its CRD's CEL rules already{{ end }}
 {{- end }}
+{{- if and (hasKey $s "ignoreDRARequests") (eq (toString $s.ignoreDRARequests) "false") }}
+- settings.ignoreDRARequests=false: Karpenter's chart drops a false value too, so DRA requests stay ignored (Joiner does not model them)
 {{- end }}
 {{- end }}
