@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
 // moto has no capacity reservations: CreateCapacityReservation,
@@ -235,6 +236,40 @@ func (s *Server) templateReservation(ctx context.Context, template, name, versio
 	s.crs.mu.Lock()
 	defer s.crs.mu.Unlock()
 	return s.crs.byID[aws.ToString(spec.CapacityReservationTarget.CapacityReservationId)]
+}
+
+// templateOpensReservations reports a template that lets EC2 put an
+// on-demand instance into an open reservation: it names no reservation and
+// does not opt out (CapacityReservationPreference "none" or
+// "capacity-reservations-only"), as EC2 decides.
+func (s *Server) templateOpensReservations(ctx context.Context, template, version string) bool {
+	data := s.templateData(ctx, template, "", version)
+	if data == nil || data.CapacityReservationSpecification == nil {
+		return true
+	}
+	spec := data.CapacityReservationSpecification
+	return spec.CapacityReservationTarget == nil && (spec.CapacityReservationPreference == "" || spec.CapacityReservationPreference == ec2types.CapacityReservationPreferenceOpen)
+}
+
+// openReservation is an active open reservation with room for one more
+// instance of the type in the zone, which EC2 fills with an untargeted
+// on-demand launch; nil when there is none.
+func (s *Server) openReservation(ctx context.Context, typ, zone string) *capacityReservation {
+	s.crs.mu.Lock()
+	var open []*capacityReservation
+	for _, r := range s.crs.byID {
+		if r.matchCriteria == "open" {
+			open = append(open, r)
+		}
+	}
+	s.crs.mu.Unlock()
+	sort.Slice(open, func(i, j int) bool { return open[i].id < open[j].id })
+	for _, r := range open {
+		if s.reservationRoom(ctx, r, typ, zone) {
+			return r
+		}
+	}
+	return nil
 }
 
 // reservationRoom says whether the reservation can take one more instance

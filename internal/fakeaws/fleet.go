@@ -266,8 +266,11 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 			Template struct {
 				ID      string `xml:"launchTemplateSpecification>launchTemplateId"`
 				Version string `xml:"launchTemplateSpecification>version"`
+				Zone    string `xml:"overrides>availabilityZone"`
+				Subnet  string `xml:"overrides>subnetId"`
 			} `xml:"launchTemplateAndOverrides"`
-			IDs []string `xml:"instanceIds>item"`
+			Type string   `xml:"instanceType"`
+			IDs  []string `xml:"instanceIds>item"`
 		} `xml:"fleetInstanceSet>item"`
 	}
 	if err := xml.Unmarshal(a.body, &resp); err == nil {
@@ -279,6 +282,14 @@ func (s *Server) createFleet(ctx context.Context, c *call, r *http.Request) *ans
 				}
 				if r := targets[in.Template.ID]; r != nil {
 					s.joinReservation(r, id)
+				} else if capacityType == "on-demand" && s.templateOpensReservations(ctx, in.Template.ID, in.Template.Version) {
+					zone := in.Template.Zone
+					if zone == "" {
+						zone = s.subnetZone(ctx, region, in.Template.Subnet)
+					}
+					if r := s.openReservation(ctx, in.Type, zone); r != nil {
+						s.joinReservation(r, id)
+					}
 				}
 				if err := s.applyTemplate(ctx, id, in.Template.ID, in.Template.Version); err != nil {
 					s.log.Error(err, "applying a launch template", "instance", id)

@@ -122,7 +122,7 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		ClusterName: opts.ClusterName, Region: clients.Region, NodeClasses: mgr.GetClient(),
 		InstanceTypes: types, Subnets: subnets, Unavailable: unavail,
 		Instances:            instance.New(instance.Options{EC2: clients.EC2, ClusterName: opts.ClusterName, Clock: clk}),
-		LaunchTemplates:      &awsprovider.Launcher{Templates: templates, Cluster: cluster, PlacementGroups: placementGroups},
+		LaunchTemplates:      &awsprovider.Launcher{Templates: templates, Cluster: cluster, PlacementGroups: placementGroups, ReservationsTargeted: opts.FeatureGates.ReservedCapacity},
 		PlacementGroups:      placementGroups,
 		CapacityReservations: reservationCounter(reservations),
 		Clock:                clk,

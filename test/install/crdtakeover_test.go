@@ -48,7 +48,9 @@ func TestCRDTakeoverKeepsObjects(t *testing.T) {
 		return out
 	}
 	kubectl("", "create", "namespace", ns)
-	t.Cleanup(func() { _, _ = run(t, nil, cluster.Bins.Kubectl, "delete", "nodepool", "survivor", "--ignore-not-found") })
+	t.Cleanup(func() {
+		_, _ = run(t, nil, cluster.Bins.Kubectl, "delete", "nodepool", "survivor", "--ignore-not-found")
+	})
 	if out, err := helm(t, "install", "karpenter-crd", karpenterCRDChart(t), "--namespace", ns, "--take-ownership"); err != nil {
 		t.Fatalf("helm install karpenter-crd (Karpenter's chart): %v\n%s", err, out)
 	}

@@ -375,7 +375,14 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	if id := zoneIDsOf(nc)[inst.Zone]; id != "" {
 		out.Labels[LabelZoneID] = id
 	}
-	reservation := inst.CapacityReservationID
+	// Only a launch made into a reservation is labelled reserved, as
+	// Karpenter labels it: an ordinary launch that EC2 put into an open
+	// reservation (the ReservedCapacity gate off) is billed on demand as
+	// far as Joiner knows, and relabelling it would drift it.
+	reservation := ""
+	if launchedAs == v1.CapacityTypeReserved {
+		reservation = inst.CapacityReservationID
+	}
 	if reservation == "" && launchedAs == v1.CapacityTypeReserved && !tagged {
 		// Not described yet (the tagging that reads it failed): the
 		// fleet's only way into the type and zone was a reservation.

@@ -59,6 +59,9 @@ type Launcher struct {
 	// PlacementGroups resolves the class's placementGroupSelector; nil
 	// launches into none.
 	PlacementGroups PlacementGroupGetter
+	// ReservationsTargeted is the ReservedCapacity gate: launches go into
+	// reservations only when targeted (launchtemplate.Input).
+	ReservationsTargeted bool
 }
 
 // PlacementGroupGetter resolves a class's placement group (nil for none).
@@ -153,6 +156,7 @@ func (l *Launcher) forLaunch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 			PlacementGroupID: pgID, ConnectionTracking: nc.Spec.ConnectionTracking, NestedVirtualization: nestedVirtualization(nc),
 			NetworkInterfaces: nc.Spec.NetworkInterfaces, EFAInterfaces: g.efa, Tenancy: tenancy,
 			CapacityReservationID: reservationID(reservation), CapacityBlock: reservation != nil && reservation.ReservationType == "capacity-block",
+			Interruptible: reservation != nil && reservation.Interruptible, ReservationsTargeted: l.ReservationsTargeted,
 			IPv6: l.Cluster.IPv6(), PlacementPartition: requiredPartition(nodeClaim),
 		})
 		if err != nil {

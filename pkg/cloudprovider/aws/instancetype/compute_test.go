@@ -136,7 +136,7 @@ func TestComputeOverrides(t *testing.T) {
 			capacity: map[corev1.ResourceName]string{"vpc.amazonaws.com/efa": "1"},
 			alloc:    map[corev1.ResourceName]string{"pods": "688"}},
 		{name: "interfaces listed without efa-only: no EFA", typ: "c5n.18xlarge",
-			in: Inputs{AMIFamily: awsv1.AMIFamilyAL2023, NetworkInterfaces: []awsv1.NetworkInterface{{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: "interface"}}},
+			in:       Inputs{AMIFamily: awsv1.AMIFamilyAL2023, NetworkInterfaces: []awsv1.NetworkInterface{{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: "interface"}}},
 			capacity: map[corev1.ResourceName]string{"vpc.amazonaws.com/efa": ""}},
 		{name: "no interfaces listed: the type's EFAs", typ: "c5n.18xlarge", in: Inputs{AMIFamily: awsv1.AMIFamilyAL2023},
 			capacity: map[corev1.ResourceName]string{"vpc.amazonaws.com/efa": "1"},

@@ -98,6 +98,14 @@ type Input struct {
 	// under its own market type.
 	CapacityReservationID string
 	CapacityBlock         bool
+	// Interruptible says the reservation is interruptible, which EC2
+	// launches into only under its own market type.
+	Interruptible bool
+	// ReservationsTargeted is the ReservedCapacity gate: a launch into no
+	// reservation opts out of open ones (EC2 would otherwise fill an open
+	// On-Demand Capacity Reservation with it), as Karpenter's targeted
+	// launches do. Off, launches are left as EC2 places them.
+	ReservationsTargeted bool
 	// IPv6 is an IPv6 cluster: the IP interfaces get a primary IPv6
 	// address, and spec.ipPrefixCount counts IPv6 prefixes, which the VPC
 	// CNI assigns pods from.
@@ -398,12 +406,20 @@ func (p *Provider) request(in Input) *ec2.CreateLaunchTemplateInput {
 			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: own},
 		},
 	}
-	if in.CapacityReservationID != "" {
+	switch {
+	case in.CapacityReservationID != "":
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
-			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(in.CapacityReservationID)},
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
+			CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(in.CapacityReservationID)},
 		}
 		if in.CapacityBlock {
 			data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+		} else if in.Interruptible {
+			data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeInterruptibleCapacityReservation}
+		}
+	case in.ReservationsTargeted:
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone,
 		}
 	}
 	if in.NestedVirtualization != nil {
