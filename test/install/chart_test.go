@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -359,5 +360,54 @@ func TestGatedRBAC(t *testing.T) {
 				t.Errorf("the ClusterRole grants %s: %v, want %v", tc.resource, got, tc.want)
 			}
 		})
+	}
+}
+
+// As Karpenter's chart: a ServiceMonitor only where the Prometheus
+// Operator's API is served, and the NodePool, NodeClaim and EC2NodeClass
+// verbs aggregated into the built-in admin role.
+func TestServiceMonitorAndAdminRole(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{"serviceMonitor.enabled without the Prometheus Operator", []string{"--set", "serviceMonitor.enabled=true"}, false},
+		{"serviceMonitor.enabled with it", []string{"--set", "serviceMonitor.enabled=true", "--api-versions", "monitoring.coreos.com/v1"}, true},
+		{"the Prometheus Operator without serviceMonitor.enabled", []string{"--api-versions", "monitoring.coreos.com/v1"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := render(t, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(out, "kind: ServiceMonitor"); got != tc.want {
+				t.Errorf("a ServiceMonitor rendered: %v, want %v", got, tc.want)
+			}
+		})
+	}
+	out, err := render(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, ok := objects(t, out)["ClusterRole/karpenter-admin"].(*rbacv1.ClusterRole)
+	if !ok {
+		t.Fatal("no ClusterRole karpenter-admin")
+	}
+	if role.Labels["rbac.authorization.k8s.io/aggregate-to-admin"] != "true" {
+		t.Errorf("karpenter-admin's labels %v: not aggregated to admin", role.Labels)
+	}
+	granted := map[string]bool{}
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			for _, v := range r.Verbs {
+				granted[r.APIGroups[0]+"/"+res+":"+v] = true
+			}
+		}
+	}
+	for _, want := range []string{"karpenter.sh/nodepools:create", "karpenter.sh/nodeclaims:delete", "karpenter.k8s.aws/ec2nodeclasses:patch", "karpenter.sh/nodepools/status:get"} {
+		if !granted[want] {
+			t.Errorf("karpenter-admin does not grant %s", want)
+		}
 	}
 }
