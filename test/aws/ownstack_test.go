@@ -81,6 +81,9 @@ func TestOwnFeaturesUnderOwnStack(t *testing.T) {
 		if c.Fault == "iamDenied" {
 			t.Errorf("refused: %s:%s by %s (%s)", c.Service, c.Action, c.Principal, c.ErrorCode)
 		}
+		if unmodelled(c) {
+			t.Errorf("the endpoint could not answer %s:%s (%d %s: %s)", c.Service, c.Action, c.Status, c.ErrorCode, c.ErrorMessage)
+		}
 	}
 	if getRole == 0 {
 		t.Error("no iam:GetRole call: the profile's role was not checked")
