@@ -39,7 +39,7 @@ func launchCatalog() []*cloudprovider.InstanceType {
 }
 
 func override(it, zone string, price float64) instance.Override {
-	return instance.Override{LaunchTemplate: "lt-" + it, InstanceType: it, SubnetID: subnetOf[zone], Zone: zone, Price: price}
+	return instance.Override{LaunchTemplate: "lt-" + it, InstanceType: it, SubnetID: subnetOf[zone], Zone: zone, ZoneID: map[string]string{zoneA: "use1-az1", zoneB: "use1-az2"}[zone], Price: price}
 }
 
 func TestCreateRequest(t *testing.T) {

@@ -162,6 +162,7 @@ func TestCreateReserved(t *testing.T) {
 	reservations := []awsv1.CapacityReservation{
 		{ID: "cr-1", InstanceType: "m5.large", AvailabilityZone: zoneA, ReservationType: "default", State: "active"},
 		{ID: "cr-block", InstanceType: "m5.xlarge", AvailabilityZone: zoneA, ReservationType: "capacity-block", State: "active"},
+		{ID: "cr-block-2", InstanceType: "m5.large", AvailabilityZone: zoneA, ReservationType: "capacity-block", State: "active"},
 	}
 	class := readyClass(func(nc *awsv1.EC2NodeClass) { nc.Status.CapacityReservations = reservations })
 	reservedOrOnDemand := req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeReserved, onDemand)
@@ -177,7 +178,7 @@ func TestCreateReserved(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := f.instances.requests[0]
-		want := []instance.Override{{LaunchTemplate: "lt-m5.large-cr-1", InstanceType: "m5.large", SubnetID: "subnet-a", Zone: zoneA, Price: 0.096 * reservedPriceFactor}}
+		want := []instance.Override{{LaunchTemplate: "lt-m5.large-cr-1", InstanceType: "m5.large", SubnetID: "subnet-a", Zone: zoneA, ZoneID: "use1-az1", Price: 0.096 * reservedPriceFactor}}
 		if r.CapacityType != onDemand || !reflect.DeepEqual(r.Overrides, want) {
 			t.Fatalf("request %s %+v; want an on-demand fleet into the default reservation alone, %+v", r.CapacityType, r.Overrides, want)
 		}
@@ -187,6 +188,19 @@ func TestCreateReserved(t *testing.T) {
 		}
 		if !reflect.DeepEqual(f.reservations.launched, []string{"cr-1"}) {
 			t.Fatalf("launched into %v, want cr-1 counted", f.reservations.launched)
+		}
+	})
+	t.Run("Capacity Blocks alone: one per launch, the cheapest", func(t *testing.T) {
+		inst := &instance.Instance{ID: id, Type: "m5.large", Zone: zoneA, SubnetID: "subnet-a", CapacityType: onDemand, CapacityReservationID: "cr-block-2"}
+		f := &fakes{instanceTypes: &fakeInstanceTypes{types: launchCatalog()}, instances: &fakeInstances{described: map[string]*instance.Instance{id: inst}},
+			reservations: &fakeReservations{room: map[string]int32{"cr-block": 1, "cr-block-2": 1}}}
+		p := newProvider(t, kubeWith(t, class), f)
+		if _, _, err := createStepping(t, p, f, nodeClaim(reservedOrOnDemand)); err != nil {
+			t.Fatal(err)
+		}
+		r := f.instances.requests[0]
+		if r.CapacityType != "capacity-block" || len(r.Overrides) != 1 || r.Overrides[0].LaunchTemplate != "lt-m5.large-cr-block-2" {
+			t.Fatalf("request %s %+v; want a fleet of the cheaper block alone", r.CapacityType, r.Overrides)
 		}
 	})
 	t.Run("a full reservation falls to on-demand", func(t *testing.T) {

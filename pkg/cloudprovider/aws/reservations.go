@@ -101,7 +101,8 @@ func blockRank(r awsv1.CapacityReservation) int {
 // EC2 fills a targeted reservation as an on-demand launch (a Capacity
 // Block as its own market), so the fleet's capacity type is that, while the
 // NodeClaim says reserved. One kind per request: default reservations when
-// any has room, else Capacity Blocks.
+// any has room, else Capacity Blocks, and of those one alone, the cheapest
+// (as Karpenter launches them): EC2 may refuse a fleet of several blocks.
 func (c *CloudProvider) reservedRequest(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, reqs requirements.Requirements,
 	its []*cloudprovider.InstanceType) (instance.Request, map[string]string, []string, error) {
 	zoneIDs := zoneIDsOf(nc)
@@ -131,9 +132,15 @@ func (c *CloudProvider) reservedRequest(ctx context.Context, nc *awsv1.EC2NodeCl
 	}
 	templates := map[string]string{}
 	var zones []string
+	if kind == "capacity-block" {
+		sort.SliceStable(picks, func(i, j int) bool { return picks[i].o.Price < picks[j].o.Price })
+	}
 	for _, p := range picks {
 		if p.r.ReservationType != kind {
 			continue
+		}
+		if kind == "capacity-block" && len(req.Overrides) > 0 {
+			break
 		}
 		lt, err := c.opts.LaunchTemplates.ForReservation(ctx, nc, nodeClaim, p.it, p.r)
 		if err != nil {
