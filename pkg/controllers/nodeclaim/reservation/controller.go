@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -107,14 +108,29 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if nc.Labels[v1.LabelCapacityType] != v1.CapacityTypeReserved {
 		return reconcile.Result{}, nil
 	}
+	// The relabelling cannot be undone (as in Karpenter, nothing promotes
+	// a node back), so it waits for the class's last resolution to have
+	// succeeded: a status emptied because DescribeCapacityReservations
+	// failed says nothing of the reservation.
+	if !meta.IsStatusConditionTrue(class.Status.Conditions, awsv1.ConditionTypeCapacityReservationsReady) {
+		return reconcile.Result{}, nil
+	}
 	return reconcile.Result{}, c.demote(ctx, nc, id)
 }
 
+// reservationLabels are the labels a node in a reservation carries beside
+// its capacity type, which an on-demand node does not.
+var reservationLabels = []string{capacityreservation.LabelID, capacityreservation.LabelType, capacityreservation.LabelInterruptible}
+
 // demote relabels a node whose reservation is gone: EC2 keeps it running as
-// an on-demand instance, billed as one.
+// an on-demand instance, billed as one. The reservation's labels go, as
+// Karpenter removes them.
 func (c *Controller) demote(ctx context.Context, nc *v1.NodeClaim, id string) error {
 	stored := nc.DeepCopy()
 	nc.Labels[v1.LabelCapacityType] = v1.CapacityTypeOnDemand
+	for _, l := range reservationLabels {
+		delete(nc.Labels, l)
+	}
 	if err := c.Client.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -123,6 +139,9 @@ func (c *Controller) demote(ctx context.Context, nc *v1.NodeClaim, id string) er
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err == nil && node.Labels[v1.LabelCapacityType] == v1.CapacityTypeReserved {
 			storedNode := node.DeepCopy()
 			node.Labels[v1.LabelCapacityType] = v1.CapacityTypeOnDemand
+			for _, l := range reservationLabels {
+				delete(node.Labels, l)
+			}
 			if err := c.Client.Patch(ctx, node, client.MergeFrom(storedNode)); err != nil {
 				return client.IgnoreNotFound(err)
 			}

@@ -31,6 +31,8 @@ func TestReconcile(t *testing.T) {
 		capacity    string // the NodeClaim's and Node's capacity type after
 		requeue     time.Duration
 		event       string
+		// failed: the class's last resolution of its reservations failed.
+		failed bool
 	}{
 		{name: "a Capacity Block ending within 40 minutes is drained", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "capacity-block", EndTime: at(39 * time.Minute)},
 			deleted: true, capacity: "reserved", event: "CapacityReservationExpiring"},
@@ -40,10 +42,16 @@ func TestReconcile(t *testing.T) {
 			capacity: "reserved", requeue: 20 * time.Minute},
 		{name: "a reservation still there", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "default"}, capacity: "reserved"},
 		{name: "a reservation gone makes the node on-demand", capacity: "on-demand", event: "CapacityReservationGone"},
+		{name: "a status emptied by a failed resolution changes nothing", capacity: "reserved", failed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+			resolved := metav1.ConditionTrue
+			if tt.failed {
+				resolved = metav1.ConditionFalse
+			}
+			class.Status.Conditions = []metav1.Condition{{Type: awsv1.ConditionTypeCapacityReservationsReady, Status: resolved, Reason: "x", LastTransitionTime: metav1.Now()}}
 			if tt.reservation != nil {
 				class.Status.CapacityReservations = []awsv1.CapacityReservation{*tt.reservation}
 			}
@@ -66,6 +74,9 @@ func TestReconcile(t *testing.T) {
 			}
 			if !tt.deleted && got.Labels[v1.LabelCapacityType] != tt.capacity {
 				t.Errorf("NodeClaim capacity type %q, want %q", got.Labels[v1.LabelCapacityType], tt.capacity)
+			}
+			if _, ok := got.Labels["karpenter.k8s.aws/capacity-reservation-id"]; !tt.deleted && ok != (tt.capacity == "reserved") {
+				t.Errorf("NodeClaim reservation id label present %v with capacity type %s", ok, tt.capacity)
 			}
 			gotNode := &corev1.Node{}
 			_ = kube.Get(context.Background(), client.ObjectKey{Name: "node-x"}, gotNode)
