@@ -98,6 +98,9 @@ type ReservationCounter interface {
 	Available(id string) int32
 	Launched(id string)
 	Exhausted(id string)
+	// Returned gives back the room of an instance that left the
+	// reservation (terminated).
+	Returned(id string)
 }
 
 // Options wire the provider.

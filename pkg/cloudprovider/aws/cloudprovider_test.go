@@ -448,10 +448,17 @@ func TestGetListDelete(t *testing.T) {
 			// launchedAgo sets the Launched condition that long before now.
 			launchedAgo    time.Duration
 			wantTerminated []string
+			// reserved: the NodeClaim ran in reservation cr-1, whose room
+			// comes back once its instance is gone.
+			reserved     bool
+			wantReturned []string
 		}{
 			{name: "terminates", providerID: "aws:///us-east-1a/i-1", wantDeleted: []string{"i-1"}},
 			{name: "gone", providerID: "aws:///us-east-1a/i-2", deleteErr: notFound, wantDeleted: []string{"i-2"}, wantNotFound: true},
 			{name: "gone long after its launch", providerID: "aws:///us-east-1a/i-2", deleteErr: notFound, launchedAgo: time.Hour, wantDeleted: []string{"i-2"}, wantNotFound: true},
+			{name: "a reserved node gone gives its reservation's room back", providerID: "aws:///us-east-1a/i-2", deleteErr: notFound, reserved: true,
+				wantDeleted: []string{"i-2"}, wantNotFound: true, wantReturned: []string{"cr-1"}},
+			{name: "a reserved node still terminating keeps it", providerID: "aws:///us-east-1a/i-1", reserved: true, wantDeleted: []string{"i-1"}},
 			{name: "not found right after its launch: terminated by ID, not taken as gone", providerID: "aws:///us-east-1a/i-3", deleteErr: notFound,
 				launchedAgo: 10 * time.Second, wantDeleted: []string{"i-3"}, wantTerminated: []string{"i-3"}},
 			{name: "described as terminated right after its launch: gone", providerID: "aws:///us-east-1a/i-4", deleteErr: &instance.NotFoundError{ID: "i-4", Terminated: true},
@@ -461,10 +468,14 @@ func TestGetListDelete(t *testing.T) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				f := &fakes{instances: &fakeInstances{deleteErr: tc.deleteErr}}
+				f := &fakes{instances: &fakeInstances{deleteErr: tc.deleteErr}, reservations: &fakeReservations{room: map[string]int32{}}}
 				p := newProvider(t, kubeWith(t), f)
 				claim := nodeClaim()
 				claim.Status.ProviderID = tc.providerID
+				if tc.reserved {
+					claim.Labels[v1.LabelCapacityType] = v1.CapacityTypeReserved
+					claim.Labels["karpenter.k8s.aws/capacity-reservation-id"] = "cr-1"
+				}
 				if tc.launchedAgo > 0 {
 					claim.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched",
 						LastTransitionTime: metav1.NewTime(f.clock.Now().Add(-tc.launchedAgo))}}
@@ -479,6 +490,9 @@ func TestGetListDelete(t *testing.T) {
 				}
 				if !reflect.DeepEqual(f.instances.terminated, tc.wantTerminated) {
 					t.Errorf("terminated by ID %v, want %v", f.instances.terminated, tc.wantTerminated)
+				}
+				if !reflect.DeepEqual(f.reservations.returned, tc.wantReturned) {
+					t.Errorf("room returned to %v, want %v", f.reservations.returned, tc.wantReturned)
 				}
 			})
 		}

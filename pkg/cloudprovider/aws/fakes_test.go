@@ -346,7 +346,10 @@ type fakeReservations struct {
 	room      map[string]int32
 	launched  []string
 	exhausted []string
+	returned  []string
 }
+
+func (f *fakeReservations) Returned(id string) { f.returned = append(f.returned, id); f.room[id]++ }
 
 func (f *fakeReservations) Available(id string) int32 { return f.room[id] }
 func (f *fakeReservations) Launched(id string)        { f.launched = append(f.launched, id); f.room[id]-- }

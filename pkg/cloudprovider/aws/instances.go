@@ -8,6 +8,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/tags"
 	corev1 "k8s.io/api/core/v1"
@@ -174,6 +175,11 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *v1.NodeClaim) (er
 			return err
 		}
 		return nil
+	}
+	// The instance is gone: its reservation has its room back now, not at
+	// the next refresh, so a pod pending for it gets a reserved node.
+	if r := nodeClaim.Labels[capacityreservation.LabelID]; r != "" && nodeClaim.Labels[v1.LabelCapacityType] == v1.CapacityTypeReserved && c.opts.CapacityReservations != nil {
+		c.opts.CapacityReservations.Returned(r)
 	}
 	return &cloudprovider.NodeClaimNotFoundError{ProviderID: nodeClaim.Status.ProviderID}
 }

@@ -138,6 +138,16 @@ func (p *Provider) Launched(id string) {
 	}
 }
 
+// Returned gives back one instance's room, once its instance has ended,
+// until the next refresh says what EC2 counts.
+func (p *Provider) Returned(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, known := p.available[id]; known {
+		p.available[id]++
+	}
+}
+
 // Exhausted records EC2's word that the reservation is full.
 func (p *Provider) Exhausted(id string) {
 	p.mu.Lock()
