@@ -82,10 +82,19 @@ func UserData(family string, in Input) (string, error) {
 		return "", err
 	}
 	if len(script) > MaxUserData {
-		return "", userDataError("with the cluster's settings, labels and taints the user data is %d bytes, over EC2's limit of %d (16 KB, before base64); shorten spec.userData", len(script), MaxUserData)
+		return "", &TooLargeError{Size: len(script), Err: userDataError("with the cluster's settings, labels and taints the user data is %d bytes, over EC2's limit of %d (16 KB, before base64); shorten spec.userData", len(script), MaxUserData)}
 	}
 	return base64.StdEncoding.EncodeToString([]byte(script)), nil
 }
+
+// TooLargeError is user data over MaxUserData, with its size.
+type TooLargeError struct {
+	Size int
+	Err  error
+}
+
+func (e *TooLargeError) Error() string { return e.Err.Error() }
+func (e *TooLargeError) Unwrap() error { return e.Err }
 
 // MaxUserData is EC2's limit on user data, in bytes before base64: a
 // launch template with more is refused, so no node of the class could

@@ -2,6 +2,7 @@ package amifamily
 
 import (
 	"encoding/base64"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -421,6 +422,11 @@ func TestUserDataLimit(t *testing.T) {
 		_, err := UserData(family, withUserData(baseInput(), big))
 		if err == nil || !strings.Contains(err.Error(), "spec.userData") || !strings.Contains(err.Error(), "16 KB") {
 			t.Errorf("%s: error %v, want one naming spec.userData and the 16 KB limit", family, err)
+		}
+		// Its size is known, for karpenter_ec2nodeclasses_userdata_bytes.
+		var tooLarge *TooLargeError
+		if !errors.As(err, &tooLarge) || tooLarge.Size <= MaxUserData {
+			t.Errorf("%s: error %v, want a TooLargeError with the size", family, err)
 		}
 	}
 	if _, err := UserData(awsv1.AMIFamilyAL2023, withUserData(baseInput(), shellScript)); err != nil {

@@ -168,7 +168,7 @@ func (p *Provider) Ensure(ctx context.Context, in Input) (LaunchTemplate, error)
 		if err != nil {
 			return LaunchTemplate{}, err
 		}
-		recordUserData(ctx, in)
+		RecordUserData(ctx, in.NodeClassName, in.UserData)
 		p.mu.Lock()
 		p.known[name] = known{lt: lt, class: in.NodeClassName, expires: p.clock.Now().Add(p.ttl)}
 		p.mu.Unlock()
@@ -338,18 +338,25 @@ const (
 	userDataWarn  = userDataLimit * 9 / 10
 )
 
-// recordUserData sets the class's user data size, as Karpenter's gauge
-// karpenter_ec2nodeclasses_userdata_bytes, and warns near EC2's cap: a
-// user's spec.userData that grows past it fails every launch.
-func recordUserData(ctx context.Context, in Input) {
-	n := base64.StdEncoding.DecodedLen(len(in.UserData))
-	if raw, err := base64.StdEncoding.DecodeString(in.UserData); err == nil {
+// RecordUserData sets the class's user data size (base64 user data), as
+// Karpenter's gauge karpenter_ec2nodeclasses_userdata_bytes.
+func RecordUserData(ctx context.Context, class, userData string) {
+	n := base64.StdEncoding.DecodedLen(len(userData))
+	if raw, err := base64.StdEncoding.DecodeString(userData); err == nil {
 		n = len(raw)
 	}
-	metrics.EC2NodeClassUserDataBytes.WithLabelValues(in.NodeClassName).Set(float64(n))
+	RecordUserDataSize(ctx, class, n)
+}
+
+// RecordUserDataSize sets the gauge to n decoded bytes, and warns near
+// EC2's cap: a user's spec.userData that grows past it fails every launch.
+// The class's validation records it before any launch, an oversized one
+// too, as Karpenter's dry run does; each template made records it again.
+func RecordUserDataSize(ctx context.Context, class string, n int) {
+	metrics.EC2NodeClassUserDataBytes.WithLabelValues(class).Set(float64(n))
 	if n >= userDataWarn {
 		log.FromContext(ctx).Info("rendered user data is approaching the EC2 user data size limit",
-			"EC2NodeClass", map[string]string{"name": in.NodeClassName}, "userdata-bytes", n, "warn-threshold", userDataWarn, "limit", userDataLimit)
+			"EC2NodeClass", map[string]string{"name": class}, "userdata-bytes", n, "warn-threshold", userDataWarn, "limit", userDataLimit)
 	}
 }
 
