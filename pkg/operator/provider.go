@@ -97,10 +97,18 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 	if err := mgr.Add(prices); err != nil {
 		return nil, err
 	}
-	types := instancetype.New(instancetype.Options{EC2: clients.EC2, Region: clients.Region, Pricing: prices, Unavailable: unavail,
-		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent, ReservedENIs: opts.ReservedENIs, Clock: clk, Log: logger.WithName("instancetype")})
 	subnets := subnet.NewProvider(clients.EC2, clk, 0)
 	placementGroups := placementgroup.NewProvider(clients.EC2, clk, 0)
+	types := instancetype.New(instancetype.Options{EC2: clients.EC2, Region: clients.Region, Pricing: prices, Unavailable: unavail,
+		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent, ReservedENIs: opts.ReservedENIs, Clock: clk, Log: logger.WithName("instancetype"),
+		// A group that cannot be read leaves the types unfiltered: the
+		// class is not Ready then, and launches nothing.
+		PlacementStrategy: func(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
+			if g, err := placementGroups.Get(ctx, nc); err == nil && g != nil {
+				return g.Strategy, nil
+			}
+			return "", nil
+		}})
 	// With the ReservedCapacity gate off, as in Karpenter, the classes'
 	// capacityReservationSelectorTerms are not resolved and no launch uses
 	// a reservation.

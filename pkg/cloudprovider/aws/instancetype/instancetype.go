@@ -68,8 +68,12 @@ type Options struct {
 	// ReservedENIs (RESERVED_ENIS) are the operator's settings.
 	VMMemoryOverheadPercent float64
 	ReservedENIs            int
-	Clock                   clock.Clock
-	Log                     logr.Logger
+	// PlacementStrategy is the strategy of a class's placement group
+	// ("" for none); nil: no class has one. Types whose supported
+	// strategies lack it are left out, as EC2 refuses to launch them there.
+	PlacementStrategy func(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error)
+	Clock             clock.Clock
+	Log               logr.Logger
 }
 
 // Provider lists instance types. Its methods are safe for concurrent use.
@@ -120,6 +124,14 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 	}
 	zones := classZones(nc)
 	in := InputsFor(nc, p.opts.VMMemoryOverheadPercent, p.opts.ReservedENIs)
+	strategy := ""
+	if p.opts.PlacementStrategy != nil && nc.Spec.PlacementGroupSelector != nil {
+		var err error
+		if strategy, err = p.opts.PlacementStrategy(ctx, nc); err != nil {
+			return nil, err
+		}
+	}
+	conntrack := nc.Spec.ConnectionTracking != nil
 
 	p.mu.RLock()
 	infos, typeZones, generation := p.infos, p.zones, p.generation
@@ -133,7 +145,9 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 		Zones               []string
 		Nested              bool
 		NetworkInterfaces   []awsv1.NetworkInterface
-	}{in.Kubelet, in.BlockDeviceMappings, in.InstanceStorePolicy, in.AMIFamily, zones, nestedVirtualization(nc), in.NetworkInterfaces}) +
+		Strategy            string
+		Conntrack           bool
+	}{in.Kubelet, in.BlockDeviceMappings, in.InstanceStorePolicy, in.AMIFamily, zones, nestedVirtualization(nc), in.NetworkInterfaces, strategy, conntrack}) +
 		"/" + strconv.FormatUint(generation, 10) +
 		"/" + strconv.FormatUint(p.opts.Unavailable.SeqNum(), 10) +
 		"/" + strconv.FormatUint(p.opts.Pricing.SeqNum(), 10)
@@ -148,6 +162,9 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 	nested := nestedVirtualization(nc)
 	for _, info := range infos {
 		if nested && !SupportsNestedVirtualization(info) {
+			continue
+		}
+		if !compatible(info, strategy, conntrack) {
 			continue
 		}
 		labels, capacity, allocatable, err := Compute(info, in)
@@ -365,6 +382,17 @@ func (p *Provider) describeZones(ctx context.Context) (map[string][]string, erro
 func nestedVirtualization(nc *awsv1.EC2NodeClass) bool {
 	o := nc.Spec.CPUOptions
 	return o != nil && o.NestedVirtualization != nil && *o.NestedVirtualization == "enabled"
+}
+
+// compatible reports a type EC2 can launch for the class, as Karpenter
+// checks it: into its placement group's strategy (when it has one), and,
+// with connectionTracking, on the Nitro hypervisor, which alone takes the
+// conntrack settings.
+func compatible(info ec2types.InstanceTypeInfo, strategy string, conntrack bool) bool {
+	if strategy != "" && (info.PlacementGroupInfo == nil || !slices.Contains(info.PlacementGroupInfo.SupportedStrategies, ec2types.PlacementGroupStrategy(strategy))) {
+		return false
+	}
+	return !conntrack || info.Hypervisor == ec2types.InstanceTypeHypervisorNitro
 }
 
 // SupportsNestedVirtualization reports a type EC2 can launch with nested

@@ -526,3 +526,36 @@ func TestNestedVirtualization(t *testing.T) {
 		}
 	}
 }
+
+// A class whose placement group is a cluster group lists only the types
+// that take one; one with connectionTracking only Nitro types.
+func TestPlacementStrategyAndConntrack(t *testing.T) {
+	f := newFakeEC2(t, "m5.large", "c7i-flex.large", "c4.large")
+	p := New(Options{EC2: f, Region: "us-east-1", VMMemoryOverheadPercent: DefaultVMMemoryOverheadPercent, Clock: clocktesting.NewFakeClock(time.Now()),
+		PlacementStrategy: func(context.Context, *awsv1.EC2NodeClass) (string, error) { return "cluster", nil }})
+	for _, tt := range []struct {
+		name      string
+		group     bool
+		conntrack bool
+		want      []string
+	}{
+		{"neither", false, false, []string{"c4.large", "c7i-flex.large", "m5.large"}},
+		{"a cluster group", true, false, []string{"c4.large", "m5.large"}},
+		{"connectionTracking", false, true, []string{"c7i-flex.large", "m5.large"}},
+	} {
+		nc := nodeClass("us-east-1a")
+		if tt.group {
+			nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "training"}
+		}
+		if tt.conntrack {
+			nc.Spec.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To(int32(3600))}
+		}
+		its, err := p.List(context.Background(), nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(its); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: listed %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
