@@ -164,7 +164,7 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 		if nested && !SupportsNestedVirtualization(info) {
 			continue
 		}
-		if !compatible(info, strategy, conntrack) {
+		if !compatible(info, strategy, conntrack) || !holdsInterfaces(info, nc.Spec.NetworkInterfaces) {
 			continue
 		}
 		labels, capacity, allocatable, err := Compute(info, in)
@@ -393,6 +393,36 @@ func compatible(info ec2types.InstanceTypeInfo, strategy string, conntrack bool)
 		return false
 	}
 	return !conntrack || info.Hypervisor == ec2types.InstanceTypeHypervisorNitro
+}
+
+// holdsInterfaces reports a type that can take the class's listed
+// interfaces (none listed: any): ENA, a card for each interface's card
+// index, room for its device index on that card, and the EFAs its
+// efa-only interfaces ask for, as Karpenter checks them; EC2 refuses the
+// launch otherwise.
+func holdsInterfaces(info ec2types.InstanceTypeInfo, nics []awsv1.NetworkInterface) bool {
+	if nics == nil {
+		return true
+	}
+	n := info.NetworkInfo
+	if n == nil || len(n.NetworkCards) == 0 || n.EnaSupport == ec2types.EnaSupportUnsupported {
+		return false
+	}
+	for _, nic := range nics {
+		fits := false
+		for _, card := range n.NetworkCards {
+			if aws.ToInt32(card.NetworkCardIndex) == nic.NetworkCardIndex && nic.DeviceIndex < aws.ToInt32(card.MaximumNetworkInterfaces) {
+				fits = true
+			}
+		}
+		if !fits {
+			return false
+		}
+	}
+	if efas := efaOnly(nics, false); efas > 0 && (n.EfaInfo == nil || int32(efas) > aws.ToInt32(n.EfaInfo.MaximumEfaInterfaces)) {
+		return false
+	}
+	return true
 }
 
 // SupportsNestedVirtualization reports a type EC2 can launch with nested
