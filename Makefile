@@ -117,11 +117,12 @@ bench-aws: setup
 ## run guide 03 under the rest (fake-aws --iam-enforce) and expect the
 ## controller to name a permission it granted (-tags leastprivilege); then
 ## Joiner's reservation, placement-group and role-check calls under its own
-## stack enforced. Outside make test; about 9 minutes. docs/install.md has
-## its figures.
+## stack enforced; then each action and resource ARN taken out in turn,
+## evaluated against the runs' authorizations. Outside make test; about 12
+## minutes. docs/install.md has its figures.
 least-privilege: setup
 	go vet -tags leastprivilege ./test/aws/
-	go test -tags leastprivilege -count=1 -timeout 60m -v -run '^(TestEachStatementNamedWhenMissing|TestOwnFeaturesUnderOwnStack)$$' ./test/aws/
+	go test -tags leastprivilege -count=1 -timeout 60m -v -run '^(TestEachStatementNamedWhenMissing|TestOwnFeaturesUnderOwnStack|TestEachActionAndResourceNeeded)$$' ./test/aws/
 
 ## karpenter-e2e: Karpenter v1.14.1's own regression suite
 ## (sigs.k8s.io/karpenter test/suites/regression, 99 specs), built unchanged

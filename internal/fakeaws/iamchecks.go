@@ -19,7 +19,8 @@ import (
 // createFleetChecks authorizes an instant fleet as EC2 does: ec2:CreateFleet
 // and ec2:RunInstances on every resource it creates (with the tags it puts
 // on them, from the request and the launch template) and uses (the launch
-// template with its own tags, images, subnets, security groups), the
+// template with its own tags, images, subnets, security groups, the
+// capacity reservation and placement group it targets), the
 // implicit ec2:CreateTags of each tagged resource, and iam:PassRole of the
 // instance profile's role.
 func (e *iamEnforcer) createFleetChecks(ctx context.Context, c *call) ([]authCheck, error) {
@@ -51,6 +52,15 @@ func (e *iamEnforcer) createFleetChecks(ctx context.Context, c *call) ([]authChe
 		}
 		if lt.image != "" {
 			used[fmt.Sprintf("arn:aws:ec2:%s::image/%s", c.Region, lt.image)] = nil
+		}
+		// A targeted reservation and a placement group are resources the
+		// launch uses, and EC2 authorizes it on them (a placement group's
+		// ARN names it by its name).
+		if lt.reservation != "" {
+			used[ec2ARN(c.Region, "capacity-reservation", lt.reservation)] = nil
+		}
+		if lt.placementGroup != "" {
+			used[ec2ARN(c.Region, "placement-group", lt.placementGroup)] = nil
 		}
 		for _, g := range lt.groups {
 			used[ec2ARN(c.Region, "security-group", g)] = nil
@@ -107,6 +117,9 @@ type ltData struct {
 	groups   []string
 	tagSpecs map[string]map[string]string // resource type → tags
 	role     string                       // the instance profile's role ARN
+	// reservation is the capacity reservation the template targets;
+	// placementGroup the name of the group it places instances in.
+	reservation, placementGroup string
 }
 
 func (e *iamEnforcer) launchTemplateData(ctx context.Context, id, name string) (ltData, error) {
@@ -124,6 +137,20 @@ func (e *iamEnforcer) launchTemplateData(ctx context.Context, id, name string) (
 	}
 	data := v.LaunchTemplateVersions[0].LaunchTemplateData
 	d.image = aws.ToString(data.ImageId)
+	if spec := data.CapacityReservationSpecification; spec != nil && spec.CapacityReservationTarget != nil {
+		d.reservation = aws.ToString(spec.CapacityReservationTarget.CapacityReservationId)
+	}
+	if pl := data.Placement; pl != nil && (aws.ToString(pl.GroupId) != "" || aws.ToString(pl.GroupName) != "") {
+		want := aws.ToString(pl.GroupId)
+		if want == "" {
+			want = aws.ToString(pl.GroupName)
+		}
+		e.s.pgs.mu.Lock()
+		if g := e.s.pgs.find(want); g != nil {
+			d.placementGroup = g.name
+		}
+		e.s.pgs.mu.Unlock()
+	}
 	d.groups = append(d.groups, data.SecurityGroupIds...)
 	for _, n := range data.NetworkInterfaces {
 		d.groups = append(d.groups, n.Groups...)

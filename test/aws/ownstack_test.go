@@ -6,12 +6,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+	"github.com/joiner-autoscaler/joiner/internal/fakeaws"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/joiner-autoscaler/joiner/test/framework"
 )
@@ -26,6 +28,12 @@ func TestOwnFeaturesUnderOwnStack(t *testing.T) {
 	kubeconfig := chartRBAC(t)
 	framework.ResetCluster(t)
 	f, role := underStack(t, joinerStack, sixPolicies, guideV114)
+	ownFeatures(t, f, role, kubeconfig)
+}
+
+// ownFeatures runs TestOwnFeaturesUnderOwnStack's scenario on f, with a
+// controller of its own, and leaves the cluster empty.
+func ownFeatures(t *testing.T, f *fakeaws.Server, role, kubeconfig string) {
 	ctx := context.Background()
 	adminIAM := iam.NewFromConfig(adminConfig(t, f))
 
@@ -52,7 +60,8 @@ func TestOwnFeaturesUnderOwnStack(t *testing.T) {
 	awsCLI(t, f, "ec2", "create-placement-group", "--group-name", group, "--strategy", "partition", "--partition-count", "3")
 
 	j := startController(t, f, role, kubeconfig, guideV114)
-	t.Cleanup(func() { framework.ResetCluster(t) })
+	defer j.Stop(syscall.SIGTERM)
+	defer framework.ResetCluster(t)
 	manifests := strings.Replace(framework.PoolAndClass, "  securityGroupSelectorTerms:",
 		"  capacityReservationSelectorTerms: [{tags: {team: "+team+"}}]\n  placementGroupSelector: {name: "+group+"}\n  securityGroupSelectorTerms:", 1)
 	manifests = strings.Replace(manifests, "values: [on-demand]", "values: [reserved, on-demand]", 1)
