@@ -21,9 +21,11 @@ import (
 // TestOwnFeaturesUnderOwnStack runs Joiner's own features under its own
 // stack with IAM enforced, where the guide's walkthrough does not reach:
 // a class that selects a capacity reservation and a placement group (EC2
-// authorizes the launch on both resources), and a class whose instance
+// authorizes the launch on both resources), a class whose instance
 // profile holds another role (the new one is checked with iam:GetRole
-// before the old leaves the profile). No call is refused.
+// before the old leaves the profile), and a drift on a new AMI, whose
+// replacement launches on-demand (the reservation is full) and whose old
+// node is terminated. No call is refused.
 func TestOwnFeaturesUnderOwnStack(t *testing.T) {
 	kubeconfig := chartRBAC(t)
 	framework.ResetCluster(t)
@@ -81,6 +83,24 @@ func ownFeatures(t *testing.T, f *fakeaws.Server, role, kubeconfig string) {
 	if err != nil || len(out.InstanceProfile.Roles) != 1 || aws.ToString(out.InstanceProfile.Roles[0].RoleName) != "KarpenterNodeRole-"+clusterName {
 		t.Fatalf("the class's profile after Joiner: %+v (%v); want the class's role alone", out, err)
 	}
+
+	// A new AMI: the node drifts, an on-demand replacement (the
+	// reservation is full) takes the pod, the old instance is terminated.
+	first := framework.NodeClaims(t)[0]
+	param := fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/x86_64/standard/recommended/image_id", clusterMinor(t))
+	if _, err := f.PublishImage(ctx, param, ""); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 4*time.Minute, "the drifted node replaced on-demand and its instance terminated", func() (bool, string) {
+		claims := framework.NodeClaims(t)
+		n, _ := framework.Running(t, map[string]string{"app": "reserved"})
+		if len(claims) != 1 || claims[0].Name == first.Name || n != 1 {
+			return false, fmt.Sprintf("%d NodeClaims, %d running", len(claims), n)
+		}
+		state := fakeInstances(t, f)[instanceID(first.Status.ProviderID)]
+		return state == "terminated" && claims[0].Labels["karpenter.sh/capacity-type"] == "on-demand",
+			fmt.Sprintf("old instance %s, new NodeClaim %s", state, claims[0].Labels["karpenter.sh/capacity-type"])
+	})
 
 	var getRole int
 	for _, c := range f.Calls("", "") {
