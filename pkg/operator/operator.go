@@ -190,7 +190,7 @@ func Run(ctx context.Context, opts *Options) error {
 		LaunchTTL: opts.LaunchTTL, RegistrationTTL: opts.RegistrationTTL}).Register(mgr); err != nil {
 		return err
 	}
-	if err := (&termination.Controller{Client: mgr.GetClient(), CloudProvider: provider, Recorder: recorder, Clock: clk}).Register(mgr); err != nil {
+	if err := (&termination.Controller{Client: mgr.GetClient(), CloudProvider: provider, Recorder: recorder, Clock: clk, MinDrain: termination.MinDrainTime}).Register(mgr); err != nil {
 		return err
 	}
 	if err := (&status.Controller{Client: mgr.GetClient(), Cluster: cluster, Clock: clk}).Register(mgr); err != nil {

@@ -37,8 +37,11 @@ const NodeNameIndex = "spec.nodeName"
 // Polls while waiting on something no watch of ours reports: pods leaving,
 // and the terminationGracePeriod deadline while volumes detach.
 const (
-	drainPoll  = time.Second
-	volumePoll = 5 * time.Second
+	drainPoll = time.Second
+	// MinDrainTime is how long a node is drained at least, Karpenter's 5 s
+	// (Controller.MinDrain).
+	MinDrainTime = 5 * time.Second
+	volumePoll   = 5 * time.Second
 )
 
 // Controller drains and releases nodes carrying Joiner's finalizer.
@@ -47,6 +50,10 @@ type Controller struct {
 	CloudProvider cloudprovider.CloudProvider
 	Recorder      record.EventRecorder
 	Clock         clock.Clock
+	// MinDrain is how long a node is draining before it counts as drained,
+	// even with nothing to evict (MinDrainTime in the operator; 0 counts it
+	// at once).
+	MinDrain time.Duration
 
 	refusals refusals
 }
@@ -128,6 +135,18 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return lifecycle.Retry(err)
 		}
 		return reconcile.Result{RequeueAfter: drainPoll}, nil
+	}
+	// Nothing left to drain counts only once the node has been draining for
+	// MinDrainTime, as Karpenter waits: kube-scheduler may not have seen the
+	// taint yet and still bind a pod that the instance's end would kill.
+	if nc != nil {
+		cur := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDrained)
+		if c.MinDrain > 0 && (cur == nil || (cur.Status == metav1.ConditionUnknown && c.Clock.Since(cur.LastTransitionTime.Time) < c.MinDrain)) {
+			if err := c.record(ctx, nc, v1.ConditionTypeDrained, metav1.ConditionUnknown, "Draining", "Draining"); err != nil {
+				return lifecycle.Retry(err)
+			}
+			return reconcile.Result{RequeueAfter: drainPoll}, nil
+		}
 	}
 	if err := c.record(ctx, nc, v1.ConditionTypeDrained, metav1.ConditionTrue, "Drained", ""); err != nil {
 		return lifecycle.Retry(err)

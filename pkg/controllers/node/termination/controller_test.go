@@ -537,3 +537,30 @@ func TestVolumeAttachments(t *testing.T) {
 		})
 	}
 }
+
+// A node with nothing to evict counts as drained only once it has been
+// draining for MinDrainTime, as Karpenter waits: kube-scheduler may bind a
+// pod before it sees the taint.
+func TestMinDrainTime(t *testing.T) {
+	e := newEnv(t, interceptor.Funcs{}, newNode(), newClaim(nil))
+	e.term.MinDrain = termination.MinDrainTime
+	e.deleteObj(t, newNode())
+	e.journal = nil
+	for _, step := range []struct {
+		after time.Duration
+		want  string
+	}{
+		{0, "Unknown/Draining"},
+		{4 * time.Second, "Unknown/Draining"},
+		{time.Second, "True/Drained"},
+	} {
+		e.clock.Step(step.after)
+		e.mustTerminate(t)
+		if got := e.condition(t, v1.ConditionTypeDrained); got != step.want {
+			t.Fatalf("Drained %s after %s more, want %s", got, step.after, step.want)
+		}
+		if step.want != "True/Drained" && slices.Contains(compact(e.journal), "cloud delete "+providerID) {
+			t.Fatalf("the instance was deleted before the node counted as drained: %v", e.journal)
+		}
+	}
+}
