@@ -19,7 +19,9 @@ import (
 type claimWatch struct {
 	mu sync.Mutex
 	// disrupting holds the NodeClaims marked for disruption or being
-	// deleted, until they are gone.
+	// deleted, until they are gone or their instance is terminating: a
+	// drained node whose instance is ending no longer counts against a
+	// budget, in Karpenter as in Joiner (disruption.CountBudgets).
 	disrupting map[string]bool
 	most       int
 	drifted    map[string]string // NodeClaim -> Drifted reason, once seen
@@ -94,7 +96,7 @@ func (w *claimWatch) observe(typ watch.EventType, nc *v1.NodeClaim) {
 		w.reasons[nc.Name] = reason.Reason
 	}
 	switch {
-	case typ == watch.Deleted:
+	case typ == watch.Deleted || meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInstanceTerminating):
 		delete(w.disrupting, nc.Name)
 	case nc.DeletionTimestamp != nil || (reason != nil && reason.Status == "True"):
 		w.disrupting[nc.Name] = true
