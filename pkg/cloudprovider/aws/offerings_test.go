@@ -203,6 +203,20 @@ func TestCreateReserved(t *testing.T) {
 			t.Fatalf("request %s %+v; want a fleet of the cheaper block alone", r.CapacityType, r.Overrides)
 		}
 	})
+	t.Run("a NodeClaim that names its reservation gets that one", func(t *testing.T) {
+		inst := &instance.Instance{ID: id, Type: "m5.large", Zone: zoneA, SubnetID: "subnet-a", CapacityType: onDemand, CapacityReservationID: "cr-block-2"}
+		f := &fakes{instanceTypes: &fakeInstanceTypes{types: launchCatalog()}, instances: &fakeInstances{described: map[string]*instance.Instance{id: inst}},
+			reservations: &fakeReservations{room: map[string]int32{"cr-1": 1, "cr-block-2": 1}}}
+		p := newProvider(t, kubeWith(t, class), f)
+		named := req("karpenter.k8s.aws/capacity-reservation-id", corev1.NodeSelectorOpIn, "cr-block-2")
+		if _, _, err := createStepping(t, p, f, nodeClaim(reservedOrOnDemand, named)); err != nil {
+			t.Fatal(err)
+		}
+		r := f.instances.requests[0]
+		if len(r.Overrides) != 1 || r.Overrides[0].LaunchTemplate != "lt-m5.large-cr-block-2" {
+			t.Fatalf("request %s %+v; want the named reservation alone (not cr-1, though default reservations come first)", r.CapacityType, r.Overrides)
+		}
+	})
 	t.Run("a full reservation falls to on-demand", func(t *testing.T) {
 		inst := &instance.Instance{ID: id, Type: "m5.large", Zone: zoneA, SubnetID: "subnet-a", CapacityType: onDemand}
 		f := &fakes{instanceTypes: &fakeInstanceTypes{types: launchCatalog()}, instances: &fakeInstances{described: map[string]*instance.Instance{id: inst}},

@@ -119,6 +119,13 @@ func (c *CloudProvider) reservedRequest(ctx context.Context, nc *awsv1.EC2NodeCl
 				continue
 			}
 			for _, r := range c.reservationsFor(nc, it.Name, o.Zone) {
+				// A NodeClaim may ask for a reservation by its id, type or
+				// interruptibility, as Karpenter's reserved offerings carry
+				// them as requirements.
+				if !reqs.Allows(capacityreservation.LabelID, r.ID) || !reqs.Allows(capacityreservation.LabelType, r.ReservationType) ||
+					!reqs.Allows(capacityreservation.LabelInterruptible, strconv.FormatBool(r.Interruptible)) {
+					continue
+				}
 				picks = append(picks, pick{it, o, r})
 				if kind == "" || blockRank(r) < blockRank(awsv1.CapacityReservation{ReservationType: kind}) {
 					kind = r.ReservationType
