@@ -48,13 +48,21 @@ func exotic(it *cloudprovider.InstanceType) bool {
 }
 
 // withoutDearSpot leaves out, for a spot launch of a NodeClaim that also
-// allows on-demand, the types whose cheapest spot offering costs more than
-// the cheapest on-demand offering that would do: on-demand would then be
-// cheaper and is not interrupted. Without an on-demand offering to compare
-// with, nothing is left out.
+// allows on-demand, each spot offering that costs more than the cheapest
+// on-demand offering that would do (on-demand would then be cheaper and is
+// not interrupted), and the types left with no spot offering, as
+// Karpenter's launch filter does. A NodeClaim with minValues keeps them
+// all: dropping types could leave fewer than it asks for. Without an
+// on-demand offering to compare with, nothing is left out. The types kept
+// whole are the shared ones; the others are copies.
 func withoutDearSpot(its []*cloudprovider.InstanceType, reqs requirements.Requirements) []*cloudprovider.InstanceType {
 	if !reqs.Allows(v1.LabelCapacityType, instance.CapacityTypeOnDemand) {
 		return its
+	}
+	for _, r := range reqs {
+		if r.MinValues != nil {
+			return its
+		}
 	}
 	allowed := func(ct string) func(cloudprovider.Offering) bool {
 		return func(o cloudprovider.Offering) bool {
@@ -72,8 +80,29 @@ func withoutDearSpot(its []*cloudprovider.InstanceType, reqs requirements.Requir
 	}
 	out := make([]*cloudprovider.InstanceType, 0, len(its))
 	for _, it := range its {
-		if o, ok := it.CheapestOffering(allowed(instance.CapacityTypeSpot)); ok && o.Price <= cheapestOD {
+		kept, dropped := 0, 0
+		for _, o := range it.Offerings {
+			switch {
+			case o.CapacityType != instance.CapacityTypeSpot:
+			case o.Price <= cheapestOD:
+				kept++
+			default:
+				dropped++
+			}
+		}
+		switch {
+		case kept == 0:
+		case dropped == 0:
 			out = append(out, it)
+		default:
+			cp := it.Copy()
+			cp.Offerings = nil
+			for _, o := range it.Offerings {
+				if o.CapacityType != instance.CapacityTypeSpot || o.Price <= cheapestOD {
+					cp.Offerings = append(cp.Offerings, o)
+				}
+			}
+			out = append(out, cp)
 		}
 	}
 	return out

@@ -152,3 +152,41 @@ func TestCreateForgetsGoneLaunchTemplates(t *testing.T) {
 		})
 	}
 }
+
+// Each dear spot offering goes, not the type: its cheap zone stays; and a
+// NodeClaim with minValues keeps every type, as Karpenter's filter does.
+func TestWithoutDearSpotPerOffering(t *testing.T) {
+	its := []*cloudprovider.InstanceType{
+		itype("m5.large", "amd64", 2, 29, offering(zoneA, spot, 0.04), offering(zoneB, spot, 0.12), offering(zoneA, onDemand, 0.096)),
+		itype("c5.xlarge", "amd64", 4, 58, offering(zoneA, spot, 0.11), offering(zoneA, onDemand, 0.17)),
+	}
+	both := v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{spot, onDemand}}
+	reqs, err := requirements.FromNodeSelectorRequirements(both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := withoutDearSpot(its, reqs)
+	if names(got) != "m5.large" {
+		t.Fatalf("kept %q, want m5.large", names(got))
+	}
+	var spotZones []string
+	for _, o := range got[0].Offerings {
+		if o.CapacityType == spot {
+			spotZones = append(spotZones, o.Zone)
+		}
+	}
+	if len(spotZones) != 1 || spotZones[0] != zoneA {
+		t.Errorf("m5.large's spot offerings in %v, want %s alone (zone b's is dearer than on-demand)", spotZones, zoneA)
+	}
+	if len(its[0].Offerings) != 3 {
+		t.Error("the shared type's offerings were changed")
+	}
+	two := 2
+	withMin, err := requirements.FromNodeSelectorRequirements(both, v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpExists, MinValues: &two})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(withoutDearSpot(its, withMin)); got != "m5.large,c5.xlarge" {
+		t.Errorf("with minValues kept %q, want both types", got)
+	}
+}
