@@ -56,6 +56,21 @@ func (c *counting) DescribeLaunchTemplates(ctx context.Context, in *ec2.Describe
 }
 
 // reset empties moto for a test and gives the product's EC2 client on it.
+// ensureAndRead makes the template for in and reads its data back from EC2.
+func ensureAndRead(t *testing.T, p *Provider, api *ec2.Client, in Input) (LaunchTemplate, *ec2types.ResponseLaunchTemplateData) {
+	t.Helper()
+	ctx := context.Background()
+	lt, err := p.Ensure(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := api.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: aws.String(lt.ID)})
+	if err != nil || len(out.LaunchTemplateVersions) != 1 {
+		t.Fatalf("versions: %v, %v", out, err)
+	}
+	return lt, out.LaunchTemplateVersions[0].LaunchTemplateData
+}
+
 func reset(t *testing.T) *ec2.Client {
 	t.Helper()
 	mototest.Current().Reset(t)
@@ -228,15 +243,7 @@ func TestTemplateData(t *testing.T) {
 			Encrypted: aws.Bool(true), DeleteOnTermination: aws.Bool(true), KMSKeyID: aws.String("arn:aws:kms:us-east-1:111122223333:key/abc"),
 		},
 	}}
-	lt, err := p.Ensure(ctx, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := motoEC2.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: aws.String(lt.ID)})
-	if err != nil || len(out.LaunchTemplateVersions) != 1 {
-		t.Fatalf("versions: %v, %v", out, err)
-	}
-	d := out.LaunchTemplateVersions[0].LaunchTemplateData
+	lt, d := ensureAndRead(t, p, motoEC2, in)
 	check := func(what string, got, want any) {
 		t.Helper()
 		if !reflect.DeepEqual(got, want) {

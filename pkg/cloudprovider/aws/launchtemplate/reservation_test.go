@@ -1,11 +1,9 @@
 package launchtemplate
 
 import (
-	"context"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
@@ -16,7 +14,6 @@ import (
 // targeted and open launch modes).
 func TestReservationSpecification(t *testing.T) {
 	motoEC2 := reset(t)
-	ctx := context.Background()
 	p := New(motoEC2, "demo", nil, 0)
 	cases := []struct {
 		name       string
@@ -41,15 +38,7 @@ func TestReservationSpecification(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := input()
 			tc.edit(&in)
-			lt, err := p.Ensure(ctx, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := motoEC2.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: aws.String(lt.ID)})
-			if err != nil || len(out.LaunchTemplateVersions) != 1 {
-				t.Fatalf("versions: %v, %v", out, err)
-			}
-			d := out.LaunchTemplateVersions[0].LaunchTemplateData
+			_, d := ensureAndRead(t, p, motoEC2, in)
 			var preference ec2types.CapacityReservationPreference
 			target := ""
 			if s := d.CapacityReservationSpecification; s != nil {

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 )
 
 // karpenter_ec2nodeclasses_userdata_bytes (Karpenter v1.14.1's name) is the
