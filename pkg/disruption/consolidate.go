@@ -285,13 +285,10 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			d.Skipped[e.c.Node] = why
 			continue
 		}
-		if !take(e.c) {
-			continue
-		}
-		r, err = cluster.Remove(e.c.Node)
-		if err != nil {
-			continue
-		}
+		// The replacement is settled before the removal enters the model: a
+		// plan dropped after it (no cheaper offering once narrowed) would
+		// leave its replacement in the model, a node that later removals
+		// of this round could count on and no command launches.
 		cmd := Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: []Candidate{e.c}, Savings: e.c.Price, Risk: risk}
 		if len(r.Replacements) == 1 {
 			repl := r.Replacements[0]
@@ -302,13 +299,17 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			}
 			narrowed, why := cheaperOnly(pinSpot([]*scheduling.NewNodeClaim{repl}), e.c.Price)
 			if why != "" {
-				// The removal is already in the model; a plan that no
-				// longer saves money is not carried out.
 				d.Skipped[e.c.Node] = why
 				continue
 			}
 			cmd.Replacements = narrowed
 			cmd.Savings -= narrowed[0].Price()
+		}
+		if !take(e.c) {
+			continue
+		}
+		if _, err := cluster.Remove(e.c.Node); err != nil {
+			continue
 		}
 		d.Commands = append(d.Commands, cmd)
 	}
