@@ -14,13 +14,7 @@ import (
 // zone ID (from the request's overrides: EC2's error names the zone, not
 // its ID), capacity type and reason.
 func countLaunchFailure(e ec2types.CreateFleetError, req Request) {
-	zone := ""
-	if lto := e.LaunchTemplateAndOverrides; lto != nil && lto.Overrides != nil {
-		zone = aws.ToString(lto.Overrides.AvailabilityZone)
-		if zone == "" {
-			zone = zoneOfSubnet(req.Overrides, aws.ToString(lto.Overrides.SubnetId))
-		}
-	}
+	zone := errorZone(e, req.Overrides)
 	zoneID := ""
 	for _, o := range req.Overrides {
 		if o.Zone == zone && o.ZoneID != "" {

@@ -415,11 +415,7 @@ func (p *Provider) fleetResults(reqs []Request, resp *ec2.CreateFleetOutput) []b
 		templateGone = templateGone || templateNotFoundCodes[code]
 		if isCapacityCode(code) && e.LaunchTemplateAndOverrides != nil && e.LaunchTemplateAndOverrides.Overrides != nil {
 			o := e.LaunchTemplateAndOverrides.Overrides
-			zone := aws.ToString(o.AvailabilityZone)
-			if zone == "" {
-				zone = zoneOfSubnet(first.Overrides, aws.ToString(o.SubnetId))
-			}
-			ice = append(ice, Offering{InstanceType: string(o.InstanceType), Zone: zone, CapacityType: first.CapacityType})
+			ice = append(ice, Offering{InstanceType: string(o.InstanceType), Zone: errorZone(e, first.Overrides), CapacityType: first.CapacityType})
 		}
 	}
 	for i := range reqs {
@@ -515,6 +511,19 @@ func launchConfigs(r Request) []ec2types.FleetLaunchTemplateConfigRequest {
 		})
 	}
 	return out
+}
+
+// errorZone is the zone of a fleet error's override: the one EC2 names,
+// else its subnet's, from the request; "" when the error names neither.
+func errorZone(e ec2types.CreateFleetError, overrides []Override) string {
+	lto := e.LaunchTemplateAndOverrides
+	if lto == nil || lto.Overrides == nil {
+		return ""
+	}
+	if zone := aws.ToString(lto.Overrides.AvailabilityZone); zone != "" {
+		return zone
+	}
+	return zoneOfSubnet(overrides, aws.ToString(lto.Overrides.SubnetId))
 }
 
 func zoneOfSubnet(overrides []Override, subnet string) string {
