@@ -16,16 +16,20 @@ import (
 // would). Ten replacements are in flight together, and meanwhile the empty
 // node of another pool is deleted: a drift waiting for its replacements to
 // boot holds up neither emptiness nor the rest of the loop. Instances take
-// 15 s to boot, so the drift is still waiting when the other node's
-// consolidateAfter (5 s) has passed.
+// 30 s to boot, so the drift is still waiting when the other node's
+// consolidateAfter (5 s) and validation (15 s) have passed.
+//
+// The budget stays at zero until all 20 are marked drifted: marking takes a
+// NodeClaim write each, and on a loaded CI machine the first pass saw 2 of
+// them, so that how many went together measured the marking, not the loop.
 func TestFleetDrift(t *testing.T) {
-	j := framework.StartJoiner(t, "DISRUPTION_POLL=2s", "KWOK_LAUNCH_DELAY=15s")
+	j := framework.StartJoiner(t, "DISRUPTION_POLL=2s", "KWOK_LAUNCH_DELAY=30s")
 	t.Cleanup(func() { framework.ResetCluster(t) })
 	spare := strings.Replace(strings.SplitN(framework.PoolAndClass, "---\n", 2)[1], "metadata: {name: default}", "metadata: {name: spare}", 1)
 	// Tainted, so that only solo's pod lands there.
 	spare = strings.Replace(spare, "  template:\n", "  disruption: {consolidateAfter: 5s}\n  template:\n    metadata: {labels: {pool: spare}}\n", 1)
 	spare = strings.Replace(spare, "      requirements:\n", "      taints: [{key: spare, effect: NoSchedule}]\n      requirements:\n", 1)
-	framework.Kubectl(t, budgetPool(`[{nodes: "50%"}]`)+"---\n"+spare, "apply", "-f", "-")
+	framework.Kubectl(t, budgetPool(`[{nodes: "0"}]`)+"---\n"+spare, "apply", "-f", "-")
 	framework.Kubectl(t, apart(20), "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("solo", 1, "250m", "256Mi", "      nodeSelector: {pool: spare}\n      tolerations: [{key: spare, operator: Exists}]\n"), "apply", "-f", "-")
 	claims := framework.Initialized(t, 21)
@@ -36,6 +40,16 @@ func TestFleetDrift(t *testing.T) {
 		}
 	}
 	framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"team":"payments"}}}}}`)
+	framework.Eventually(t, 2*time.Minute, "the 20 nodes of pool default marked drifted", func() (bool, string) {
+		n := 0
+		for _, nc := range framework.NodeClaims(t) {
+			if nc.Labels[v1.LabelNodePool] == "default" && meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeDrifted) {
+				n++
+			}
+		}
+		return n == 20, fmt.Sprintf("%d drifted", n)
+	})
+	framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", `{"spec":{"disruption":{"budgets":[{"nodes":"50%"}]}}}`)
 	framework.Kubectl(t, "", "delete", "deployment", "solo")
 
 	// Watch the NodeClaims: the most replacements launching at once, and

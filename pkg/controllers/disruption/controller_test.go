@@ -204,6 +204,12 @@ func (w *world) observeLaunch(ctx context.Context, c client.Client, nc *v1.NodeC
 	if w.launch == nil {
 		return
 	}
+	w.initialize(ctx, c, nc)
+	w.launch(w, nc)
+}
+
+// initialize gives a replacement its node, Ready, and initializes it.
+func (w *world) initialize(ctx context.Context, c client.Client, nc *v1.NodeClaim) {
 	typ := nc.Spec.Requirements[0].Values[0]
 	for _, r := range nc.Spec.Requirements {
 		if r.Key == corev1.LabelInstanceTypeStable {
@@ -227,7 +233,6 @@ func (w *world) observeLaunch(ctx context.Context, c client.Client, nc *v1.NodeC
 	if err := c.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
 		w.t.Errorf("initializing %s: %v", nc.Name, err)
 	}
-	w.launch(w, nc)
 }
 
 // nodeAndClaim is an initialized (or not), Ready node of a catalog type and

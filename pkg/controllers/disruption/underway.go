@@ -11,6 +11,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -28,10 +29,11 @@ type underway struct {
 	running sync.WaitGroup
 }
 
-// node is a candidate's node, and whether its command has replacements.
+// node is a candidate's node, and how many replacements its command
+// launches.
 type node struct {
-	name     string
-	replaced bool
+	name         string
+	replacements int
 }
 
 // add registers a command's candidates; they are no longer candidates of
@@ -43,7 +45,7 @@ func (u *underway) add(cmd disruption.Command) {
 		u.claims = map[string]node{}
 	}
 	for _, c := range cmd.Candidates {
-		u.claims[c.NodeClaim] = node{c.Node, len(cmd.Replacements) > 0}
+		u.claims[c.NodeClaim] = node{c.Node, len(cmd.Replacements)}
 	}
 }
 
@@ -71,18 +73,18 @@ func (u *underway) replaces(nc *v1.NodeClaim) bool {
 	return ok && slices.ContainsFunc(strings.Split(replacing, ","), u.has)
 }
 
-// nodes are the nodes of the commands under way, less those of except,
-// and whether each one's command has replacements.
-func (u *underway) nodes(except *disruption.Command) map[string]bool {
+// nodes are the candidates of the commands under way, less those of
+// except, by NodeClaim.
+func (u *underway) nodes(except *disruption.Command) map[string]node {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	out := map[string]bool{}
-	for _, n := range u.claims {
-		out[n.name] = n.replaced
+	out := make(map[string]node, len(u.claims))
+	for claim, n := range u.claims {
+		out[claim] = n
 	}
 	if except != nil {
 		for _, c := range except.Candidates {
-			delete(out, c.Node)
+			delete(out, c.NodeClaim)
 		}
 	}
 	return out
@@ -92,26 +94,50 @@ func (u *underway) nodes(except *disruption.Command) map[string]bool {
 // except) on their way out: those nodes take no new pods. The pods of a
 // deletion's candidates are pending, keeping their claim on the room they
 // will take elsewhere: a decision or recheck that counted that room free
-// would plan two commands' pods into it. The pods of a replacement's
-// candidates stay put: their room is the replacements', which no other
-// command counts on while they launch, and as pending pods they would claim
-// any initialized node's room first (an empty node would stop looking
-// empty).
+// would plan two commands' pods into it. So are those of a replacement's
+// candidates once all its replacements have initialized: kept on their
+// nodes until the candidates are deleted, they left the replacements
+// looking empty, and a pass in that window planned another drift's pods
+// into them (or deleted one as empty). While the replacements launch, those
+// pods stay put: their room is the replacements', which no other command
+// counts on yet, and as pending pods they would claim any initialized
+// node's room first (an empty node would stop looking empty).
 func (c *Controller) withUnderway(ctx context.Context, snap scheduling.Snapshot, except *disruption.Command) (scheduling.Snapshot, error) {
 	underway := c.underway.nodes(except)
 	if len(underway) == 0 {
 		return snap, nil
 	}
+	claims, err := c.Cluster.NodeClaims(ctx)
+	if err != nil {
+		return snap, err
+	}
+	up := initializedReplacements(claims)
 	nodes, moving := map[string]bool{}, map[string]bool{}
-	for name, replaced := range underway {
-		nodes[name] = true
-		moving[name] = !replaced
+	for claim, n := range underway {
+		nodes[n.name] = true
+		moving[n.name] = up[claim] >= n.replacements
 	}
 	var pdbs policyv1.PodDisruptionBudgetList
 	if err := c.Client.List(ctx, &pdbs); err != nil {
 		return snap, err
 	}
 	return state.Disrupting(snap, nodes, moving, pdbs.Items, c.Clock.Now()), nil
+}
+
+// initializedReplacements counts, for each NodeClaim being replaced, its
+// replacements that have initialized and are not being deleted.
+func initializedReplacements(claims []*v1.NodeClaim) map[string]int {
+	out := map[string]int{}
+	for _, nc := range claims {
+		replacing, ok := nc.Annotations[v1.AnnotationReplacing]
+		if !ok || nc.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
+			continue
+		}
+		for _, name := range strings.Split(replacing, ",") {
+			out[name]++
+		}
+	}
+	return out
 }
 
 // start carries out cmd beside the decision loop. The command's result

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -90,3 +91,78 @@ func TestCommandsRunTogether(t *testing.T) {
 }
 
 var _ client.Object = (*v1.NodeClaim)(nil)
+
+// TestInitializedReplacementsTakeTheirPods: once a drift's replacement has
+// initialized, and before its candidate is deleted, the candidate's pods
+// hold the replacement's room. A pass in that window found the replacement
+// empty: it planned the next drift's pod into it (a deletion, which the
+// recheck abandoned 15 s later), or deleted it as empty.
+func TestInitializedReplacementsTakeTheirPods(t *testing.T) {
+	for _, consolidatable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("replacement consolidatable %v", consolidatable), func(t *testing.T) {
+			drifted := func(nc *v1.NodeClaim) {
+				meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue,
+					Reason: "NodeClassDrift", LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 11, 30, 0, 0, time.UTC))})
+			}
+			old, oldClaim := nodeAndClaim("old", "c6a.2xlarge", true)
+			drifted(oldClaim)
+			w := newWorld(t, "2", old, oldClaim, boundPod("inflate-0", "old", "1"))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer func() { cancel(); w.c.Wait() }()
+			drift, err := w.c.Pass(ctx)
+			if err != nil || drift == nil {
+				t.Fatalf("the first pass started no command (%v); events:\n%s", err, w.events())
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for alive, _ := w.replacements(); alive == 0 || !w.fc.HasWaiters(); alive, _ = w.replacements() {
+				if time.Now().After(deadline) {
+					t.Fatal("the drift never launched its replacement and waited")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			// A second drifted node, whose pod would fit beside nothing
+			// else on the replacement (a c6a.large).
+			old2, old2Claim := nodeAndClaim("old2", "c6a.2xlarge", true)
+			drifted(old2Claim)
+			for _, o := range []client.Object{old2, old2Claim, boundPod("inflate-1", "old2", "1")} {
+				if err := w.kube.Create(ctx, o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The replacement initializes; the command has not looked yet
+			// (it waits on the clock), so its candidate is not deleted.
+			var claims v1.NodeClaimList
+			if err := w.kube.List(ctx, &claims); err != nil {
+				t.Fatal(err)
+			}
+			var repl string
+			for i := range claims.Items {
+				if nc := &claims.Items[i]; nc.GenerateName != "" {
+					w.initialize(ctx, w.kube, nc)
+					repl = nc.Name
+					if !consolidatable {
+						stored := nc.DeepCopy()
+						meta.RemoveStatusCondition(&nc.Status.Conditions, v1.ConditionTypeConsolidatable)
+						if err := w.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+			cmd, _, err := w.c.decide(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cmd == nil {
+				t.Fatalf("no command for old2; events:\n%s", w.events())
+			}
+			var names []string
+			for _, c := range cmd.Candidates {
+				names = append(names, c.NodeClaim)
+			}
+			if len(names) != 1 || names[0] != "old2" || len(cmd.Replacements) != 1 {
+				t.Fatalf("the second command disrupts %v (replacement %s) with %d replacements; want old2 replaced, its pod kept off the room of old's", names, repl, len(cmd.Replacements))
+			}
+		})
+	}
+}
