@@ -47,12 +47,15 @@ type Options struct {
 	// KubernetesMinVersion is the oldest API server Joiner starts against.
 	KubernetesMinVersion  string
 	SubnetRefreshInterval time.Duration
-	LeaderElectionName    string
-	LeaderElectionNS      string
-	PreferencePolicy      string
-	MinValuesPolicy       string
-	FeatureGates          FeatureGates
-	InterruptionQueue     string
+	// InstanceProfileGCInterval is how often unused instance profiles are
+	// collected (aws).
+	InstanceProfileGCInterval time.Duration
+	LeaderElectionName        string
+	LeaderElectionNS          string
+	PreferencePolicy          string
+	MinValuesPolicy           string
+	FeatureGates              FeatureGates
+	InterruptionQueue         string
 	// The aws provider's settings, as Karpenter's AWS provider names them.
 	ClusterCABundle         string
 	IsolatedVPC             bool
@@ -226,6 +229,7 @@ var settings = []setting{
 	stringSetting("kubernetes-min-version", "KUBERNETES_MIN_VERSION", "", "refuse to start against an API server older than this version (Karpenter's chart passes 1.19.0-0)", func(o *Options) *string { return &o.KubernetesMinVersion }),
 	durationSetting("ami-refresh-interval", "AMI_REFRESH_INTERVAL", "1m", "how often the SSM parameters behind @latest aliases are read; a new image reaches status.amis (and drifts nodes) within it (aws)", func(o *Options) *time.Duration { return &o.AMIRefreshInterval }),
 	durationSetting("subnet-refresh-interval", "SUBNET_REFRESH_INTERVAL", "1m", "how often each EC2NodeClass's subnets, security groups, AMIs and instance profile are resolved again (aws)", func(o *Options) *time.Duration { return &o.SubnetRefreshInterval }),
+	durationSetting("instance-profile-gc-interval", "INSTANCE_PROFILE_GC_INTERVAL", "30m", "how often the instance profiles Joiner or Karpenter created for this cluster that no class uses and no NodeClaim names are deleted; a profile a class just left or took is spared twice this; Karpenter's 30 minutes (aws; not with ISOLATED_VPC)", func(o *Options) *time.Duration { return &o.InstanceProfileGCInterval }),
 	durationSetting("disruption-poll", "DISRUPTION_POLL", "10s", "how often voluntary disruption decides", func(o *Options) *time.Duration { return &o.DisruptionPoll }),
 	durationSetting("garbage-collect-min-age", "GARBAGE_COLLECT_MIN_AGE", "30s", "spare instances younger than this, whose NodeClaim may still be recording its launch", func(o *Options) *time.Duration { return &o.GarbageCollectMinAge }),
 	durationSetting("garbage-collect-interval", "GARBAGE_COLLECT_INTERVAL", "30s", "how often to look for instances without a NodeClaim", func(o *Options) *time.Duration { return &o.GarbageCollectInterval }),

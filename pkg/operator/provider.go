@@ -27,6 +27,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/zonalshift"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/interruption"
+	"github.com/joiner-autoscaler/joiner/pkg/controllers/node/capacity"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/reservation"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclaim/tagging"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodeclass"
@@ -103,11 +104,11 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent, ReservedENIs: opts.ReservedENIs, Clock: clk, Log: logger.WithName("instancetype"),
 		// A group that cannot be read leaves the types unfiltered: the
 		// class is not Ready then, and launches nothing.
-		PlacementStrategy: func(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
+		PlacementGroup: func(ctx context.Context, nc *awsv1.EC2NodeClass) (instancetype.Placement, error) {
 			if g, err := placementGroups.Get(ctx, nc); err == nil && g != nil {
-				return g.Strategy, nil
+				return instancetype.Placement{ID: g.ID, Strategy: g.Strategy}, nil
 			}
-			return "", nil
+			return instancetype.Placement{}, nil
 		}})
 	// With the ReservedCapacity gate off, as in Karpenter, the classes'
 	// capacityReservationSelectorTerms are not resolved and no launch uses
@@ -136,15 +137,26 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		Clock:                clk,
 		Overlay:              typeOverlay,
 		ZonalShifts:          shifts,
+		Capacity:             types,
 	})
 	if err != nil {
 		return nil, err
+	}
+	// A profile a class just left or took is spared two collections, as
+	// Karpenter spares it an hour at its 30 minutes.
+	profiles := &instanceprofile.Provider{IAM: clients.IAM, ClusterName: opts.ClusterName, Region: clients.Region, Clock: clk,
+		ProtectFor: 2 * opts.InstanceProfileGCInterval}
+	// As in Karpenter, not in an isolated VPC: IAM's endpoint is public.
+	if !opts.IsolatedVPC {
+		if err := mgr.Add(&nodeclass.ProfileGC{Client: mgr.GetClient(), Profiles: profiles, Clock: clk, Period: opts.InstanceProfileGCInterval}); err != nil {
+			return nil, err
+		}
 	}
 	ctrlr := &nodeclass.AWSController{
 		Client: mgr.GetClient(), Clock: clk, Recorder: recorder,
 		Subnets: subnets, SecurityGroups: securitygroup.NewProvider(clients.EC2, clk, 0),
 		AMIs:             &amifamily.Resolver{SSM: clients.SSM, EC2: clients.EC2, Clock: clk},
-		InstanceProfiles: &instanceprofile.Provider{IAM: clients.IAM, ClusterName: opts.ClusterName, Region: clients.Region},
+		InstanceProfiles: profiles,
 		LaunchTemplates:  templates, KubernetesVersion: nodeclass.KubernetesVersion(disc),
 		PlacementGroups:      placementGroups,
 		CapacityReservations: reservationLister(reservations),
@@ -166,6 +178,9 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		}},
 	}
 	if err := ctrlr.Register(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&capacity.Controller{Client: mgr.GetClient(), Observer: provider}).Register(mgr); err != nil {
 		return nil, err
 	}
 	if err := (&tagging.Controller{Client: mgr.GetClient(), Tagger: provider, Recorder: recorder}).Register(mgr); err != nil {

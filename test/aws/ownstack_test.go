@@ -23,9 +23,10 @@ import (
 // a class that selects a capacity reservation and a placement group (EC2
 // authorizes the launch on both resources), a class whose instance
 // profile holds another role (the new one is checked with iam:GetRole
-// before the old leaves the profile), and a drift on a new AMI, whose
+// before the old leaves the profile), a drift on a new AMI, whose
 // replacement launches on-demand (the reservation is full) and whose old
-// node is terminated. No call is refused.
+// node is terminated, and a role change and back, after which the profile
+// the class left is collected. No call is refused.
 func TestOwnFeaturesUnderOwnStack(t *testing.T) {
 	kubeconfig := chartRBAC(t)
 	framework.ResetCluster(t)
@@ -100,6 +101,30 @@ func ownFeatures(t *testing.T, f *fakeaws.Server, role, kubeconfig string) {
 		state := fakeInstances(t, f)[instanceID(first.Status.ProviderID)]
 		return state == "terminated" && claims[0].Labels["karpenter.sh/capacity-type"] == "on-demand",
 			fmt.Sprintf("old instance %s, new NodeClaim %s", state, claims[0].Labels["karpenter.sh/capacity-type"])
+	})
+
+	// A role change and back, with no node: the first change's profile,
+	// under the class's path, is collected once the class left it (and its
+	// protection of two collections ran out).
+	framework.Kubectl(t, "", "delete", "deployment", "reserved")
+	framework.Eventually(t, 2*time.Minute, "the empty node deleted", func() (bool, string) {
+		n := len(framework.NodeClaims(t))
+		return n == 0, fmt.Sprintf("%d NodeClaims", n)
+	})
+	other := instanceprofile.Name(clusterName, region, "default", "KarpenterNodeRole-old")
+	classProfile := func() string {
+		return strings.Trim(framework.Kubectl(t, "", "get", "ec2nodeclass", "default", "-o", "jsonpath={.status.instanceProfile}"), "'\n ")
+	}
+	for _, step := range []struct{ role, profile string }{{"KarpenterNodeRole-old", other}, {"KarpenterNodeRole-" + clusterName, profile}} {
+		framework.Kubectl(t, "", "patch", "ec2nodeclass", "default", "--type=merge", "-p", `{"spec":{"role":"`+step.role+`"}}`)
+		framework.Eventually(t, time.Minute, "the class on the profile of "+step.role, func() (bool, string) {
+			got := classProfile()
+			return got == step.profile, "status.instanceProfile " + got
+		})
+	}
+	framework.Eventually(t, time.Minute, "the profile the class left collected", func() (bool, string) {
+		_, err := adminIAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(other)})
+		return err != nil, fmt.Sprintf("%s still exists", other)
 	})
 
 	var getRole int

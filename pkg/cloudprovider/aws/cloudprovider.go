@@ -80,6 +80,9 @@ type Subnets interface {
 // Unavailable remembers offerings EC2 had no capacity for.
 type Unavailable interface {
 	MarkUnavailable(instanceType, zone, capacityType, reason string)
+	// MarkUnavailableIn holds for launches into one placement group alone
+	// (every launch when group is "").
+	MarkUnavailableIn(group, instanceType, zone, capacityType, reason string)
 	MarkCapacityTypeUnavailable(capacityType, reason string)
 }
 
@@ -137,6 +140,9 @@ type Options struct {
 	// (NodeOverlays), so the fleet prefers what the plan priced lowest and
 	// the NodeClaim reports the overlaid capacity.
 	Overlay cloudprovider.TypeOverlay
+	// Capacity, when set, learns types' memory from registered nodes
+	// (ObserveCapacity).
+	Capacity MemoryObserver
 }
 
 // CloudProvider launches EC2 instances.
@@ -311,15 +317,15 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	if err != nil {
 		var ice *instance.InsufficientCapacityError
 		if errors.As(err, &ice) {
-			for _, o := range ice.Offerings {
-				if launchedAs == v1.CapacityTypeReserved {
-					// A full reservation says nothing of on-demand capacity.
+			if launchedAs == v1.CapacityTypeReserved {
+				// A full reservation says nothing of on-demand capacity.
+				for _, o := range ice.Offerings {
 					for _, r := range c.reservationsFor(nc, o.InstanceType, o.Zone) {
 						c.opts.CapacityReservations.Exhausted(r.ID)
 					}
-					continue
 				}
-				c.opts.Unavailable.MarkUnavailable(o.InstanceType, o.Zone, o.CapacityType, "InsufficientInstanceCapacity")
+			} else {
+				c.markOut(ctx, nc, its, ice.Offerings)
 			}
 			if ct := ice.CapacityTypeOut; ct != "" {
 				// The NodeClaim's pods are planned again without it: a
@@ -347,9 +353,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	}
 	// EC2 fell through to this instance past offerings it had no capacity
 	// for: they are out just as those of a failed launch are.
-	for _, o := range inst.OutOfCapacity {
-		c.opts.Unavailable.MarkUnavailable(o.InstanceType, o.Zone, o.CapacityType, "InsufficientInstanceCapacity")
-	}
+	c.markOut(ctx, nc, its, inst.OutOfCapacity)
 	if inst.SubnetID != "" {
 		c.opts.Subnets.UpdateInflightIPs(map[string]int{inst.SubnetID: 1})
 	}
@@ -418,40 +422,13 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (_ 
 	}
 	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = nc.Hash()
 	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = awsv1.EC2NodeClassHashVersion
+	if nc.Status.InstanceProfile != "" {
+		out.Annotations[awsv1.AnnotationInstanceProfile] = nc.Status.InstanceProfile
+	}
 	if tagged {
 		out.Annotations[awsv1.AnnotationInstanceTagged] = "true"
 	}
 	return out, nil
-}
-
-// resumed is the instance an earlier, unrecorded attempt of this launch
-// started, or nil (see v1.AnnotationLaunchAttempted). Only NodeClaims that
-// attempted before ask, so a first launch costs no extra call.
-func (c *CloudProvider) resumed(ctx context.Context, nodeClaim *v1.NodeClaim, reqs requirements.Requirements) (*instance.Instance, error) {
-	at, ok := nodeClaim.Annotations[v1.AnnotationLaunchAttempted]
-	if !ok {
-		return nil, nil
-	}
-	since, err := time.Parse(time.RFC3339, at)
-	if err != nil {
-		return nil, fmt.Errorf("nodeclaim %s: annotation %s=%q is not an RFC 3339 time", nodeClaim.Name, v1.AnnotationLaunchAttempted, at)
-	}
-	inst, err := c.opts.Instances.Launched(ctx, nodeClaim.Name, nodeClaim.Labels[v1.LabelNodePool], since, func(i *instance.Instance) bool {
-		return reqs.Allows(corev1.LabelInstanceTypeStable, i.Type) && reqs.Allows(corev1.LabelTopologyZone, i.Zone) && reqs.Allows(v1.LabelCapacityType, i.CapacityType)
-	})
-	if awsclient.IsAccessDenied(err) {
-		// Without ec2:DescribeInstances nothing can be looked for; the
-		// pods need their node, and garbage collection (which needs the
-		// same permission to work at all) ends a second instance.
-		log.FromContext(ctx).Error(awsclient.ExplainPermission(err), "cannot look for an unrecorded earlier launch; launching", "NodeClaim", map[string]string{"name": nodeClaim.Name})
-		return nil, nil
-	}
-	if err != nil || inst == nil {
-		return nil, err
-	}
-	log.FromContext(ctx).Info("resuming an unrecorded launch with the instance it started", "instance", inst.ID,
-		"NodeClaim", map[string]string{"name": nodeClaim.Name}, "attempted", at)
-	return inst, nil
 }
 
 // capacityTypesOf are the capacity types the NodeClaim allows and some

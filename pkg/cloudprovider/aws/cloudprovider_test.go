@@ -330,7 +330,7 @@ func TestCreateResult(t *testing.T) {
 	}
 	// Tagged at launch: the tagging controller has nothing left to do.
 	wantAnnotations := map[string]string{awsv1.AnnotationEC2NodeClassHash: nc.Hash(), awsv1.AnnotationEC2NodeClassHashVersion: awsv1.EC2NodeClassHashVersion,
-		awsv1.AnnotationInstanceTagged: "true"}
+		awsv1.AnnotationInstanceTagged: "true", awsv1.AnnotationInstanceProfile: "demo_1234"}
 	if !reflect.DeepEqual(out.Annotations, wantAnnotations) {
 		t.Errorf("annotations %v, want %v", out.Annotations, wantAnnotations)
 	}

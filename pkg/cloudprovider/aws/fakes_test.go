@@ -87,6 +87,9 @@ func kubeWith(t *testing.T, objs ...client.Object) client.Client {
 	if err := awsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 }
 
@@ -135,7 +138,19 @@ func itype(name, arch string, cpus, pods int64, offerings ...cloudprovider.Offer
 	}
 }
 
-type fakeInstanceTypes struct{ types []*cloudprovider.InstanceType }
+type fakeInstanceTypes struct {
+	types []*cloudprovider.InstanceType
+	// observed are the memories ObserveMemory was told, by type.
+	observed map[string]string
+}
+
+func (f *fakeInstanceTypes) ObserveMemory(instanceType string, _ *awsv1.EC2NodeClass, memory resource.Quantity) bool {
+	if f.observed == nil {
+		f.observed = map[string]string{}
+	}
+	f.observed[instanceType] = memory.String()
+	return true
+}
 
 func (f *fakeInstanceTypes) List(context.Context, *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
 	return f.types, nil
@@ -271,6 +286,20 @@ type fakeUnavailable struct {
 	marked []instance.Offering
 	// types are the capacity types marked out whole.
 	types []string
+	// inGroup are the offerings marked out for one placement group, by
+	// group.
+	inGroup map[string][]instance.Offering
+}
+
+func (f *fakeUnavailable) MarkUnavailableIn(group, instanceType, zone, capacityType, reason string) {
+	if group == "" {
+		f.MarkUnavailable(instanceType, zone, capacityType, reason)
+		return
+	}
+	if f.inGroup == nil {
+		f.inGroup = map[string][]instance.Offering{}
+	}
+	f.inGroup[group] = append(f.inGroup[group], instance.Offering{InstanceType: instanceType, Zone: zone, CapacityType: capacityType})
 }
 
 func (f *fakeUnavailable) MarkCapacityTypeUnavailable(capacityType, _ string) {
@@ -381,7 +410,7 @@ func newProvider(t *testing.T, kube client.Client, f *fakes) *CloudProvider {
 		ClusterName: "demo", Region: "us-east-1", NodeClasses: kube,
 		InstanceTypes: f.instanceTypes, Instances: f.instances, Subnets: f.subnets, Unavailable: f.unavailable,
 		LaunchTemplates: f.templates, Clock: f.clock, TagRetry: 30 * time.Second,
-		PlacementGroups: fakePlacementGroups{f.placementGroup},
+		PlacementGroups: fakePlacementGroups{f.placementGroup}, Capacity: f.instanceTypes,
 	}
 	if f.reservations != nil {
 		opts.CapacityReservations = f.reservations

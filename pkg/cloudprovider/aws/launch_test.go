@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -290,14 +291,16 @@ func TestCreateResumesAnUnrecordedLaunch(t *testing.T) {
 	earlier := &instance.Instance{ID: "i-0earlier000000000", Type: "m5.large", Zone: zoneA, CapacityType: onDemand, SubnetID: "subnet-a", State: "running",
 		ImageID: "ami-0earlier", PrivateDNS: "ip-10-0-1-5.ec2.internal"}
 	for _, tc := range []struct {
-		name        string
-		annotation  string
-		earlier     *instance.Instance
-		reqs        []v1.NodeSelectorRequirementWithMinValues
-		wantAsked   bool
-		wantLaunch  bool
-		wantID      string
-		wantErrPart string
+		name       string
+		annotation string
+		earlier    *instance.Instance
+		reqs       []v1.NodeSelectorRequirementWithMinValues
+		// recordedByAnother: another NodeClaim's status names the instance.
+		recordedByAnother bool
+		wantAsked         bool
+		wantLaunch        bool
+		wantID            string
+		wantErrPart       string
 	}{
 		{name: "first attempt: launches without asking", wantLaunch: true, wantID: "i-0123456789abcdef0"},
 		{name: "an earlier attempt's instance is adopted", annotation: attempted, earlier: earlier, wantAsked: true, wantID: earlier.ID},
@@ -305,12 +308,20 @@ func TestCreateResumesAnUnrecordedLaunch(t *testing.T) {
 		{name: "an instance the NodeClaim could not run as is not adopted", annotation: attempted, earlier: earlier,
 			reqs:      []v1.NodeSelectorRequirementWithMinValues{req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.xlarge")},
 			wantAsked: true, wantLaunch: true, wantID: "i-0123456789abcdef0"},
+		{name: "an instance another NodeClaim recorded is not adopted", annotation: attempted, earlier: earlier, recordedByAnother: true,
+			wantAsked: true, wantLaunch: true, wantID: "i-0123456789abcdef0"},
 		{name: "a malformed annotation names itself", annotation: "yesterday", wantErrPart: "joiner.sh/launch-attempted=\"yesterday\" is not an RFC 3339 time"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakes{instanceTypes: &fakeInstanceTypes{types: launchCatalog()},
 				instances: &fakeInstances{earlier: tc.earlier, described: map[string]*instance.Instance{earlier.ID: earlier}}}
-			p := newProvider(t, kubeWith(t, readyClass()), f)
+			objs := []client.Object{readyClass()}
+			if tc.recordedByAnother {
+				other := nodeClaim()
+				other.Name, other.Status.ProviderID = "default-other", earlier.ProviderID()
+				objs = append(objs, other)
+			}
+			p := newProvider(t, kubeWith(t, objs...), f)
 			claim := nodeClaim(tc.reqs...)
 			if tc.annotation != "" {
 				claim.Annotations = map[string]string{v1.AnnotationLaunchAttempted: tc.annotation}

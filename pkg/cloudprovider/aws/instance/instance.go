@@ -148,8 +148,13 @@ type InsufficientCapacityError struct {
 	Message         string
 }
 
-// Offering names one (type, zone, capacity type).
-type Offering struct{ InstanceType, Zone, CapacityType string }
+// Offering names one (type, zone, capacity type). SpreadLimit: EC2 refused
+// it because the launch's spread placement group holds its seven instances
+// in the zone already, which no other type there would change.
+type Offering struct {
+	InstanceType, Zone, CapacityType string
+	SpreadLimit                      bool
+}
 
 func (e *InsufficientCapacityError) Error() string {
 	if e.CapacityTypeOut == CapacityTypeSpot {
@@ -415,7 +420,8 @@ func (p *Provider) fleetResults(reqs []Request, resp *ec2.CreateFleetOutput) []b
 		templateGone = templateGone || templateNotFoundCodes[code]
 		if isCapacityCode(code) && e.LaunchTemplateAndOverrides != nil && e.LaunchTemplateAndOverrides.Overrides != nil {
 			o := e.LaunchTemplateAndOverrides.Overrides
-			ice = append(ice, Offering{InstanceType: string(o.InstanceType), Zone: errorZone(e, first.Overrides), CapacityType: first.CapacityType})
+			ice = append(ice, Offering{InstanceType: string(o.InstanceType), Zone: errorZone(e, first.Overrides), CapacityType: first.CapacityType,
+				SpreadLimit: strings.Contains(aws.ToString(e.ErrorMessage), "limit of instances in this spread placement group")})
 		}
 	}
 	for i := range reqs {

@@ -244,7 +244,7 @@ func TestCapacityErrorsNameTheOfferings(t *testing.T) {
 			if got := errors.As(err, &ice); got != tc.wantICE {
 				t.Fatalf("error %v: capacity error %v, want %v", err, got, tc.wantICE)
 			}
-			if tc.wantICE && (len(ice.Offerings) != 1 || ice.Offerings[0] != (Offering{"m5.large", "us-east-1a", CapacityTypeSpot})) {
+			if tc.wantICE && (len(ice.Offerings) != 1 || ice.Offerings[0] != (Offering{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: CapacityTypeSpot})) {
 				t.Fatalf("offerings %+v", ice.Offerings)
 			}
 		})

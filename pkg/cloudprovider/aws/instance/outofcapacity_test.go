@@ -11,6 +11,13 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
+// spreadFull is EC2's refusal in a spread placement group that holds its
+// seven instances in the zone.
+func spreadFull(e ec2types.CreateFleetError) ec2types.CreateFleetError {
+	e.ErrorMessage = aws.String("We currently do not have sufficient capacity to launch all of the instances in this request. You have reached the limit of instances in this spread placement group for this Availability Zone.")
+	return e
+}
+
 // An instant fleet that falls through offerings without capacity launches
 // the next one and lists the others in its Errors; the launched instance
 // names them so the caller can mark them unavailable.
@@ -27,8 +34,10 @@ func TestLaunchPastCapacityErrorsNamesTheOfferings(t *testing.T) {
 	}{
 		{name: "no errors", want: nil},
 		{name: "the cheaper type out in both zones", errors: []ec2types.CreateFleetError{fleetError("InsufficientInstanceCapacity", "a"), fleetError("InsufficientInstanceCapacity", "b")},
-			want: []Offering{{"m5.large", "us-east-1a", CapacityTypeOnDemand}, {"m5.large", "us-east-1b", CapacityTypeOnDemand}}},
+			want: []Offering{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: CapacityTypeOnDemand}, {InstanceType: "m5.large", Zone: "us-east-1b", CapacityType: CapacityTypeOnDemand}}},
 		{name: "an error that is not about capacity", errors: []ec2types.CreateFleetError{fleetError("InvalidParameterValue", "a")}, want: nil},
+		{name: "a spread group's limit in a zone", errors: []ec2types.CreateFleetError{spreadFull(fleetError("InsufficientInstanceCapacity", "a"))},
+			want: []Offering{{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: CapacityTypeOnDemand, SpreadLimit: true}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

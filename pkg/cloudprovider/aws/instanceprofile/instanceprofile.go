@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
@@ -20,6 +22,7 @@ import (
 	"github.com/aws/smithy-go"
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
+	"k8s.io/utils/clock"
 )
 
 // IAMAPI is the part of the IAM client the provider calls. GetRole is used
@@ -33,6 +36,7 @@ type IAMAPI interface {
 	RemoveRoleFromInstanceProfile(ctx context.Context, in *iam.RemoveRoleFromInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.RemoveRoleFromInstanceProfileOutput, error)
 	DeleteInstanceProfile(ctx context.Context, in *iam.DeleteInstanceProfileInput, optFns ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error)
 	GetRole(ctx context.Context, in *iam.GetRoleInput, optFns ...func(*iam.Options)) (*iam.GetRoleOutput, error)
+	ListInstanceProfiles(ctx context.Context, in *iam.ListInstanceProfilesInput, optFns ...func(*iam.Options)) (*iam.ListInstanceProfilesOutput, error)
 }
 
 // Provider manages instance profiles for one cluster in one region.
@@ -40,6 +44,17 @@ type Provider struct {
 	IAM         IAMAPI
 	ClusterName string
 	Region      string
+	// Clock times how long a profile stays protected from garbage
+	// collection; the real clock when nil.
+	Clock clock.Clock
+	// ProtectFor is how long Protect keeps a profile; ProtectedFor when
+	// zero.
+	ProtectFor time.Duration
+
+	mu sync.Mutex
+	// protected are profiles garbage collection must not delete yet, and
+	// until when (see Protect).
+	protected map[string]time.Time
 }
 
 // NotFoundError is a spec field naming an IAM entity that does not exist.
@@ -150,8 +165,25 @@ func (p *Provider) Ensure(ctx context.Context, nc *awsv1.EC2NodeClass) (string, 
 			}
 			return "", fmt.Errorf("getting instance profile %q: %w", name, err)
 		}
+		// From spec.role to spec.instanceProfile: the role's profile stays
+		// while NodeClaims launched with it may not be seen yet.
+		if name != nc.Status.InstanceProfile {
+			p.Protect(nc.Status.InstanceProfile)
+		}
 		return name, nil
 	}
+	name, err := p.ensureRole(ctx, nc)
+	if err == nil && name != nc.Status.InstanceProfile {
+		// The new profile until the class's status names it, the old one
+		// while NodeClaims launched with it may not be seen yet.
+		p.Protect(name)
+		p.Protect(nc.Status.InstanceProfile)
+	}
+	return name, err
+}
+
+// ensureRole is Ensure for spec.role.
+func (p *Provider) ensureRole(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
 	role := RoleName(nc.Spec.Role)
 	if cur := nc.Status.InstanceProfile; cur != "" {
 		out, err := p.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(cur)})
@@ -235,8 +267,11 @@ func (p *Provider) getOrCreate(ctx context.Context, nc *awsv1.EC2NodeClass, name
 	if !isNoSuchEntity(err) {
 		return nil, fmt.Errorf("getting instance profile %q: %w", name, err)
 	}
-	created, err := p.IAM.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{
-		InstanceProfileName: aws.String(name), Tags: iamTags(p.Tags(nc))})
+	in := &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(name), Tags: iamTags(p.Tags(nc))}
+	if nc.UID != "" {
+		in.Path = aws.String(Path(p.Region, p.ClusterName, string(nc.UID)))
+	}
+	created, err := p.IAM.CreateInstanceProfile(ctx, in)
 	if err == nil {
 		return created.InstanceProfile, nil
 	}
@@ -275,10 +310,13 @@ func (p *Provider) tagIfMissing(ctx context.Context, nc *awsv1.EC2NodeClass, pro
 }
 
 // Delete removes the profiles Joiner created for nc: for its role, the
-// one in its status, and the one it made before profiles were per role;
-// their roles first, as IAM requires. A profile named in
-// spec.instanceProfile is never touched, nor one without this cluster's
-// and this class's tags. A missing profile is not an error.
+// one in its status, the one it made before profiles were per role, and
+// every profile under the class's IAM path (those of earlier roles, made by
+// Joiner or Karpenter); their roles first, as IAM requires. A profile named
+// in spec.instanceProfile is never touched, nor one without this cluster's
+// and this class's tags. A missing profile is not an error, nor a refused
+// listing (Karpenter's v1.1.3 stack grants no iam:ListInstanceProfiles):
+// then the profiles of earlier roles stay.
 func (p *Provider) Delete(ctx context.Context, nc *awsv1.EC2NodeClass) error {
 	names := []string{Name(p.ClusterName, p.Region, nc.Name, "")}
 	if nc.Spec.Role != "" {
@@ -286,6 +324,17 @@ func (p *Provider) Delete(ctx context.Context, nc *awsv1.EC2NodeClass) error {
 	}
 	if s := nc.Status.InstanceProfile; s != "" && !slices.Contains(names, s) {
 		names = append(names, s)
+	}
+	if nc.UID != "" {
+		under, err := p.under(ctx, Path(p.Region, p.ClusterName, string(nc.UID)))
+		if err != nil && !awsclient.IsAccessDenied(err) {
+			return err
+		}
+		for _, name := range under {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
 	}
 	for _, name := range names {
 		if nc.Spec.InstanceProfile != nil && *nc.Spec.InstanceProfile == name {
@@ -313,7 +362,13 @@ func (p *Provider) deleteOwned(ctx context.Context, nc *awsv1.EC2NodeClass, name
 	if has[tags.NodeClass] != nc.Name || has[tags.Cluster(p.ClusterName)] != "owned" {
 		return nil
 	}
-	for _, r := range out.InstanceProfile.Roles {
+	return p.deleteProfile(ctx, name, out.InstanceProfile.Roles)
+}
+
+// deleteProfile removes the profile's roles, then the profile; one already
+// gone is no error.
+func (p *Provider) deleteProfile(ctx context.Context, name string, roles []iamtypes.Role) error {
+	for _, r := range roles {
 		if _, err := p.IAM.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{
 			InstanceProfileName: aws.String(name), RoleName: r.RoleName}); err != nil && !isNoSuchEntity(err) {
 			return fmt.Errorf("removing role %q from instance profile %q: %w", aws.ToString(r.RoleName), name, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/internal/mototest"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instanceprofile"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestMain(m *testing.M) { os.Exit(mototest.Main(m)) }
@@ -147,7 +148,16 @@ func TestEnsureWithRole(t *testing.T) {
 
 func create(t *testing.T, api *iam.Client, name string, tags map[string]string) {
 	t.Helper()
+	createAt(t, api, name, "", tags)
+}
+
+// createAt creates the profile under path ("" for "/").
+func createAt(t *testing.T, api *iam.Client, name, path string, tags map[string]string) {
+	t.Helper()
 	in := &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(name)}
+	if path != "" {
+		in.Path = aws.String(path)
+	}
 	for k, v := range tags {
 		in.Tags = append(in.Tags, iamTag(k, v))
 	}
@@ -230,6 +240,8 @@ func TestDelete(t *testing.T) {
 		nc   *awsv1.EC2NodeClass
 		// setup creates profiles: name -> tags; each gets OtherRole.
 		profiles map[string]map[string]string
+		// paths are the IAM paths of profiles not under "/".
+		paths map[string]string
 		// gone and kept are profile names after Delete.
 		gone, kept []string
 	}{
@@ -241,6 +253,10 @@ func TestDelete(t *testing.T) {
 		{name: "the one it made before profiles were per role", nc: withRole("OtherRole"),
 			profiles: map[string]map[string]string{instanceprofile.Name("demo", "us-east-1", "default", ""): ourTags}, gone: []string{instanceprofile.Name("demo", "us-east-1", "default", "")}},
 		{name: "not a profile of its name it did not tag", nc: withRole("OtherRole"), profiles: map[string]map[string]string{ours: nil}, kept: []string{ours}},
+		{name: "an earlier role's, under the class's path", nc: withUID(withRole("OtherRole"), "uid-1"),
+			profiles: map[string]map[string]string{"demo_earlier": ourTags, "demo_of_another_class": ourTags},
+			paths:    map[string]string{"demo_earlier": instanceprofile.Path("us-east-1", "demo", "uid-1"), "demo_of_another_class": instanceprofile.Path("us-east-1", "demo", "uid-2")},
+			gone:     []string{"demo_earlier"}, kept: []string{"demo_of_another_class"}},
 		{name: "not another cluster's", nc: withRole("OtherRole"),
 			profiles: map[string]map[string]string{ours: {"karpenter.k8s.aws/ec2nodeclass": "default", "kubernetes.io/cluster/other": "owned"}}, kept: []string{ours}},
 	}
@@ -248,7 +264,7 @@ func TestDelete(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			api, p := setup(t, "OtherRole")
 			for name, tags := range tc.profiles {
-				create(t, api, name, tags)
+				createAt(t, api, name, tc.paths[name], tags)
 				addRole(t, api, name, "OtherRole")
 			}
 			if err := p.Delete(context.Background(), tc.nc); err != nil {
@@ -412,6 +428,11 @@ func TestEnsureKeepsAndRolls(t *testing.T) {
 			t.Fatalf("the old profile is %+v; its nodes' role was swapped", prof)
 		}
 	})
+}
+
+func withUID(nc *awsv1.EC2NodeClass, uid string) *awsv1.EC2NodeClass {
+	nc.UID = types.UID(uid)
+	return nc
 }
 
 func inStatus(nc *awsv1.EC2NodeClass, profile string) *awsv1.EC2NodeClass {

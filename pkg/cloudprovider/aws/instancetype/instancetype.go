@@ -19,6 +19,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
@@ -68,12 +69,15 @@ type Options struct {
 	// ReservedENIs (RESERVED_ENIS) are the operator's settings.
 	VMMemoryOverheadPercent float64
 	ReservedENIs            int
-	// PlacementStrategy is the strategy of a class's placement group
-	// ("" for none); nil: no class has one. Types whose supported
-	// strategies lack it are left out, as EC2 refuses to launch them there.
-	PlacementStrategy func(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error)
-	Clock             clock.Clock
-	Log               logr.Logger
+	// PlacementGroup is a class's placement group (a zero Placement for
+	// none); nil: no class has one. Types whose supported strategies lack
+	// the group's are left out, as EC2 refuses to launch them there, and
+	// offerings EC2 ran out of in the group are unavailable to it alone.
+	PlacementGroup func(ctx context.Context, nc *awsv1.EC2NodeClass) (Placement, error)
+	// Discovered is the memory registered nodes reported; nil: a new store.
+	Discovered *Discovered
+	Clock      clock.Clock
+	Log        logr.Logger
 }
 
 // Provider lists instance types. Its methods are safe for concurrent use.
@@ -103,6 +107,9 @@ func New(opts Options) *Provider {
 	if opts.Unavailable == nil {
 		opts.Unavailable = unavailable.New(opts.Clock, unavailable.DefaultTTL)
 	}
+	if opts.Discovered == nil {
+		opts.Discovered = NewDiscovered(opts.Clock)
+	}
 	return &Provider{opts: opts, cache: map[string][]*cloudprovider.InstanceType{}}
 }
 
@@ -114,20 +121,24 @@ func New(opts Options) *Provider {
 // with no offering at all are still listed, so that running nodes of them
 // are understood.
 //
+// A type's memory is what its registered nodes reported under the class's
+// images (Discovered), or else the estimate.
+//
 // The result is shared with other callers and must not be modified. It is
 // recomputed only when the class's kubelet, block devices, instance store
-// policy, AMI family or zones change, when EC2's data is described again,
-// or when a price or an offering's availability moves.
+// policy, AMI family, images or zones change, when EC2's data is described
+// again, or when a price, an offering's availability or a discovered
+// capacity moves.
 func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
 	if err := p.ensureFresh(ctx); err != nil {
 		return nil, err
 	}
 	zones := classZones(nc)
 	in := InputsFor(nc, p.opts.VMMemoryOverheadPercent, p.opts.ReservedENIs)
-	strategy := ""
-	if p.opts.PlacementStrategy != nil && nc.Spec.PlacementGroupSelector != nil {
+	var group Placement
+	if p.opts.PlacementGroup != nil && nc.Spec.PlacementGroupSelector != nil {
 		var err error
-		if strategy, err = p.opts.PlacementStrategy(ctx, nc); err != nil {
+		if group, err = p.opts.PlacementGroup(ctx, nc); err != nil {
 			return nil, err
 		}
 	}
@@ -145,12 +156,14 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 		Zones               []string
 		Nested              bool
 		NetworkInterfaces   []awsv1.NetworkInterface
-		Strategy            string
+		Group               Placement
 		Conntrack           bool
-	}{in.Kubelet, in.BlockDeviceMappings, in.InstanceStorePolicy, in.AMIFamily, zones, nestedVirtualization(nc), in.NetworkInterfaces, strategy, conntrack}) +
+	}{in.Kubelet, in.BlockDeviceMappings, in.InstanceStorePolicy, in.AMIFamily, zones, nestedVirtualization(nc), in.NetworkInterfaces, group, conntrack}) +
 		"/" + strconv.FormatUint(generation, 10) +
 		"/" + strconv.FormatUint(p.opts.Unavailable.SeqNum(), 10) +
-		"/" + strconv.FormatUint(p.opts.Pricing.SeqNum(), 10)
+		"/" + strconv.FormatUint(p.opts.Pricing.SeqNum(), 10) +
+		"/" + strconv.FormatUint(p.opts.Discovered.SeqNum(), 10) +
+		"/" + amisKey(nc.Status.AMIs)
 	p.mu.RLock()
 	cached, ok := p.cache[key]
 	p.mu.RUnlock()
@@ -164,7 +177,7 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 		if nested && !SupportsNestedVirtualization(info) {
 			continue
 		}
-		if !compatible(info, strategy, conntrack) || !holdsInterfaces(info, nc.Spec.NetworkInterfaces) {
+		if !compatible(info, group.Strategy, conntrack) || !holdsInterfaces(info, nc.Spec.NetworkInterfaces) {
 			continue
 		}
 		labels, capacity, allocatable, err := Compute(info, in)
@@ -173,6 +186,9 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 		}
 		if labels[corev1.LabelOSStable] == "" || labels[corev1.LabelArchStable] == "" {
 			continue // an architecture Kubernetes or the family cannot run
+		}
+		if memory, ok := p.opts.Discovered.Memory(string(info.InstanceType), nc.Status.AMIs); ok {
+			capacity, allocatable = withDiscovered(capacity, allocatable, memory)
 		}
 		kubeReserved, err := KubeReserved(info, in)
 		if err != nil {
@@ -185,7 +201,7 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 			Labels:       labels,
 			Capacity:     capacity,
 			Allocatable:  allocatable,
-			Offerings:    p.offerings(info, intersect(typeZones[name], zones)),
+			Offerings:    p.offerings(info, intersect(typeZones[name], zones), group.ID),
 			AttachLimits: catalog.AttachLimits(labels),
 			KubeReserved: kubeReserved,
 		})
@@ -203,7 +219,19 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 	return slices.Clone(out), nil
 }
 
-func (p *Provider) offerings(info ec2types.InstanceTypeInfo, zones []string) []cloudprovider.Offering {
+// ObserveMemory records the memory capacity a registered node of the type
+// reported, booted from one of the class's current images, and reports
+// whether the type's capacity changed.
+func (p *Provider) ObserveMemory(instanceType string, nc *awsv1.EC2NodeClass, memory resource.Quantity) bool {
+	return p.opts.Discovered.Observe(instanceType, nc.Status.AMIs, memory)
+}
+
+// Placement is a class's placement group: its ID and strategy.
+type Placement struct{ ID, Strategy string }
+
+// offerings are the type's in the zones, for launches into the placement
+// group of that ID ("" for none).
+func (p *Provider) offerings(info ec2types.InstanceTypeInfo, zones []string, group string) []cloudprovider.Offering {
 	name := string(info.InstanceType)
 	var out []cloudprovider.Offering
 	for _, zone := range zones {
@@ -223,7 +251,7 @@ func (p *Provider) offerings(info ec2types.InstanceTypeInfo, zones []string) []c
 			}
 			out = append(out, cloudprovider.Offering{
 				Zone: zone, CapacityType: ct, Price: price,
-				Available: !p.opts.Unavailable.IsUnavailable(name, zone, ct),
+				Available: !p.opts.Unavailable.IsUnavailableIn(group, name, zone, ct),
 			})
 		}
 	}

@@ -532,7 +532,9 @@ func TestNestedVirtualization(t *testing.T) {
 func TestPlacementStrategyAndConntrack(t *testing.T) {
 	f := newFakeEC2(t, "m5.large", "c7i-flex.large", "c4.large")
 	p := New(Options{EC2: f, Region: "us-east-1", VMMemoryOverheadPercent: DefaultVMMemoryOverheadPercent, Clock: clocktesting.NewFakeClock(time.Now()),
-		PlacementStrategy: func(context.Context, *awsv1.EC2NodeClass) (string, error) { return "cluster", nil }})
+		PlacementGroup: func(context.Context, *awsv1.EC2NodeClass) (Placement, error) {
+			return Placement{ID: "pg-1", Strategy: "cluster"}, nil
+		}})
 	for _, tt := range []struct {
 		name      string
 		group     bool
@@ -556,6 +558,41 @@ func TestPlacementStrategyAndConntrack(t *testing.T) {
 		}
 		if got := names(its); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: listed %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestOutOfCapacityInTheGroup: an offering EC2 ran out of inside a
+// placement group is unavailable to the classes launching into that group
+// alone.
+func TestOutOfCapacityInTheGroup(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	out := unavailable.New(clk, unavailable.DefaultTTL)
+	p := New(Options{EC2: newFakeEC2(t, "m5.large"), Region: "us-east-1", VMMemoryOverheadPercent: DefaultVMMemoryOverheadPercent, Clock: clk, Unavailable: out,
+		PlacementGroup: func(context.Context, *awsv1.EC2NodeClass) (Placement, error) {
+			return Placement{ID: "pg-1", Strategy: "cluster"}, nil
+		}})
+	out.MarkUnavailableIn("pg-1", "m5.large", "us-east-1a", v1.CapacityTypeOnDemand, "InsufficientInstanceCapacity")
+	for _, tc := range []struct {
+		name      string
+		group     bool
+		available bool
+	}{
+		{name: "a class launching into the group", group: true, available: false},
+		{name: "a class without a group", group: false, available: true},
+	} {
+		nc := nodeClass("us-east-1a")
+		if tc.group {
+			nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "training"}
+		}
+		its, err := p.List(context.Background(), nc)
+		if err != nil || len(its) != 1 {
+			t.Fatalf("%s: listed %d types: %v", tc.name, len(its), err)
+		}
+		for _, o := range its[0].Offerings {
+			if o.CapacityType == v1.CapacityTypeOnDemand && o.Available != tc.available {
+				t.Errorf("%s: the on-demand offering available: %v, want %v", tc.name, o.Available, tc.available)
+			}
 		}
 	}
 }

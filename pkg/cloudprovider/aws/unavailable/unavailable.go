@@ -5,6 +5,10 @@
 //
 // Entries expire on their own: capacity comes back, and a type marked out
 // forever would be a type never tried again.
+//
+// An entry may hold for one placement group only: EC2 refusing a type in a
+// group (a cluster group's rack full, a spread group's seven instances per
+// zone) says nothing of the same type outside it.
 package unavailable
 
 import (
@@ -21,7 +25,9 @@ import (
 // cheapest type was briefly short gets it again within minutes.
 const DefaultTTL = 3 * time.Minute
 
-type key struct{ instanceType, zone, capacityType string }
+// key is an offering; group is the placement group the entry holds for,
+// "" for every launch.
+type key struct{ instanceType, zone, capacityType, group string }
 
 type entry struct {
 	expires time.Time
@@ -60,13 +66,23 @@ func (c *Cache) WithLog(l logr.Logger) *Cache {
 // offering that is already out restarts its TTL: EC2 has just refused it
 // again.
 func (c *Cache) MarkUnavailable(instanceType, zone, capacityType, reason string) {
+	c.MarkUnavailableIn("", instanceType, zone, capacityType, reason)
+}
+
+// MarkUnavailableIn takes the offering out for launches into the placement
+// group alone (every launch when group is "").
+func (c *Cache) MarkUnavailableIn(group, instanceType, zone, capacityType, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expireLocked()
-	k := key{instanceType, zone, capacityType}
+	k := key{instanceType, zone, capacityType, group}
 	if _, ok := c.entries[k]; !ok {
 		c.seq++
-		c.log.Info("offering unavailable", "instance-type", instanceType, "zone", zone, "capacity-type", capacityType, "reason", reason, "ttl", c.ttl.String())
+		kv := []any{"instance-type", instanceType, "zone", zone, "capacity-type", capacityType, "reason", reason, "ttl", c.ttl.String()}
+		if group != "" {
+			kv = append(kv, "placement-group-id", group)
+		}
+		c.log.Info("offering unavailable", kv...)
 	}
 	c.entries[k] = entry{expires: c.clk.Now().Add(c.ttl), reason: reason}
 }
@@ -85,23 +101,38 @@ func (c *Cache) MarkCapacityTypeUnavailable(capacityType, reason string) {
 // IsUnavailable reports whether the offering is out, by itself or with its
 // whole capacity type.
 func (c *Cache) IsUnavailable(instanceType, zone, capacityType string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.expireLocked()
-	_, one := c.entries[key{instanceType, zone, capacityType}]
-	_, all := c.entries[key{anyOffering, anyOffering, capacityType}]
-	return one || all
+	return c.IsUnavailableIn("", instanceType, zone, capacityType)
+}
+
+// IsUnavailableIn reports whether the offering is out for a launch into the
+// placement group ("" for none): out for every launch, or for that group.
+func (c *Cache) IsUnavailableIn(group, instanceType, zone, capacityType string) bool {
+	_, ok := c.find(group, instanceType, zone, capacityType)
+	return ok
 }
 
 // Reason is why the offering is out, or "" when it is not.
 func (c *Cache) Reason(instanceType, zone, capacityType string) string {
+	e, _ := c.find("", instanceType, zone, capacityType)
+	return e.reason
+}
+
+// find is the entry that takes the offering out for a launch into the
+// group: the offering's own, its capacity type's, or the group's.
+func (c *Cache) find(group, instanceType, zone, capacityType string) (entry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expireLocked()
-	if e, ok := c.entries[key{instanceType, zone, capacityType}]; ok {
-		return e.reason
+	keys := []key{{instanceType, zone, capacityType, ""}, {anyOffering, anyOffering, capacityType, ""}}
+	if group != "" {
+		keys = append(keys, key{instanceType, zone, capacityType, group})
 	}
-	return c.entries[key{anyOffering, anyOffering, capacityType}].reason
+	for _, k := range keys {
+		if e, ok := c.entries[k]; ok {
+			return e, true
+		}
+	}
+	return entry{}, false
 }
 
 // SeqNum changes whenever the set of unavailable offerings changes (an entry
@@ -126,7 +157,11 @@ func (c *Cache) expireLocked() {
 		if !now.Before(e.expires) {
 			delete(c.entries, k)
 			c.seq++
-			c.log.Info("offering available again", "instance-type", k.instanceType, "zone", k.zone, "capacity-type", k.capacityType, "reason", e.reason)
+			kv := []any{"instance-type", k.instanceType, "zone", k.zone, "capacity-type", k.capacityType, "reason", e.reason}
+			if k.group != "" {
+				kv = append(kv, "placement-group-id", k.group)
+			}
+			c.log.Info("offering available again", kv...)
 		}
 	}
 }

@@ -157,3 +157,26 @@ func TestCapacityTypeUnavailable(t *testing.T) {
 		t.Error("spot still out after the TTL")
 	}
 }
+
+// TestPlacementGroupScope: an offering out inside a placement group is out
+// for that group's launches alone; one out for every launch is out in every
+// group too.
+func TestPlacementGroupScope(t *testing.T) {
+	c := New(clocktesting.NewFakeClock(time.Now()), DefaultTTL)
+	c.MarkUnavailableIn("pg-1", "c5n.18xlarge", "us-east-1a", "on-demand", "InsufficientInstanceCapacity")
+	c.MarkUnavailable("m5.large", "us-east-1a", "on-demand", "InsufficientInstanceCapacity")
+	for _, tc := range []struct {
+		group, it string
+		want      bool
+	}{
+		{"pg-1", "c5n.18xlarge", true},
+		{"", "c5n.18xlarge", false},
+		{"pg-2", "c5n.18xlarge", false},
+		{"pg-1", "m5.large", true},
+		{"", "m5.large", true},
+	} {
+		if got := c.IsUnavailableIn(tc.group, tc.it, "us-east-1a", "on-demand"); got != tc.want {
+			t.Errorf("IsUnavailableIn(%q, %s) = %v, want %v", tc.group, tc.it, got, tc.want)
+		}
+	}
+}
