@@ -153,12 +153,16 @@ karpenter-e2e: setup
 ## then check it (-tags image): entrypoint, non-root user, both architectures,
 ## the binary taken out of it runs, and the layout publishes as documented
 ## (crane push --index and skopeo copy --all into a registry, pulled back by
-## its tag, run). Cross-compiling for two architectures takes minutes cold,
-## so it is its own target. VERSION sets the release and the tag.
+## its tag, run), and the chart runs it (test/install TestChartRunsTheImage:
+## helm install --wait with the image pushed to a registry, its binary pulled
+## back and run with the Deployment's environment). Cross-compiling for two
+## architectures takes minutes cold, so it is its own target. VERSION sets
+## the release and the tag.
 image: setup
 	go run ./hack/image -out bin/image -version $(or $(VERSION),dev)
-	go vet -tags image ./internal/image/
+	go vet -tags image ./internal/image/ ./test/install/
 	go test -tags image -count=1 -v -run '^(TestImage|TestPublish)$$' ./internal/image/
+	go test -tags image -count=1 -v -run '^TestChartRunsTheImage$$' ./test/install/
 
 ## setup: install etcd and build the control-plane binaries (cached in .cache)
 setup:
