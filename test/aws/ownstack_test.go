@@ -25,8 +25,9 @@ import (
 // profile holds another role (the new one is checked with iam:GetRole
 // before the old leaves the profile), a drift on a new AMI, whose
 // replacement launches on-demand (the reservation is full) and whose old
-// node is terminated, and a profile an earlier role left under the class's
-// path, which is collected. No call is refused.
+// node is terminated, a profile an earlier role left under the class's
+// path, which is collected, and a class with an EFA interface, whose node
+// launches. No call is refused.
 func TestOwnFeaturesUnderOwnStack(t *testing.T) {
 	kubeconfig := chartRBAC(t)
 	framework.ResetCluster(t)
@@ -122,6 +123,23 @@ func ownFeatures(t *testing.T, f *fakeaws.Server, role, kubeconfig string) {
 		_, err := adminIAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(stale)})
 		return err != nil, fmt.Sprintf("%s still exists", stale)
 	})
+
+	// EFA: a class with an efa-only interface beside the primary one, and
+	// a pool of a type that holds it; the launch template carries both
+	// interfaces, and the fleet call that uses it is authorized.
+	efa := strings.Replace(framework.PoolAndClass, "metadata: {name: default}\nspec:\n  role:", "metadata: {name: efa}\nspec:\n  networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}, {networkCardIndex: 0, deviceIndex: 1, interfaceType: efa-only}]\n  role:", 1)
+	efa = strings.Replace(efa, "metadata: {name: default}\nspec:\n  template:", "metadata: {name: efa}\nspec:\n  template:\n    metadata: {labels: {pool: efa}}", 1)
+	efa = strings.Replace(efa, "name: default}\n      requirements:", "name: efa}\n      requirements:\n      - {key: node.kubernetes.io/instance-type, operator: In, values: [c5n.18xlarge]}", 1)
+	framework.Kubectl(t, efa, "apply", "-f", "-")
+	framework.Kubectl(t, framework.Deployment("efa", 1, "500m", "512Mi", "      nodeSelector: {pool: efa}\n"), "apply", "-f", "-")
+	framework.Eventually(t, 3*time.Minute, "the pod runs on an EFA node", func() (bool, string) {
+		n, _ := framework.Running(t, map[string]string{"app": "efa"})
+		return n == 1, fmt.Sprintf("%d running", n)
+	})
+	if out := awsCLI(t, f, "ec2", "describe-launch-template-versions", "--versions", "$Latest", "--filters", "Name=tag:karpenter.k8s.aws/ec2nodeclass,Values=efa"); !strings.Contains(out, `"InterfaceType": "efa-only"`) {
+		t.Errorf("no launch template of class efa has an efa-only interface:\n%s", out)
+	}
+	framework.Kubectl(t, "", "delete", "deployment", "efa")
 
 	var getRole int
 	for _, c := range f.Calls("", "") {
