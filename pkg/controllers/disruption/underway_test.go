@@ -28,25 +28,13 @@ func TestCommandsRunTogether(t *testing.T) {
 	} {
 		t.Run("budget "+tc.budget, func(t *testing.T) {
 			old, oldClaim := nodeAndClaim("old", "c6a.2xlarge", true)
-			meta.SetStatusCondition(&oldClaim.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue,
-				Reason: "NodeClassDrift", LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 11, 30, 0, 0, time.UTC))})
+			drifted(oldClaim)
 			other, otherClaim := nodeAndClaim("other", "c6a.large", true)
 			// other-0 leaves no room on other for inflate-0: the drift needs
 			// a replacement.
 			w := newWorld(t, tc.budget, old, oldClaim, boundPod("inflate-0", "old", "1"), other, otherClaim, boundPod("other-0", "other", "1500m"))
 			ctx, cancel := context.WithCancel(context.Background())
-			drift, err := w.c.Pass(ctx)
-			if err != nil || drift == nil {
-				t.Fatalf("the first pass started no command (%v); events:\n%s", err, w.events())
-			}
-			// The drift's replacement is created and waited for.
-			deadline := time.Now().Add(30 * time.Second)
-			for alive, _ := w.replacements(); alive == 0 || !w.fc.HasWaiters(); alive, _ = w.replacements() {
-				if time.Now().After(deadline) {
-					t.Fatal("the drift never launched its replacement and waited")
-				}
-				time.Sleep(time.Millisecond)
-			}
+			drift := w.driftUnderway(ctx)
 			if err := w.kube.Delete(ctx, boundPod("other-0", "other", "1500m")); err != nil {
 				t.Fatal(err)
 			}
@@ -100,26 +88,12 @@ var _ client.Object = (*v1.NodeClaim)(nil)
 func TestInitializedReplacementsTakeTheirPods(t *testing.T) {
 	for _, consolidatable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("replacement consolidatable %v", consolidatable), func(t *testing.T) {
-			drifted := func(nc *v1.NodeClaim) {
-				meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue,
-					Reason: "NodeClassDrift", LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 11, 30, 0, 0, time.UTC))})
-			}
 			old, oldClaim := nodeAndClaim("old", "c6a.2xlarge", true)
 			drifted(oldClaim)
 			w := newWorld(t, "2", old, oldClaim, boundPod("inflate-0", "old", "1"))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer func() { cancel(); w.c.Wait() }()
-			drift, err := w.c.Pass(ctx)
-			if err != nil || drift == nil {
-				t.Fatalf("the first pass started no command (%v); events:\n%s", err, w.events())
-			}
-			deadline := time.Now().Add(30 * time.Second)
-			for alive, _ := w.replacements(); alive == 0 || !w.fc.HasWaiters(); alive, _ = w.replacements() {
-				if time.Now().After(deadline) {
-					t.Fatal("the drift never launched its replacement and waited")
-				}
-				time.Sleep(time.Millisecond)
-			}
+			w.driftUnderway(ctx)
 			// A second drifted node, whose pod would fit beside nothing
 			// else on the replacement (a c6a.large).
 			old2, old2Claim := nodeAndClaim("old2", "c6a.2xlarge", true)
@@ -165,4 +139,29 @@ func TestInitializedReplacementsTakeTheirPods(t *testing.T) {
 			}
 		})
 	}
+}
+
+// drifted marks the NodeClaim drifted since 11:30.
+func drifted(nc *v1.NodeClaim) {
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue,
+		Reason: "NodeClassDrift", LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 11, 30, 0, 0, time.UTC))})
+}
+
+// driftUnderway makes a pass whose drift launches a replacement, and
+// returns its result channel once the command has created the replacement
+// and waits on the clock for it to initialize.
+func (w *world) driftUnderway(ctx context.Context) <-chan error {
+	w.t.Helper()
+	drift, err := w.c.Pass(ctx)
+	if err != nil || drift == nil {
+		w.t.Fatalf("the first pass started no command (%v); events:\n%s", err, w.events())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for alive, _ := w.replacements(); alive == 0 || !w.fc.HasWaiters(); alive, _ = w.replacements() {
+		if time.Now().After(deadline) {
+			w.t.Fatal("the drift never launched its replacement and waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return drift
 }
