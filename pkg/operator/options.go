@@ -267,6 +267,9 @@ func Parse(args []string, getenv func(string) string) (*Options, error) {
 	if o.DisruptionPoll <= 0 {
 		errs = append(errs, fmt.Errorf("invalid setting DISRUPTION_POLL %s: must be positive", o.DisruptionPoll))
 	}
+	if o.InstanceProfileGCInterval <= 0 {
+		errs = append(errs, fmt.Errorf("invalid setting INSTANCE_PROFILE_GC_INTERVAL %s: must be positive (Karpenter's is 30m)", o.InstanceProfileGCInterval))
+	}
 	if o.CloudProvider == "aws" && o.ClusterName == "" {
 		errs = append(errs, errors.New("missing setting CLUSTER_NAME (--cluster-name): the aws provider tags and finds instances by cluster name; set it to your EKS cluster's name"))
 	}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,6 +30,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/joiner-autoscaler/joiner/internal/fakeaws"
+	"github.com/joiner-autoscaler/joiner/test/framework"
 )
 
 // TestChartRunsTheImage is the image published and run: the layout make
@@ -126,7 +126,7 @@ status:
 		t.Fatal(err)
 	}
 	t.Cleanup(fake.Stop)
-	health, metrics := freePort(t), freePort(t)
+	health, metrics := framework.FreePort(t), framework.FreePort(t)
 	env := append(containerEnv(t, c, ns),
 		// Out of the pod: the control plane's kubeconfig for the service
 		// account's mount, the local AWS endpoint and its credentials for
@@ -166,7 +166,7 @@ status:
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 2m the image's binary answers %s: %v; lease %s holder %q; its log:\n%s", probe, ready, lease, holder, tail(logs.String(), 40))
+			t.Fatalf("after 2m the image's binary answers %s: %v; lease %s holder %q; its log:\n%s", probe, ready, lease, holder, framework.TailLines(logs.String(), 40))
 		}
 		time.Sleep(time.Second)
 	}
@@ -256,22 +256,4 @@ func fileOf(t *testing.T, img ggcrv1.Image, path string) []byte {
 			return data
 		}
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
