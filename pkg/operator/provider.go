@@ -162,20 +162,9 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		CapacityReservations: reservationLister(reservations),
 		AMIWatch:             &nodeclass.AMIWatch{SSM: clients.SSM, Period: opts.AMIRefreshInterval},
 		Resync:               opts.SubnetRefreshInterval,
-		Validators: []nodeclass.Validator{func(ctx context.Context, nc *awsv1.EC2NodeClass) error {
-			// The user's userData must merge with ours; checking it with the
-			// cluster's own values finds what would fail at launch. Its size
-			// is reported from here on, before any launch.
-			userData, err := amifamily.UserData(amifamily.Family(nc), (&awsprovider.Launcher{Cluster: cluster}).ValidationInput(nc))
-			var tooLarge *amifamily.TooLargeError
-			switch {
-			case err == nil:
-				launchtemplate.RecordUserData(ctx, nc.Name, userData)
-			case errors.As(err, &tooLarge):
-				launchtemplate.RecordUserDataSize(ctx, nc.Name, tooLarge.Size)
-			}
-			return err
-		}},
+		// The user's userData must merge with ours; checking it with the
+		// cluster's own values finds what would fail at launch.
+		Validators: []nodeclass.Validator{(&awsprovider.Launcher{Cluster: cluster}).ValidateUserData},
 	}
 	if err := ctrlr.Register(mgr); err != nil {
 		return nil, err

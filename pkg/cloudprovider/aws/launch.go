@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -231,11 +232,21 @@ func resourceKey(rl corev1.ResourceList) string {
 	return strings.Join(parts, ",")
 }
 
-// ValidationInput is a launch's user data input with the class's own
-// settings and no instance type, for checking spec.userData before any
-// launch needs it.
-func (l *Launcher) ValidationInput(nc *awsv1.EC2NodeClass) amifamily.Input {
-	return l.input(nc, &v1.NodeClaim{}, 0, nil)
+// ValidateUserData renders the class's user data as a launch would, with
+// the class's own settings and no instance type: the user's spec.userData
+// must merge with Joiner's, and what fails here would fail every launch.
+// The size is reported from here on, before any launch, an oversized one
+// too, as Karpenter's dry run reports it.
+func (l *Launcher) ValidateUserData(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	userData, err := amifamily.UserData(amifamily.Family(nc), l.input(nc, &v1.NodeClaim{}, 0, nil))
+	var tooLarge *amifamily.TooLargeError
+	switch {
+	case err == nil:
+		launchtemplate.RecordUserData(ctx, nc.Name, userData)
+	case errors.As(err, &tooLarge):
+		launchtemplate.RecordUserDataSize(ctx, nc.Name, tooLarge.Size)
+	}
+	return err
 }
 
 func nestedVirtualization(nc *awsv1.EC2NodeClass) *string {

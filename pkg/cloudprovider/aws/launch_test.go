@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -19,6 +20,8 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/launchtemplate"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/placementgroup"
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 var testCluster = Cluster{Name: "demo", Endpoint: "https://demo.example", CABundle: base64.StdEncoding.EncodeToString([]byte("ca")),
@@ -344,6 +347,38 @@ func TestCreateResumesAnUnrecordedLaunch(t *testing.T) {
 			}
 			if id, _ := instance.ParseProviderID(out.Status.ProviderID); id != tc.wantID {
 				t.Errorf("provider ID %s, want instance %s", out.Status.ProviderID, tc.wantID)
+			}
+		})
+	}
+}
+
+// The class's validation reports the user data's size before any template
+// is made, an oversized one too, as Karpenter's dry run does: a user sees
+// the series, and the warning near 16 KB, before a launch fails.
+func TestUserDataBytesBeforeALaunch(t *testing.T) {
+	cases := []struct {
+		name     string
+		userData string
+		wantErr  bool
+		atLeast  float64
+	}{
+		{name: "within the limit", userData: "#!/bin/bash\necho hello\n", atLeast: 100},
+		{name: "oversized", userData: "#!/bin/bash\n" + strings.Repeat("# padding\n", 1700), wantErr: true, atLeast: amifamily.MaxUserData + 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "validated-" + strings.ReplaceAll(tc.name, " ", "-")
+			t.Cleanup(func() { metrics.EC2NodeClassUserDataBytes.DeleteLabelValues(name) })
+			nc := readyClass(func(nc *awsv1.EC2NodeClass) { nc.Name, nc.Spec.UserData = name, &tc.userData })
+			// No Templates: nothing can be made, so the size comes from the
+			// validation alone.
+			err := (&Launcher{Cluster: testCluster}).ValidateUserData(context.Background(), nc)
+			var tooLarge *amifamily.TooLargeError
+			if errors.As(err, &tooLarge) != tc.wantErr {
+				t.Fatalf("error %v, want too large %v", err, tc.wantErr)
+			}
+			if got := testutil.ToFloat64(metrics.EC2NodeClassUserDataBytes.WithLabelValues(name)); got < tc.atLeast {
+				t.Errorf("karpenter_ec2nodeclasses_userdata_bytes %v, want at least %v", got, tc.atLeast)
 			}
 		})
 	}

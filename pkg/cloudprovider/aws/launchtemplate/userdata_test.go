@@ -46,18 +46,3 @@ func TestUserDataBytes(t *testing.T) {
 		t.Error("the class's series outlived its templates")
 	}
 }
-
-// The size is reported before any template is made, an oversized one too
-// (the class's validation calls it), as Karpenter's dry run reports it.
-func TestUserDataBytesBeforeALaunch(t *testing.T) {
-	ctx := context.Background()
-	RecordUserDataSize(ctx, "oversized", 17000)
-	t.Cleanup(func() { metrics.EC2NodeClassUserDataBytes.DeleteLabelValues("oversized") })
-	if got := testutil.ToFloat64(metrics.EC2NodeClassUserDataBytes.WithLabelValues("oversized")); got != 17000 {
-		t.Errorf("userdata_bytes %v, want 17000", got)
-	}
-	RecordUserData(ctx, "oversized", base64.StdEncoding.EncodeToString([]byte("#!/bin/bash\n")))
-	if got := testutil.ToFloat64(metrics.EC2NodeClassUserDataBytes.WithLabelValues("oversized")); got != 12 {
-		t.Errorf("userdata_bytes %v, want 12", got)
-	}
-}
