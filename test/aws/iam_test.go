@@ -268,8 +268,8 @@ func adminConfig(t *testing.T, f *fakeaws.Server) aws.Config {
 // come the way the SDK's default chain finds them in the pod: IRSA's web
 // identity token for role (the SDK resolves it before its base endpoint,
 // so STS takes its own standard variable), or the EKS Pod Identity agent's
-// two variables.
-func startController(t *testing.T, f *fakeaws.Server, role, kubeconfig string, how access) *framework.Joiner {
+// two variables. extra settings come after the chart's, and win.
+func startController(t *testing.T, f *fakeaws.Server, role, kubeconfig string, how access, extra ...string) *framework.Joiner {
 	t.Helper()
 	env := append(chartEnv(t, how),
 		"CLOUD_PROVIDER=aws", "AWS_REGION="+region,
@@ -283,7 +283,7 @@ func startController(t *testing.T, f *fakeaws.Server, role, kubeconfig string, h
 		token := serviceAccountToken(t, "sts.amazonaws.com")
 		env = append(env, "AWS_ROLE_ARN="+role, "AWS_WEB_IDENTITY_TOKEN_FILE="+token)
 	}
-	return framework.StartJoiner(t, env...)
+	return framework.StartJoiner(t, append(env, extra...)...)
 }
 
 // walkthroughManifest is guide 03 on spot with a 5s consolidateAfter, and

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/internal/fakeaws"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/joiner-autoscaler/joiner/test/framework"
@@ -27,7 +28,9 @@ import (
 // replacement launches on-demand (the reservation is full) and whose old
 // node is terminated, a profile an earlier role left under the class's
 // path, which is collected, and a class with an EFA interface, whose node
-// launches. No call is refused.
+// launches. Between them, EC2's status check fails on one node and another
+// node's kubelet dies: each is replaced and its instance terminated. No
+// call is refused.
 func TestOwnFeaturesUnderOwnStack(t *testing.T) {
 	kubeconfig := chartRBAC(t)
 	framework.ResetCluster(t)
@@ -63,7 +66,11 @@ func ownFeatures(t *testing.T, f *fakeaws.Server, role, kubeconfig string) {
 	group := fmt.Sprintf("joiner-pg-%d", time.Now().UnixNano())
 	awsCLI(t, f, "ec2", "create-placement-group", "--group-name", group, "--strategy", "partition", "--partition-count", "3")
 
-	j := startController(t, f, role, kubeconfig, guideV114)
+	// Node repair on, its toleration shortened by the test hook; the
+	// guide's interruption queue turns the status checks on.
+	j := startController(t, f, role, kubeconfig, guideV114,
+		"FEATURE_GATES=NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false,CapacityBuffer=false",
+		"JOINER_TEST_REPAIR_TOLERATION=20s")
 	defer j.Stop(syscall.SIGTERM)
 	defer framework.ResetCluster(t)
 	manifests := strings.Replace(framework.PoolAndClass, "  securityGroupSelectorTerms:",
@@ -103,6 +110,25 @@ func ownFeatures(t *testing.T, f *fakeaws.Server, role, kubeconfig string) {
 		return state == "terminated" && claims[0].Labels["karpenter.sh/capacity-type"] == "on-demand",
 			fmt.Sprintf("old instance %s, new NodeClaim %s", state, claims[0].Labels["karpenter.sh/capacity-type"])
 	})
+
+	// EC2's system check fails on the replacement's instance, as it has
+	// for three minutes: the status poller (ec2:DescribeInstanceStatus)
+	// deletes the NodeClaim and the instance is terminated.
+	impaired := framework.NodeClaims(t)[0]
+	if err := f.SetInstanceHealth(fakeaws.InstanceHealth{InstanceID: instanceID(impaired.Status.ProviderID), SystemStatus: "impaired",
+		ImpairedSince: time.Now().Add(-3 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	replaced(t, f, j, impaired, "deleting unhealthy instance", "the impaired node replaced and its instance terminated")
+
+	// Node repair: the next replacement's kubelet dies; its NotReady
+	// outlasts the (shortened) toleration, the node is replaced and its
+	// instance terminated.
+	dead := framework.NodeClaims(t)[0]
+	if _, err := f.KillKubelet(ctx, instanceID(dead.Status.ProviderID)); err != nil {
+		t.Fatal(err)
+	}
+	replaced(t, f, j, dead, "deleting unhealthy node", "the dead node repaired and its instance terminated")
 
 	// A profile an earlier role of the class left under the class's path
 	// (the stack lets Joiner pass only its node role, so the test makes it
@@ -162,5 +188,25 @@ func ownFeatures(t *testing.T, f *fakeaws.Server, role, kubeconfig string) {
 				t.Errorf("the controller's log shows %q: %s", bad, line)
 			}
 		}
+	}
+}
+
+// replaced waits until old's NodeClaim is gone, its instance terminated,
+// and the "reserved" pod runs on another node, with the decision logged
+// once.
+func replaced(t *testing.T, f *fakeaws.Server, j *framework.Joiner, old v1.NodeClaim, line, what string) {
+	t.Helper()
+	before := j.Count(line)
+	framework.Eventually(t, 4*time.Minute, what, func() (bool, string) {
+		claims := framework.NodeClaims(t)
+		n, _ := framework.Running(t, map[string]string{"app": "reserved"})
+		if len(claims) != 1 || claims[0].Name == old.Name || n != 1 {
+			return false, fmt.Sprintf("%d NodeClaims, %d running", len(claims), n)
+		}
+		state := fakeInstances(t, f)[instanceID(old.Status.ProviderID)]
+		return state == "terminated", "old instance " + state
+	})
+	if got := j.Count(line) - before; got != 1 {
+		t.Fatalf("%q logged %d times, want once", line, got)
 	}
 }
