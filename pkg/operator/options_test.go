@@ -101,6 +101,21 @@ func TestParse(t *testing.T) {
 					t.Fatalf("%+v", o.FeatureGates)
 				}
 			}},
+		{name: "ReservedCapacity is on by default, as in Karpenter", check: func(t *testing.T, o *Options) {
+			if o.FeatureGates != (FeatureGates{ReservedCapacity: true}) {
+				t.Fatalf("%+v", o.FeatureGates)
+			}
+		}},
+		{name: "gates that leave ReservedCapacity out keep it on", env: map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=true"}, check: func(t *testing.T, o *Options) {
+			if !o.FeatureGates.ReservedCapacity {
+				t.Fatalf("%+v", o.FeatureGates)
+			}
+		}},
+		{name: "ReservedCapacity turns off", env: map[string]string{"FEATURE_GATES": "ReservedCapacity=false"}, check: func(t *testing.T, o *Options) {
+			if o.FeatureGates.ReservedCapacity {
+				t.Fatalf("%+v", o.FeatureGates)
+			}
+		}},
 		{name: "NodeRepair is available", env: map[string]string{"FEATURE_GATES": "NodeRepair=true"}, check: func(t *testing.T, o *Options) {
 			if !o.FeatureGates.NodeRepair {
 				t.Fatalf("%+v", o.FeatureGates)

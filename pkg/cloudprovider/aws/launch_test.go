@@ -145,7 +145,8 @@ func decode(s string) string {
 
 // The user data's input: the NodeClaim's labels, its taints plus
 // karpenter.sh/unregistered, its startup taints, and the type's
-// kube-reserved under the class's kubelet.kubeReserved.
+// kube-reserved under the class's kubelet.kubeReserved; the class's
+// instanceStorePolicy RAID0.
 func TestUserDataInput(t *testing.T) {
 	typeReserved := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("80m"), corev1.ResourceMemory: resource.MustParse("574Mi")}
 	maxPods := int32(110)
@@ -155,6 +156,7 @@ func TestUserDataInput(t *testing.T) {
 		taints        []corev1.Taint
 		startupTaints []corev1.Taint
 		typeReserved  corev1.ResourceList
+		raid0         bool
 		wantTaints    []corev1.Taint
 		wantKubelet   *awsv1.KubeletConfiguration
 	}{{
@@ -179,10 +181,21 @@ func TestUserDataInput(t *testing.T) {
 		kubelet:     &awsv1.KubeletConfiguration{KubeReserved: map[string]string{"cpu": "1"}},
 		wantTaints:  []corev1.Taint{v1.UnregisteredNoExecuteTaint},
 		wantKubelet: &awsv1.KubeletConfiguration{KubeReserved: map[string]string{"cpu": "1"}},
+	}, {
+		name:        "instanceStorePolicy RAID0: the user data builds the array",
+		raid0:       true,
+		wantTaints:  []corev1.Taint{v1.UnregisteredNoExecuteTaint},
+		wantKubelet: &awsv1.KubeletConfiguration{},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			nc := readyClass(func(nc *awsv1.EC2NodeClass) { nc.Spec.Kubelet = tc.kubelet })
+			nc := readyClass(func(nc *awsv1.EC2NodeClass) {
+				nc.Spec.Kubelet = tc.kubelet
+				if tc.raid0 {
+					policy := awsv1.InstanceStorePolicyRAID0
+					nc.Spec.InstanceStorePolicy = &policy
+				}
+			})
 			before := nc.DeepCopy()
 			claim := nodeClaim()
 			claim.Spec.Taints, claim.Spec.StartupTaints = tc.taints, tc.startupTaints
@@ -192,7 +205,7 @@ func TestUserDataInput(t *testing.T) {
 				ClusterName: "demo", ClusterEndpoint: "https://demo.example", CABundle: testCluster.CABundle,
 				ClusterCIDR: "10.100.0.0/16", ClusterDNS: []string{"10.100.0.10"},
 				Labels: map[string]string{v1.LabelNodePool: "default", "team": "payments"}, Taints: tc.wantTaints, StartupTaints: tc.startupTaints,
-				Kubelet: tc.wantKubelet, MaxPods: 29,
+				Kubelet: tc.wantKubelet, MaxPods: 29, InstanceStoreRAID0: tc.raid0,
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("input\n got %+v (kubelet %+v)\nwant %+v (kubelet %+v)", got, got.Kubelet, want, want.Kubelet)

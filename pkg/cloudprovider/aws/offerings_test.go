@@ -158,6 +158,8 @@ func TestInstanceTypesByZoneID(t *testing.T) {
 // as an on-demand fleet; the NodeClaim is labelled as Karpenter labels it
 // and the room is counted. A full reservation falls to the next capacity
 // type, and a launch the reservation refuses marks it full, not on-demand.
+// An on-demand launch that EC2 put into an open reservation is labelled
+// on-demand, as it was launched.
 func TestCreateReserved(t *testing.T) {
 	reservations := []awsv1.CapacityReservation{
 		{ID: "cr-1", InstanceType: "m5.large", AvailabilityZone: zoneA, ReservationType: "default", State: "active"},
@@ -231,6 +233,22 @@ func TestCreateReserved(t *testing.T) {
 		}
 		if out.Labels[v1.LabelCapacityType] != onDemand || out.Labels["karpenter.k8s.aws/capacity-reservation-id"] != "" {
 			t.Fatalf("labels %v", out.Labels)
+		}
+	})
+	t.Run("an on-demand launch EC2 put into an open reservation stays on-demand", func(t *testing.T) {
+		inst := &instance.Instance{ID: id, Type: "m5.large", Zone: zoneA, SubnetID: "subnet-a", CapacityType: onDemand, CapacityReservationID: "cr-open"}
+		f := &fakes{instanceTypes: &fakeInstanceTypes{types: launchCatalog()}, instances: &fakeInstances{described: map[string]*instance.Instance{id: inst}},
+			reservations: &fakeReservations{room: map[string]int32{}}}
+		p := newProvider(t, kubeWith(t, readyClass()), f)
+		out, _, err := createStepping(t, p, f, nodeClaim(req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, onDemand)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Labels[v1.LabelCapacityType] != onDemand || out.Labels["karpenter.k8s.aws/capacity-reservation-id"] != "" {
+			t.Fatalf("labels %v; want on-demand and no reservation, as it was launched", out.Labels)
+		}
+		if len(f.reservations.launched) != 0 {
+			t.Fatalf("counted a launch into %v", f.reservations.launched)
 		}
 	})
 	t.Run("a refused launch marks the reservation full", func(t *testing.T) {

@@ -535,8 +535,10 @@ type CapacityReservationLister interface {
 }
 
 // resolveCapacityReservations writes status.capacityReservations and
-// CapacityReservationsReady. Terms that select nothing are not ready, as
-// in Karpenter: the nodes would launch on-demand at full price.
+// CapacityReservationsReady. Terms that select nothing leave the class
+// Ready with none, as in Karpenter: its pools still launch on-demand and
+// spot. With the ReservedCapacity gate off (no lister) the terms are
+// ignored, and the class Ready.
 func (c *AWSController) resolveCapacityReservations(ctx context.Context, r *resolution) {
 	if c.CapacityReservations == nil {
 		r.nc.Status.CapacityReservations = nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -79,21 +80,32 @@ func TestFleetErrorsThatAreCapacity(t *testing.T) {
 		}
 		return e
 	}
-	cases := []struct {
+	type fleetCase struct {
 		name         string
 		capacityType string
 		errors       []ec2types.CreateFleetError
 		wantICE      bool
 		wantTypeOut  string
 		wantGone     bool
-	}{
+		// wantMsg is in the error's message.
+		wantMsg string
+	}
+	cases := []fleetCase{
 		{name: "insufficient capacity", capacityType: CapacityTypeOnDemand, errors: []ec2types.CreateFleetError{fleetError("InsufficientInstanceCapacity", true)}, wantICE: true},
 		{name: "the account's vCPU limit", capacityType: CapacityTypeOnDemand, errors: []ec2types.CreateFleetError{fleetError("VcpuLimitExceeded", false)}, wantICE: true},
 		{name: "the account's fleet limit", capacityType: CapacityTypeSpot, errors: []ec2types.CreateFleetError{fleetError("MaxFleetCountExceeded", false)}, wantICE: true},
 		{name: "spot without its service-linked role", capacityType: CapacityTypeSpot,
-			errors: []ec2types.CreateFleetError{fleetError("AuthFailure.ServiceLinkedRoleCreationNotPermitted", true)}, wantICE: true, wantTypeOut: CapacityTypeSpot},
+			errors: []ec2types.CreateFleetError{fleetError("AuthFailure.ServiceLinkedRoleCreationNotPermitted", true)}, wantICE: true, wantTypeOut: CapacityTypeSpot,
+			wantMsg: "no spot service-linked role and Joiner may not create it; launching on-demand where pools allow it until it is created (aws iam create-service-linked-role --aws-service-name spot.amazonaws.com)"},
 		{name: "a configuration error", capacityType: CapacityTypeOnDemand, errors: []ec2types.CreateFleetError{fleetError("InvalidParameterValue", true)}},
 		{name: "a launch template gone", capacityType: CapacityTypeOnDemand, errors: []ec2types.CreateFleetError{fleetError("InvalidLaunchTemplateId.NotFound", true)}, wantGone: true},
+	}
+	// Karpenter's capacity codes, then those Joiner adds: each takes the
+	// offering it names out.
+	for _, code := range []string{"InsufficientInstanceCapacity", "MaxSpotInstanceCountExceeded", "VcpuLimitExceeded", "UnfulfillableCapacity", "Unsupported",
+		"InsufficientFreeAddressesInSubnet", "MaxFleetCountExceeded", "ReservationCapacityExceeded",
+		"InsufficientHostCapacity", "InsufficientReservedInstanceCapacity", "InsufficientCapacity", "SpotMaxPriceTooLow"} {
+		cases = append(cases, fleetCase{name: code + " on an offering", capacityType: CapacityTypeOnDemand, errors: []ec2types.CreateFleetError{fleetError(code, true)}, wantICE: true})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,6 +124,12 @@ func TestFleetErrorsThatAreCapacity(t *testing.T) {
 			}
 			if tc.wantICE && ice.CapacityTypeOut != tc.wantTypeOut {
 				t.Errorf("capacity type out %q, want %q", ice.CapacityTypeOut, tc.wantTypeOut)
+			}
+			if tc.wantMsg != "" && !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("Create: %v; want the message to say %q", err, tc.wantMsg)
+			}
+			if tc.wantICE && tc.wantTypeOut == "" && tc.errors[0].LaunchTemplateAndOverrides != nil && len(ice.Offerings) != 1 {
+				t.Errorf("offerings out %v, want the one EC2 named", ice.Offerings)
 			}
 		})
 	}

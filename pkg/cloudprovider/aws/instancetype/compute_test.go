@@ -130,11 +130,13 @@ func TestComputeOverrides(t *testing.T) {
 		// kube-reserved memory counts every ENI, as Karpenter's does.
 		{name: "a reserved ENI holds no pods", typ: "m5.large", in: Inputs{AMIFamily: awsv1.AMIFamilyAL2023, ReservedENIs: 1},
 			alloc: map[corev1.ResourceName]string{"pods": "20", "memory": "6903Mi"}},
+		// kube-reserved memory counts 688 pods too: 49 fewer than the
+		// 737 of the type's ENIs, 539Mi more allocatable.
 		{name: "an efa-only interface on card 0 holds no pods, and the EFAs are those listed", typ: "c5n.18xlarge",
 			in: Inputs{AMIFamily: awsv1.AMIFamilyAL2023, NetworkInterfaces: []awsv1.NetworkInterface{
 				{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: "interface"}, {NetworkCardIndex: 0, DeviceIndex: 1, InterfaceType: "efa-only"}}},
 			capacity: map[corev1.ResourceName]string{"vpc.amazonaws.com/efa": "1"},
-			alloc:    map[corev1.ResourceName]string{"pods": "688"}},
+			alloc:    map[corev1.ResourceName]string{"pods": "688", "memory": "173939Mi"}},
 		{name: "interfaces listed without efa-only: no EFA", typ: "c5n.18xlarge",
 			in:       Inputs{AMIFamily: awsv1.AMIFamilyAL2023, NetworkInterfaces: []awsv1.NetworkInterface{{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: "interface"}}},
 			capacity: map[corev1.ResourceName]string{"vpc.amazonaws.com/efa": ""}},

@@ -167,6 +167,9 @@ func priceList(t *testing.T, pageSize int) *priceListServer {
 		ec2Product("m5.large", "eu-west-1", "Linux", "Shared", "Used", "0.4444000000"),
 		ec2Product("m5.large", "us-east-1", "Windows", "Shared", "Used", "9.0000000000"),
 		ec2Product("m5.large", "us-east-1", "Linux", "Dedicated", "Used", "8.0000000000"),
+		// A type listed under Dedicated alone (not bare metal) has no
+		// shared price: planned from this listing it would be dearer.
+		ec2Product("c5.large", "us-east-1", "Linux", "Dedicated", "Used", "1.0000000000"),
 		ec2Product("m5.large", "us-east-1", "Linux", "Shared", "UnusedCapacityReservation", "0.0010000000"),
 		// A type listed at zero is not for sale on demand here.
 		ec2Product("p5.48xlarge", "us-east-1", "Linux", "Shared", "Used", "0.0000000000"),
