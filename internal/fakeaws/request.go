@@ -121,6 +121,10 @@ func restAction(service, method, path string) string {
 			return "DeleteCluster"
 		}
 	}
+	if service == "savingsplans" && method == http.MethodPost {
+		// Each operation is POSTed to its own name.
+		return strings.Trim(path, "/")
+	}
 	if service == "arc-zonal-shift" {
 		parts := strings.Split(strings.Trim(path, "/"), "/")
 		switch {

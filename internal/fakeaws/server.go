@@ -114,6 +114,8 @@ type Server struct {
 	iam     *iamEnforcer
 	pgs     placementGroups
 	crs     capacityReservations
+	ris     reservedInstances
+	sps     savingsPlans
 	shifts  zonalShifts
 	podIDs  podIdentities
 
@@ -436,6 +438,14 @@ func (s *Server) dispatch(ctx context.Context, c *call, r *http.Request) *answer
 		return s.describePlacementGroups(c)
 	case "ec2:DeletePlacementGroup":
 		return s.deletePlacementGroup(c)
+	case "ec2:DescribeReservedInstancesOfferings":
+		return s.describeReservedInstancesOfferings(c)
+	case "ec2:PurchaseReservedInstancesOffering":
+		return s.purchaseReservedInstancesOffering(c)
+	case "ec2:DescribeReservedInstances":
+		return s.describeReservedInstances(c)
+	case "savingsplans:DescribeSavingsPlansOfferings", "savingsplans:CreateSavingsPlan", "savingsplans:DescribeSavingsPlans", "savingsplans:DescribeSavingsPlanRates":
+		return s.savingsPlansCall(c)
 	case "ec2:DescribeInstanceStatus":
 		return s.describeInstanceStatus(ctx, c, r)
 	case "eks:DescribeCluster":
