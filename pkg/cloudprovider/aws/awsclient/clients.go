@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	"github.com/aws/aws-sdk-go-v2/service/savingsplans"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
@@ -51,6 +52,8 @@ type Clients struct {
 	SQS     *sqs.Client
 	// ARCZonalShift reads the cluster's zonal shifts (ENABLE_ZONAL_SHIFT).
 	ARCZonalShift *arczonalshift.Client
+	// SavingsPlans reads the account's Savings Plans and their rates.
+	SavingsPlans *savingsplans.Client
 	// Config is the shared configuration, for callers that need another
 	// service or the resolved credentials.
 	Config aws.Config
@@ -100,6 +103,7 @@ func FromConfig(cfg aws.Config) *Clients {
 		EKS:           eks.NewFromConfig(cfg),
 		SQS:           sqs.NewFromConfig(cfg),
 		ARCZonalShift: arczonalshift.NewFromConfig(cfg),
+		SavingsPlans:  savingsplans.NewFromConfig(cfg),
 		Config:        cfg,
 	}
 }
