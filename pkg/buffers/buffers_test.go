@@ -33,6 +33,7 @@ func TestCount(t *testing.T) {
 		want     int32
 	}{
 		{"20% of 10", v1beta1.CapacityBufferSpec{ScalableRef: scalable, Percentage: ptr(int32(20))}, cpuPod("1"), ptr(int32(10)), 2},
+		{"25% of 10 rounds up", v1beta1.CapacityBufferSpec{ScalableRef: scalable, Percentage: ptr(int32(25))}, cpuPod("1"), ptr(int32(10)), 3},
 		{"10% of 1 is at least one", v1beta1.CapacityBufferSpec{ScalableRef: scalable, Percentage: ptr(int32(10))}, cpuPod("1"), ptr(int32(1)), 1},
 		{"a percentage of no replicas", v1beta1.CapacityBufferSpec{ScalableRef: scalable, Percentage: ptr(int32(50))}, cpuPod("1"), ptr(int32(0)), 0},
 		{"replicas 10 within 3 CPUs of 1-CPU pods", v1beta1.CapacityBufferSpec{PodTemplateRef: tmpl, Replicas: ptr(int32(10)), Limits: cpu("3")}, cpuPod("1"), nil, 3},

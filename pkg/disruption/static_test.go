@@ -56,6 +56,7 @@ func TestStaticDrift(t *testing.T) {
 		{name: "the budget bounds the batch", pool: static(10, ""), nodes: 10, drifted: 10, budget: 4, want: 4, skipWhy: "disruption budget"},
 		{name: "limits.nodes bounds the batch", pool: static(10, "12"), nodes: 10, drifted: 10, budget: 4, want: 2, skipWhy: "limits.nodes (12)"},
 		{name: "limits.nodes at replicas replaces none", pool: static(3, "3"), nodes: 3, drifted: 3, budget: 3, want: 0, skipWhy: "leaves no room"},
+		{name: "a node being deleted counts against limits.nodes", pool: static(10, "12"), nodes: 11, drifted: 10, marked: 1, budget: 10, want: 1, skipWhy: "limits.nodes (12)"},
 		{name: "a pool over its replicas scales down first", pool: static(2, ""), nodes: 3, drifted: 3, budget: 3, want: 0, skipWhy: "scales down first"},
 		{name: "a blocked node stays", pool: static(3, ""), nodes: 3, drifted: 3, budget: 3, want: 2, blockOne: true, skipWhy: "do-not-disrupt"},
 		{name: "no drift, no command", pool: static(3, ""), nodes: 3, drifted: 0, budget: 3, want: 0},

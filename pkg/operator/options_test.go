@@ -73,6 +73,9 @@ func TestParse(t *testing.T) {
 		}},
 		{name: "DRA requests are refused", env: map[string]string{"IGNORE_DRA_REQUESTS": "false"}, wantErr: `invalid setting IGNORE_DRA_REQUESTS "false"`},
 		{name: "log paths are refused", env: map[string]string{"LOG_OUTPUT_PATHS": "/var/log/joiner.log"}, wantErr: `invalid setting LOG_OUTPUT_PATHS "/var/log/joiner.log"`},
+		{name: "error log paths are refused", env: map[string]string{"LOG_ERROR_OUTPUT_PATHS": "/var/log/joiner-errors.log"}, wantErr: `invalid setting LOG_ERROR_OUTPUT_PATHS "/var/log/joiner-errors.log"`},
+		{name: "dry run off is accepted too", env: map[string]string{"DISABLE_DRY_RUN": "false"}, check: func(t *testing.T, o *Options) {}},
+		{name: "a dry-run setting that is not a bool", env: map[string]string{"DISABLE_DRY_RUN": "maybe"}, wantErr: `invalid setting DISABLE_DRY_RUN "maybe"`},
 		{name: "CPU requests and the minimum version as Karpenter's chart passes them", env: map[string]string{"CPU_REQUESTS": "1500", "KUBERNETES_MIN_VERSION": "1.19.0-0"},
 			check: func(t *testing.T, o *Options) {
 				if o.CPURequests != 1500 || o.KubernetesMinVersion != "1.19.0-0" {
@@ -81,6 +84,7 @@ func TestParse(t *testing.T) {
 			}},
 		{name: "a minimum version that is not one", env: map[string]string{"KUBERNETES_MIN_VERSION": "latest"}, wantErr: `invalid setting KUBERNETES_MIN_VERSION "latest"`},
 		{name: "a refresh interval too short", env: map[string]string{"SUBNET_REFRESH_INTERVAL": "1s"}, wantErr: "invalid setting SUBNET_REFRESH_INTERVAL 1s: must be at least 5s"},
+		{name: "an image refresh interval too short", env: map[string]string{"AMI_REFRESH_INTERVAL": "4s"}, wantErr: "invalid setting AMI_REFRESH_INTERVAL 4s: must be at least 5s"},
 		{name: "policies default to Respect and Strict", check: func(t *testing.T, o *Options) {
 			if s := o.Scheduling(); s.PreferencePolicy != scheduling.PreferencePolicyRespect || s.MinValuesPolicy != scheduling.MinValuesPolicyStrict {
 				t.Fatalf("%+v", s)

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,12 +73,21 @@ func TestCollectClaims(t *testing.T) {
 			kube := b.Build()
 			c := &Controller{Cluster: &state.Cluster{Client: kube}, Client: kube, CloudProvider: &cloud{instances: tc.instances},
 				Clock: clocktesting.NewFakeClock(now), MinAge: 30 * time.Second}
+			counted := metrics.NodeClaimsDisrupted.WithLabelValues("garbage_collected", "default", "")
+			before := testutil.ToFloat64(counted)
 			if err := c.collect(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			err := kube.Get(context.Background(), client.ObjectKeyFromObject(tc.claim), &v1.NodeClaim{})
 			if got := apierrors.IsNotFound(err); got != tc.collected {
 				t.Fatalf("NodeClaim deleted %t (%v), want %t", got, err, tc.collected)
+			}
+			want := 0.0
+			if tc.collected {
+				want = 1
+			}
+			if got := testutil.ToFloat64(counted) - before; got != want {
+				t.Fatalf("karpenter_nodeclaims_disrupted_total{reason=\"garbage_collected\"} rose by %v, want %v", got, want)
 			}
 		})
 	}
