@@ -110,7 +110,25 @@ type Offering struct {
 	// Price in $/h.
 	Price     float64
 	Available bool
+	// Room, when its ID is set, makes this a commitment's offering: its
+	// price holds only while the commitment has room (an RI's unused
+	// instances, a Savings Plan's unused dollars). Beside it the type has
+	// its ordinary offering of the same zone and capacity type at list.
+	Room Room
 }
+
+// Room is what a commitment has left, shared by every offering that names
+// its ID, in the commitment's own units (instances or normalization units
+// of an RI, dollars per hour of a Savings Plan), and what one node of the
+// offering's type takes of it.
+type Room struct {
+	ID    string
+	Left  float64
+	Takes float64
+}
+
+// Limited reports whether the offering is a commitment's.
+func (o Offering) Limited() bool { return o.Room.ID != "" }
 
 // Admits reports whether the requirements that depend on the instance type
 // alone allow it. Zone and capacity type vary per offering and are checked

@@ -2,8 +2,23 @@ package scheduling
 
 import "slices"
 
-// Solve plans the snapshot.
+// Solve plans the snapshot. With limited offerings (commitments) it plans
+// twice and keeps the cheaper plan (room.go).
 func Solve(snap Snapshot, opts Options) *Plan {
+	if !hasLimits(snap) {
+		return solveOnce(snap, opts)
+	}
+	listed := solveOnce(withoutLimited(snap), opts)
+	withinLimits(listed.NewNodeClaims)
+	committed := solveCommitted(snap, opts)
+	if better(committed, listed) {
+		return committed
+	}
+	return listed
+}
+
+// solveOnce is one plan of the snapshot.
+func solveOnce(snap Snapshot, opts Options) *Plan {
 	s := place(snap, opts, false)
 	s.finish()
 	if !s.zonesApart || len(snap.Pods) > mixedZonesPods {
@@ -67,6 +82,11 @@ func SolveWithOne(snap Snapshot, opts Options) (*Plan, *NewNodeClaim) {
 		one.Pods = slices.Clone(one.Pods)
 	}
 	s.finish()
+	// Consolidation prices both: each within the commitments' room.
+	withinLimits(s.plan.NewNodeClaims)
+	if one != nil {
+		withinLimits([]*NewNodeClaim{one})
+	}
 	return s.plan, one
 }
 
