@@ -121,33 +121,15 @@ func Apply(c Commitments, instances []Instance) Coverage {
 	ris := append([]ReservedInstance(nil), c.ReservedInstances...)
 	sort.SliceStable(ris, func(i, j int) bool { return ris[i].Zone != "" && ris[j].Zone == "" })
 	for _, ri := range ris {
-		if ri.Zone != "" {
-			left := float64(ri.Count)
-			for _, in := range od {
-				if left > 0 && in.Type == ri.Type && in.Zone == ri.Zone && uncovered[in.ID] > 0 {
-					take := min(left, uncovered[in.ID])
-					uncovered[in.ID] -= take
-					left -= take
-				}
-			}
-			out.Left[ri.ID] = left
-			continue
+		// An RI's room in its own units: instances, or normalization
+		// units for a size-flexible regional RI.
+		left := float64(ri.Count)
+		if ri.Zone == "" {
+			left *= max(Normalization(ri.Type), 1)
 		}
-		// Regional: size-flexible within the family, in normalization
-		// units; an RI of a type with no size factor (metal) covers its
-		// own type alone, an instance at a time.
-		riUnits := Normalization(ri.Type)
-		exact := riUnits == 0
-		if exact {
-			riUnits = 1
-		}
-		left := float64(ri.Count) * riUnits
 		for _, in := range od {
-			units := Normalization(in.Type)
-			if exact {
-				units = boolFloat(in.Type == ri.Type)
-			}
-			if left <= 0 || units == 0 || uncovered[in.ID] == 0 || !sameFamily(in.Type, ri.Type) {
+			units := Takes(ri, in.Type, in.Zone)
+			if left <= 0 || units == 0 || uncovered[in.ID] == 0 {
 				continue
 			}
 			take := min(left/units, uncovered[in.ID])

@@ -146,31 +146,34 @@ func TestApply(t *testing.T) {
 	}
 }
 
-func TestSteps(t *testing.T) {
+func TestRooms(t *testing.T) {
 	c := Commitments{
-		ReservedInstances: []ReservedInstance{{ID: "ri", Type: "m5.large", Count: 8}, {ID: "zonal", Type: "m5.large", Zone: "b", Count: 1}},
-		SavingsPlans:      []SavingsPlan{{ID: "sp", Commitment: 1, Rates: map[string]float64{"m5.large": 0.0672, "m5.xlarge": 0.1344}}},
+		ReservedInstances: []ReservedInstance{{ID: "ri", Type: "m5.large", Count: 8}, {ID: "zonal", Type: "m5.large", Zone: "b", Count: 1},
+			{ID: "metal", Type: "m5.metal", Count: 1}},
+		SavingsPlans: []SavingsPlan{{ID: "sp", Commitment: 1, Rates: map[string]float64{"m5.large": 0.0672, "m5.xlarge": 0.1344, "c5.large": 0.09}}},
 	}
 	running := instances("m5.large", "a", "on-demand", m5Large, 6, "od")
 	left := Apply(c, running)
 	cases := []struct {
 		name, typ, zone string
 		list            float64
-		nth             map[int]float64
+		want            []Room
 	}{
-		{"two regional RIs left, then the plan, then list", "m5.large", "a", m5Large,
-			map[int]float64{1: 0, 2: 0, 3: 0.0672, 16: 0.0672, 17: 0.0592 + (1-0.0592/0.0672)*m5Large, 18: m5Large}},
-		{"the zonal RI in its zone", "m5.large", "b", m5Large, map[int]float64{3: 0, 4: 0.0672}},
-		{"an xlarge: two large RIs are one xlarge", "m5.xlarge", "a", m5XLarge, map[int]float64{1: 0, 2: 0.1344}},
-		{"no commitment for c5", "c5.large", "a", c5Large, map[int]float64{1: c5Large}},
+		{"two regional RIs left (8 units), then the plan", "m5.large", "a", m5Large,
+			[]Room{{ID: "ri", Left: 8, Takes: 4}, {ID: "sp", Left: 1, Takes: 0.0672, Price: 0.0672}}},
+		{"the zonal RI in its zone", "m5.large", "b", m5Large,
+			[]Room{{ID: "ri", Left: 8, Takes: 4}, {ID: "zonal", Left: 1, Takes: 1}, {ID: "sp", Left: 1, Takes: 0.0672, Price: 0.0672}}},
+		{"an xlarge takes 8 units", "m5.xlarge", "a", m5XLarge,
+			[]Room{{ID: "ri", Left: 8, Takes: 8}, {ID: "sp", Left: 1, Takes: 0.1344, Price: 0.1344}}},
+		{"a 2xlarge does not fit the RIs' 8 units", "m5.2xlarge", "a", 2 * m5XLarge, nil},
+		{"a metal RI covers its own type", "m5.metal", "a", 4.608, []Room{{ID: "metal", Left: 1, Takes: 1}}},
+		{"a rate over list is no room", "c5.large", "a", c5Large, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			steps := Steps(c, left, tc.typ, tc.zone, tc.list)
-			for n, want := range tc.nth {
-				if got := Nth(steps, n); !near(got, want) {
-					t.Errorf("instance %d: %v, want %v (steps %v)", n, got, want, steps)
-				}
+			got := Rooms(c, left, tc.typ, tc.zone, tc.list)
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("rooms %v, want %v", got, tc.want)
 			}
 		})
 	}

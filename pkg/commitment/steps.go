@@ -1,72 +1,52 @@
 package commitment
 
-import (
-	"math"
-	"sort"
-)
+import "sort"
 
-// Step is a run of Count additional instances (possibly a fraction of
-// one) at Price each, $/h.
-type Step struct {
-	Count float64
+// Room is what one commitment has left for more instances of a type in a
+// zone: Left in the commitment's units (RI instances, normalization units
+// of a regional RI, a plan's dollars per hour), Takes per instance, each
+// at Price ($/h: nothing under an RI, the rate under a plan).
+type Room struct {
+	ID    string
+	Left  float64
+	Takes float64
 	Price float64
 }
 
-// Steps are the prices of successive additional on-demand instances of a
-// type in a zone, given what the running instances left of the
-// commitments: free while an RI has room for it, a plan's rate while the
-// plan has commitment left (cheapest rate first), then list, without end.
-// Each step reads the same leftovers, so steps of two types priced for
-// one plan may both count the same commitment: the caller prices again
-// after each launch.
-func Steps(c Commitments, left Coverage, instanceType, zone string, list float64) []Step {
-	var out []Step
-	free := 0.0
+// Rooms are the commitments with room left (after left, what Apply left
+// of them) for at least one more on-demand instance of the type in the
+// zone, listed at list: RIs first, then plans whose rate is under list,
+// cheapest first. The planner hands each room out a whole instance at a
+// time; what is left of an instance's share is not planned on.
+func Rooms(c Commitments, left Coverage, instanceType, zone string, list float64) []Room {
+	var out []Room
 	for _, ri := range c.ReservedInstances {
-		l := left.Left[ri.ID]
-		switch {
-		case l <= 0:
-		case ri.Zone != "":
-			if ri.Type == instanceType && ri.Zone == zone {
-				free += l
-			}
-		case Normalization(ri.Type) == 0:
-			if ri.Type == instanceType {
-				free += l
-			}
-		case sameFamily(ri.Type, instanceType) && Normalization(instanceType) > 0:
-			free += l / Normalization(instanceType)
+		if takes := Takes(ri, instanceType, zone); takes > 0 && left.Left[ri.ID] >= takes-1e-9 {
+			out = append(out, Room{ID: ri.ID, Left: left.Left[ri.ID], Takes: takes})
 		}
 	}
-	if free > 0 {
-		out = append(out, Step{Count: free, Price: 0})
-	}
-	var plans []Step
+	var plans []Room
 	for _, p := range c.SavingsPlans {
-		rate, ok := p.Rates[instanceType]
-		if l := left.Left[p.ID]; ok && l > 0 && rate > 0 && rate < list {
-			plans = append(plans, Step{Count: l / rate, Price: rate})
+		if rate, ok := p.Rates[instanceType]; ok && rate > 0 && rate < list && left.Left[p.ID] >= rate-1e-9 {
+			plans = append(plans, Room{ID: p.ID, Left: left.Left[p.ID], Takes: rate, Price: rate})
 		}
 	}
 	sort.SliceStable(plans, func(i, j int) bool { return plans[i].Price < plans[j].Price })
-	out = append(out, plans...)
-	return append(out, Step{Count: math.Inf(1), Price: list})
+	return append(out, plans...)
 }
 
-// Nth is the price of the nth additional instance (from 1): the steps'
-// prices averaged over the hour-shares that cover it.
-func Nth(steps []Step, n int) float64 {
-	from, to := float64(n-1), float64(n)
-	at, price := 0.0, 0.0
-	for _, s := range steps {
-		lo, hi := max(at, from), min(at+s.Count, to)
-		if hi > lo {
-			price += (hi - lo) * s.Price
-		}
-		at += s.Count
-		if at >= to {
-			break
-		}
+// Takes is how much of the RI one instance of the type in the zone takes,
+// in the RI's units, or 0 when the RI does not cover it: a zonal RI an
+// instance of its type and zone, a regional RI normalization units within
+// its family (an instance of its own type when the size has no factor).
+func Takes(ri ReservedInstance, instanceType, zone string) float64 {
+	switch {
+	case ri.Zone != "":
+		return boolFloat(ri.Type == instanceType && ri.Zone == zone)
+	case Normalization(ri.Type) == 0:
+		return boolFloat(ri.Type == instanceType)
+	case sameFamily(ri.Type, instanceType):
+		return Normalization(instanceType)
 	}
-	return price
+	return 0
 }
