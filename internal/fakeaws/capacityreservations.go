@@ -285,11 +285,16 @@ func (s *Server) joinReservation(r *capacityReservation, instance string) {
 }
 
 // withReservations names each member's reservation in a DescribeInstances
-// answer.
+// answer. A reservation cancelled or past its end lets its instances go,
+// as EC2 does: they run on, on demand, in no reservation.
 func (s *Server) withReservations(body []byte) []byte {
+	now := s.clock.Now()
 	s.crs.mu.Lock()
 	defer s.crs.mu.Unlock()
 	for _, r := range s.crs.byID {
+		if r.state != "active" || (r.end != nil && !now.Before(*r.end)) {
+			continue
+		}
 		for id := range r.members {
 			tag := []byte("<instanceId>" + id + "</instanceId>")
 			fill := append(append([]byte{}, tag...), "<capacityReservationId>"+r.id+"</capacityReservationId>"...)

@@ -176,7 +176,7 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		return nil, err
 	}
 	if reservations != nil {
-		if err := (&reservation.Controller{Client: mgr.GetClient(), Recorder: recorder, Clock: clk}).Register(mgr); err != nil {
+		if err := (&reservation.Controller{Client: mgr.GetClient(), Recorder: recorder, Clock: clk, Instances: provider}).Register(mgr); err != nil {
 			return nil, err
 		}
 	}

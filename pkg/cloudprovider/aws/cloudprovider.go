@@ -44,6 +44,9 @@ const (
 	ReasonSubnetDrift         = "SubnetDrift"
 	ReasonSecurityGroupDrift  = "SecurityGroupDrift"
 	ReasonPlacementGroupDrift = "PlacementGroupDrift"
+	// ReasonCapacityReservationDrift: the node runs in a reservation its
+	// class no longer selects.
+	ReasonCapacityReservationDrift = "CapacityReservationDrift"
 )
 
 // InstanceTypes lists the instance types a class can launch, priced, with

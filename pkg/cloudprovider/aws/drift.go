@@ -72,6 +72,33 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) 
 			return ReasonSecurityGroupDrift, nil
 		}
 	}
+	return c.reservationDrift(ctx, nc, nodeClaim, inst)
+}
+
+// reservationDrift drifts a reserved node whose instance runs in a
+// reservation the class no longer selects, as Karpenter does. A recent
+// description that says so is confirmed by a fresh one: a reservation
+// that ended has let its instances go (they run on demand, and the
+// reservation controller relabels them), which an older description would
+// not show. An on-demand node EC2 put into an open reservation is not
+// reserved, and not judged.
+func (c *CloudProvider) reservationDrift(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, inst *instance.Instance) (string, error) {
+	selected := func(id string) bool {
+		return slices.ContainsFunc(nc.Status.CapacityReservations, func(r awsv1.CapacityReservation) bool { return r.ID == id })
+	}
+	if nodeClaim.Labels[v1.LabelCapacityType] != v1.CapacityTypeReserved || inst.CapacityReservationID == "" || selected(inst.CapacityReservationID) {
+		return "", nil
+	}
+	fresh, err := c.opts.Instances.Get(ctx, inst.ID)
+	if err != nil {
+		if instance.IsNotFound(err) {
+			return "", nil
+		}
+		return "", err
+	}
+	if fresh.CapacityReservationID != "" && !selected(fresh.CapacityReservationID) {
+		return ReasonCapacityReservationDrift, nil
+	}
 	return "", nil
 }
 

@@ -167,9 +167,12 @@ type fakeInstances struct {
 	choose        func(instance.Request) instance.Override
 	notFoundGets  int
 	described     map[string]*instance.Instance
-	getErr        error
-	listed        []*instance.Instance
-	deleteErr     error
+	// fresh, when it names an instance, is what Get (a new description)
+	// says of it; Recent answers with described.
+	fresh     map[string]*instance.Instance
+	getErr    error
+	listed    []*instance.Instance
+	deleteErr error
 	// earlier is what an unrecorded earlier attempt launched, for Launched.
 	earlier *instance.Instance
 
@@ -213,23 +216,31 @@ func (f *fakeInstances) Launched(_ context.Context, claim, _ string, since time.
 }
 
 func (f *fakeInstances) Get(_ context.Context, id string) (*instance.Instance, error) {
+	return f.get(id, true)
+}
+
+// Recent answers with described, never fresh: a description made earlier.
+func (f *fakeInstances) Recent(_ context.Context, id string, maxAge time.Duration) (*instance.Instance, error) {
+	f.mu.Lock()
+	f.recentAges = append(f.recentAges, maxAge)
+	f.mu.Unlock()
+	return f.get(id, false)
+}
+
+func (f *fakeInstances) get(id string, anew bool) (*instance.Instance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gets++
 	if f.getErr != nil {
 		return nil, f.getErr
 	}
+	if anew && f.fresh[id] != nil {
+		return f.fresh[id], nil
+	}
 	if f.gets <= f.notFoundGets || f.described[id] == nil {
 		return nil, &instance.NotFoundError{ID: id}
 	}
 	return f.described[id], nil
-}
-
-func (f *fakeInstances) Recent(ctx context.Context, id string, maxAge time.Duration) (*instance.Instance, error) {
-	f.mu.Lock()
-	f.recentAges = append(f.recentAges, maxAge)
-	f.mu.Unlock()
-	return f.Get(ctx, id)
 }
 
 func (f *fakeInstances) List(context.Context) ([]*instance.Instance, error) { return f.listed, nil }

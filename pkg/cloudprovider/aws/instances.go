@@ -188,3 +188,21 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *v1.NodeClaim) (er
 // for an answer. EC2 documents its reads as eventually consistent; a new
 // instance shows within seconds, rarely a minute.
 const DescribeLag = 2 * time.Minute
+
+// InstanceReservation is the capacity reservation the instance of
+// providerID runs in now ("" for none), from a fresh description; found is
+// false while EC2 does not know the instance.
+func (c *CloudProvider) InstanceReservation(ctx context.Context, providerID string) (string, bool, error) {
+	id, err := instance.ParseProviderID(providerID)
+	if err != nil {
+		return "", false, err
+	}
+	inst, err := c.opts.Instances.Get(ctx, id)
+	if err != nil {
+		if instance.IsNotFound(err) {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	return inst.CapacityReservationID, true, nil
+}

@@ -1,10 +1,13 @@
 // Package reservation follows the capacity reservations NodeClaims run in.
 // A Capacity Block ends at a fixed time, and EC2 takes its instances back
 // from 30 minutes before: its NodeClaims are drained 40 minutes before the
-// end, as Karpenter does. A reservation
-// that no longer backs a node (cancelled, expired, no longer selected) makes
-// it an ordinary on-demand node: its capacity-type label says so, and
-// consolidation prices it as such.
+// end, as Karpenter does. A node whose reservation its class no longer
+// lists is asked of EC2: still in it, the node has drifted (the class no
+// longer selects it; the cloud provider's drift says so) and is replaced;
+// out of it (cancelled, expired), EC2 runs it on demand, and it becomes an
+// ordinary on-demand node: its capacity-type label says so, and
+// consolidation prices it as such, as Karpenter's capacity-type controller
+// does from EC2's view.
 package reservation
 
 import (
@@ -12,7 +15,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,7 +34,22 @@ type Controller struct {
 	Client   client.Client
 	Recorder record.EventRecorder
 	Clock    clock.Clock
+	// Instances says which reservation an instance runs in now.
+	Instances Instances
 }
+
+// Instances reads an instance's reservation from a fresh description:
+// found is false while EC2 does not know the instance (just launched, or
+// gone).
+type Instances interface {
+	InstanceReservation(ctx context.Context, providerID string) (reservation string, found bool, err error)
+}
+
+// recheck is how often a reserved node whose class no longer lists its
+// reservation, but which still runs in it, is asked of EC2 again while its
+// drift waits (budgets, PDBs): the reservation may end meanwhile. Karpenter
+// asks every minute.
+const recheck = time.Minute
 
 // Register adds the controller to the manager. A class's reservations
 // change in its status, not on its NodeClaims: each change of an
@@ -105,15 +122,17 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, nil
 	}
-	if nc.Labels[v1.LabelCapacityType] != v1.CapacityTypeReserved {
+	if nc.Labels[v1.LabelCapacityType] != v1.CapacityTypeReserved || nc.Status.ProviderID == "" {
 		return reconcile.Result{}, nil
 	}
-	// The relabelling cannot be undone (as in Karpenter, nothing promotes
-	// a node back), so it waits for the class's last resolution to have
-	// succeeded: a status emptied because DescribeCapacityReservations
-	// failed says nothing of the reservation.
-	if !meta.IsStatusConditionTrue(class.Status.Conditions, awsv1.ConditionTypeCapacityReservationsReady) {
-		return reconcile.Result{}, nil
+	current, found, err := c.Instances.InstanceReservation(ctx, nc.Status.ProviderID)
+	switch {
+	case err != nil:
+		return reconcile.Result{}, err
+	case !found:
+		return reconcile.Result{}, nil // garbage collection's, or not yet described
+	case current == id:
+		return reconcile.Result{RequeueAfter: recheck}, nil // drifted, not demoted
 	}
 	return reconcile.Result{}, c.demote(ctx, nc, id)
 }

@@ -31,8 +31,10 @@ func TestReconcile(t *testing.T) {
 		capacity    string // the NodeClaim's and Node's capacity type after
 		requeue     time.Duration
 		event       string
-		// failed: the class's last resolution of its reservations failed.
-		failed bool
+		// inEC2 is the reservation EC2 says the instance runs in now;
+		// unknown: EC2 does not know the instance.
+		inEC2   string
+		unknown bool
 	}{
 		{name: "a Capacity Block ending within 40 minutes is drained", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "capacity-block", EndTime: at(39 * time.Minute)},
 			deleted: true, capacity: "reserved", event: "CapacityReservationExpiring"},
@@ -41,28 +43,25 @@ func TestReconcile(t *testing.T) {
 		{name: "a Capacity Block ending later waits for the 40 minutes", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "capacity-block", EndTime: at(time.Hour)},
 			capacity: "reserved", requeue: 20 * time.Minute},
 		{name: "a reservation still there", reservation: &awsv1.CapacityReservation{ID: "cr-1", ReservationType: "default"}, capacity: "reserved"},
-		{name: "a reservation gone makes the node on-demand", capacity: "on-demand", event: "CapacityReservationGone"},
-		{name: "a status emptied by a failed resolution changes nothing", capacity: "reserved", failed: true},
+		{name: "a reservation EC2 let the instance go from makes the node on-demand", capacity: "on-demand", event: "CapacityReservationGone"},
+		{name: "a reservation the class no longer lists, the instance still in it: drifted, not relabelled", inEC2: "cr-1", capacity: "reserved", requeue: time.Minute},
+		{name: "an instance EC2 does not know changes nothing", unknown: true, capacity: "reserved"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-			resolved := metav1.ConditionTrue
-			if tt.failed {
-				resolved = metav1.ConditionFalse
-			}
-			class.Status.Conditions = []metav1.Condition{{Type: awsv1.ConditionTypeCapacityReservationsReady, Status: resolved, Reason: "x", LastTransitionTime: metav1.Now()}}
+			class.Status.Conditions = []metav1.Condition{{Type: awsv1.ConditionTypeCapacityReservationsReady, Status: metav1.ConditionTrue, Reason: "x", LastTransitionTime: metav1.Now()}}
 			if tt.reservation != nil {
 				class.Status.CapacityReservations = []awsv1.CapacityReservation{*tt.reservation}
 			}
 			labels := map[string]string{v1.LabelCapacityType: "reserved", "karpenter.k8s.aws/capacity-reservation-id": "cr-1", v1.LabelNodePool: "default"}
 			nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-x", Labels: labels},
 				Spec:   v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}},
-				Status: v1.NodeClaimStatus{NodeName: "node-x"}}
+				Status: v1.NodeClaimStatus{NodeName: "node-x", ProviderID: "aws:///us-east-1a/i-0123456789abcdef0"}}
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-x", Labels: map[string]string{v1.LabelCapacityType: "reserved"}}}
 			kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(class, nc, node).Build()
 			rec := record.NewFakeRecorder(10)
-			c := &reservation.Controller{Client: kube, Recorder: rec, Clock: clocktesting.NewFakeClock(now)}
+			c := &reservation.Controller{Client: kube, Recorder: rec, Clock: clocktesting.NewFakeClock(now), Instances: ec2View{tt.inEC2, !tt.unknown}}
 			res, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: nc.Name}})
 			if err != nil {
 				t.Fatal(err)
@@ -98,6 +97,16 @@ func TestReconcile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ec2View is what EC2 says of the instance's reservation.
+type ec2View struct {
+	reservation string
+	found       bool
+}
+
+func (v ec2View) InstanceReservation(context.Context, string) (string, bool, error) {
+	return v.reservation, v.found, nil
 }
 
 // A change of a class looks again at its NodeClaims in reservations, and
