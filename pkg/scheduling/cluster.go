@@ -234,6 +234,9 @@ func (c *Cluster) remove(names []string, openInFlight bool) (Removal, error) {
 	if one := s.joinAll(s.virtual[s.journal.virtual:]); one != nil && one.Price() <= TotalPrice(r.Replacements)+1e-9 {
 		r.Replacements = []*NewNodeClaim{one}
 	}
+	// Replacements are priced within the commitments' room, and pinned
+	// to the room they get, as a plan's NodeClaims are (room.go).
+	withinLimits(r.Replacements)
 	return r, nil
 }
 

@@ -38,8 +38,10 @@ func hasLimits(snap Snapshot) bool {
 	return false
 }
 
-// withoutLimited is snap with the limited offerings taken out.
-func withoutLimited(snap Snapshot) Snapshot {
+// withoutLimited is snap with the limited offerings taken out, and the
+// types it copied to take them out, to the originals: a plan of it gets
+// its types back (restore) before the rooms are handed out.
+func withoutLimited(snap Snapshot) (Snapshot, map[*cloudprovider.InstanceType]*cloudprovider.InstanceType) {
 	copied := map[*cloudprovider.InstanceType]*cloudprovider.InstanceType{}
 	pools := make([]NodePool, len(snap.NodePools))
 	for i, p := range snap.NodePools {
@@ -67,7 +69,29 @@ func withoutLimited(snap Snapshot) Snapshot {
 		}
 	}
 	snap.NodePools = pools
-	return snap
+	originals := map[*cloudprovider.InstanceType]*cloudprovider.InstanceType{}
+	for orig, cp := range copied {
+		originals[cp] = orig
+	}
+	return snap, originals
+}
+
+// restore gives the plan's NodeClaims the types withoutLimited copied
+// theirs from, which carry the rooms.
+func restore(ncs []*NewNodeClaim, originals map[*cloudprovider.InstanceType]*cloudprovider.InstanceType) {
+	for _, nc := range ncs {
+		if o, ok := originals[nc.InstanceType]; ok {
+			nc.InstanceType = o
+		}
+		types := make([]*cloudprovider.InstanceType, len(nc.InstanceTypes))
+		for i, it := range nc.InstanceTypes {
+			types[i] = it
+			if o, ok := originals[it]; ok {
+				types[i] = o
+			}
+		}
+		nc.InstanceTypes = types
+	}
 }
 
 // withinLimits hands each commitment's room to the plan's new NodeClaims,
@@ -147,7 +171,7 @@ func solveCommitted(snap Snapshot, opts Options) *Plan {
 	if len(kept) == 0 || len(rest) == 0 {
 		return a
 	}
-	sub := withoutLimited(snap)
+	sub, originals := withoutLimited(snap)
 	sub.Pods = rest
 	sub.Nodes = slices.Clone(snap.Nodes)
 	byName := map[string]*NewNodeClaim{}
@@ -177,7 +201,7 @@ func solveCommitted(snap Snapshot, opts Options) *Plan {
 		}
 	}
 	b := solveOnce(sub, opts)
-	withinLimits(b.NewNodeClaims)
+	restore(b.NewNodeClaims, originals)
 	// Pods b placed on a kept NodeClaim join it; other existing nodes
 	// keep theirs.
 	existing := map[string]string{}
@@ -197,7 +221,12 @@ func solveCommitted(snap Snapshot, opts Options) *Plan {
 		}
 		existing[key] = node
 	}
-	return &Plan{NewNodeClaims: append(kept, b.NewNodeClaims...), Existing: existing,
+	// The room is handed out again over both: what the first pass kept
+	// (pinned to on-demand, so first in line) and what the second
+	// planned, which may take what is left.
+	all := append(kept, b.NewNodeClaims...)
+	withinLimits(all)
+	return &Plan{NewNodeClaims: all, Existing: existing,
 		Unschedulable: append(slices.Clone(a.Unschedulable), b.Unschedulable...)}
 }
 

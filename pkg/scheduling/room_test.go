@@ -109,7 +109,8 @@ func TestCommitmentOfAnotherType(t *testing.T) {
 	}
 	pool := mkNodePool("default", req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, "spot", "on-demand"))
 	snap := Snapshot{Pods: replicas(30, "web", "1200m", "4Gi"), NodePools: []NodePool{{NodePool: pool, InstanceTypes: []*cloudprovider.InstanceType{m5, xl}}}}
-	listed := Solve(withoutLimited(snap), Options{})
+	plain, _ := withoutLimited(snap)
+	listed := Solve(plain, Options{})
 	plan := Solve(snap, Options{})
 	free := 0
 	for _, nc := range plan.NewNodeClaims {
@@ -119,5 +120,62 @@ func TestCommitmentOfAnotherType(t *testing.T) {
 	}
 	if free != 8 || plan.TotalPrice() >= listed.TotalPrice() {
 		t.Errorf("%d RI-covered m5.large, total %.4f (list-price plan %.4f), want 8 and less:\n%s", free, plan.TotalPrice(), listed.TotalPrice(), summary(plan))
+	}
+}
+
+// The list-price plan's NodeClaims get their types back before the room
+// is handed out, so that they can take it: the copies withoutLimited made
+// have no rooms.
+func TestListedPlanTakesRoom(t *testing.T) {
+	m5 := m5LargeWith(t, 0.08, map[cloudprovider.Room]float64{{ID: "ri-1", Left: 8, Takes: 1}: 0})
+	pool := mkNodePool("default", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large"))
+	plain, originals := withoutLimited(Snapshot{Pods: replicas(10, "web", "1200m", "4Gi"),
+		NodePools: []NodePool{{NodePool: pool, InstanceTypes: []*cloudprovider.InstanceType{m5}}}})
+	listed := solveOnce(plain, Options{})
+	restore(listed.NewNodeClaims, originals)
+	withinLimits(listed.NewNodeClaims)
+	free := 0
+	for _, nc := range listed.NewNodeClaims {
+		if nc.Offering.Limited() {
+			free++
+		}
+	}
+	if free != 8 {
+		t.Errorf("%d NodeClaims on the RIs' room, want 8:\n%s", free, summary(listed))
+	}
+}
+
+// Consolidation's replacements take the commitments' room as a plan's
+// NodeClaims do: a spot node's replacement on an RI's room is pinned to
+// on-demand, and without room it is priced at list.
+func TestReplacementTakesRoom(t *testing.T) {
+	cases := []struct {
+		name     string
+		rooms    map[cloudprovider.Room]float64
+		wantRoom bool
+		want     float64
+	}{
+		{name: "an RI with room", rooms: map[cloudprovider.Room]float64{{ID: "ri-1", Left: 1, Takes: 1}: 0}, wantRoom: true, want: 0},
+		{name: "an RI without room for a whole node", rooms: map[cloudprovider.Room]float64{{ID: "ri-1", Left: 0.5, Takes: 1}: 0}, want: 0.08},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m5 := m5LargeWith(t, 0.08, tc.rooms)
+			spot := catalogNode(t, "spot-node", "m5.large", false, mkPod("web-0", "1200m", "4Gi"))
+			spot.Labels[v1.LabelCapacityType] = "spot"
+			pool := mkNodePool("default", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large"))
+			c := NewCluster(Snapshot{Nodes: []*Node{spot}, NodePools: []NodePool{{NodePool: pool, InstanceTypes: []*cloudprovider.InstanceType{m5}}}}, Options{})
+			r, err := c.TryRemove("spot-node")
+			if err != nil || len(r.Replacements) != 1 {
+				t.Fatalf("replacements %v (%v), want one", r.Replacements, err)
+			}
+			repl := r.Replacements[0]
+			if repl.Offering.Limited() != tc.wantRoom || math.Abs(repl.Price()-tc.want) > 1e-9 {
+				t.Errorf("replacement on room %v at $%v, want room %v at $%v", repl.Offering.Limited(), repl.Price(), tc.wantRoom, tc.want)
+			}
+			if ct := repl.Requirements[v1.LabelCapacityType]; tc.wantRoom && (ct == nil || ct.Len() != 1 || !ct.Has("on-demand")) {
+				t.Errorf("the replacement on room is not pinned to on-demand: %v", ct)
+			}
+		})
 	}
 }

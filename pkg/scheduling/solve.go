@@ -8,7 +8,9 @@ func Solve(snap Snapshot, opts Options) *Plan {
 	if !hasLimits(snap) {
 		return solveOnce(snap, opts)
 	}
-	listed := solveOnce(withoutLimited(snap), opts)
+	plain, originals := withoutLimited(snap)
+	listed := solveOnce(plain, opts)
+	restore(listed.NewNodeClaims, originals)
 	withinLimits(listed.NewNodeClaims)
 	committed := solveCommitted(snap, opts)
 	if better(committed, listed) {
