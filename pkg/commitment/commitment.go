@@ -187,3 +187,24 @@ func sameFamily(a, b string) bool {
 	fb, _, _ := strings.Cut(b, ".")
 	return fa == fb
 }
+
+// Marginal is, for each instance, what the bill saves per hour when it
+// goes and the others stay: a spot instance's list price; for the rest,
+// the total of the effective prices with it less the total without it.
+// Which instances an RI "covers" is the bill's bookkeeping, not theirs:
+// with more on-demand instances than RIs, each saves the same when it
+// goes (a plan's rate, or list), and none is worth replacing with
+// another of its kind.
+func Marginal(c Commitments, instances []Instance) map[string]float64 {
+	all := Apply(c, instances).Total()
+	out := make(map[string]float64, len(instances))
+	for i, in := range instances {
+		if in.CapacityType == CapacityTypeSpot {
+			out[in.ID] = in.ListPrice
+			continue
+		}
+		rest := append(append(make([]Instance, 0, len(instances)-1), instances[:i]...), instances[i+1:]...)
+		out[in.ID] = all - Apply(c, rest).Total()
+	}
+	return out
+}

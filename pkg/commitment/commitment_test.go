@@ -186,3 +186,32 @@ func TestNormalization(t *testing.T) {
 		}
 	}
 }
+
+// What each instance saves when it goes: nothing while the RIs cover
+// every on-demand instance; with more, each saves what the last one
+// costs, whichever the bill's bookkeeping names covered.
+func TestMarginal(t *testing.T) {
+	ri := Commitments{ReservedInstances: []ReservedInstance{{ID: "ri", Type: "m5.large", Count: 8}}}
+	riAndPlan := Commitments{ReservedInstances: ri.ReservedInstances, SavingsPlans: []SavingsPlan{{ID: "sp", Commitment: 1, Rates: map[string]float64{"m5.large": 0.0672}}}}
+	cases := []struct {
+		name string
+		c    Commitments
+		in   []Instance
+		want map[string]float64
+	}{
+		{name: "all covered by RIs", c: ri, in: instances("m5.large", "a", "on-demand", m5Large, 8, "od"), want: map[string]float64{"od00": 0, "od07": 0}},
+		{name: "one more than the RIs: each saves list", c: ri, in: instances("m5.large", "a", "on-demand", m5Large, 9, "od"), want: map[string]float64{"od00": m5Large, "od08": m5Large}},
+		{name: "within the plan: each saves the rate", c: riAndPlan, in: instances("m5.large", "a", "on-demand", m5Large, 10, "od"), want: map[string]float64{"od00": 0.0672, "od09": 0.0672}},
+		{name: "spot saves its list price", c: riAndPlan, in: instances("m5.large", "a", "spot", 0.08, 1, "sp"), want: map[string]float64{"sp00": 0.08}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Marginal(tc.c, tc.in)
+			for id, want := range tc.want {
+				if !near(got[id], want) {
+					t.Errorf("%s saves %v, want %v", id, got[id], want)
+				}
+			}
+		})
+	}
+}
