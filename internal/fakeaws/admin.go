@@ -107,6 +107,22 @@ func (s *Server) admin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, in)
+	case "PUT /_fake/spot-prices":
+		var in struct {
+			InstanceType string  `json:"instanceType"`
+			Price        float64 `json:"price"`
+		}
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			bad(err)
+			return
+		}
+		if err := s.SetSpotPrice(in.InstanceType, in.Price); err != nil {
+			bad(err)
+			return
+		}
+		writeJSON(w, http.StatusOK, in)
 	case "GET /_fake/seed":
 		writeJSON(w, http.StatusOK, s.Seed())
 	default:

@@ -252,10 +252,11 @@ func money(v float64) string {
 	return s
 }
 
-// paginate is the [start, end) of the page a token (an offset) and a page
-// size ask for, and the next page's token ("" at the end).
+// paginate is the [start, end) of the page a token (encodeToken's
+// offset) and a page size ask for, and the next page's token ("" at the
+// end).
 func paginate(n int, token, maxResults string, defaultSize int) ([2]int, string) {
-	start, _ := strconv.Atoi(token)
+	start, _ := decodeToken(token)
 	size, err := strconv.Atoi(maxResults)
 	if err != nil || size <= 0 {
 		size = defaultSize
@@ -263,7 +264,7 @@ func paginate(n int, token, maxResults string, defaultSize int) ([2]int, string)
 	start = min(max(start, 0), n)
 	end := min(start+size, n)
 	if end < n {
-		return [2]int{start, end}, strconv.Itoa(end)
+		return [2]int{start, end}, encodeToken(end)
 	}
 	return [2]int{start, end}, ""
 }

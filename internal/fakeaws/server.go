@@ -122,9 +122,11 @@ type Server struct {
 	mu       sync.Mutex
 	launches map[string]launch
 	// health holds the status checks and events tests set (SetInstanceHealth).
-	health  map[string]InstanceHealth
-	zones   map[string][]zoneInfo // by region
-	subnets map[string]string     // subnet ID → zone
+	health map[string]InstanceHealth
+	// spotPrices are prices set through SetSpotPrice, by type.
+	spotPrices map[string]float64
+	zones      map[string][]zoneInfo // by region
+	subnets    map[string]string     // subnet ID → zone
 
 	cancel context.CancelFunc
 	done   chan struct{}

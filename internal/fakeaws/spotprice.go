@@ -78,7 +78,11 @@ func (s *Server) spotPriceHistory(ctx context.Context, c *call) *answer {
 			if !in(z, zones, filters["availability-zone"]) {
 				continue
 			}
-			price := strconv.FormatFloat(catalog.SpotPrice(it.Name, z, od), 'f', 6, 64)
+			spot := catalog.SpotPrice(it.Name, z, od)
+			if set, ok := s.spotPrice(it.Name); ok {
+				spot = set
+			}
+			price := strconv.FormatFloat(spot, 'f', 6, 64)
 			for _, p := range linuxProducts {
 				if in(p, products, filters["product-description"]) {
 					rows = append(rows, row{it.Name, p, z, price})
@@ -115,4 +119,30 @@ func (s *Server) spotPriceHistory(ctx context.Context, c *call) *answer {
 	}
 	b.WriteString("</DescribeSpotPriceHistoryResponse>")
 	return xmlAnswer(b.String())
+}
+
+// SetSpotPrice makes the type's spot price in every zone price, from the
+// next DescribeSpotPriceHistory on; 0 goes back to the catalog's model.
+func (s *Server) SetSpotPrice(instanceType string, price float64) error {
+	if price < 0 {
+		return fmt.Errorf("spot price %v of %s: want a positive price in $/h, or 0 for the catalog's", price, instanceType)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.spotPrices == nil {
+		s.spotPrices = map[string]float64{}
+	}
+	if price == 0 {
+		delete(s.spotPrices, instanceType)
+	} else {
+		s.spotPrices[instanceType] = price
+	}
+	return nil
+}
+
+func (s *Server) spotPrice(instanceType string) (float64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.spotPrices[instanceType]
+	return p, ok
 }
