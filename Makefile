@@ -15,9 +15,10 @@ demo:
 ##
 ## test/aws runs as two processes, each with its own control plane and AWS
 ## endpoint: its tests run one after another and wait on them (21 minutes
-## alone), so its IAM tests (AWS_IAM_TESTS, 9 minutes) run beside the rest.
+## alone), so its IAM tests and the commitments' test (AWS_IAM_TESTS, about
+## 15 minutes; each starts an endpoint of its own) run beside the rest.
 ## A test added to test/aws runs with the rest unless listed there.
-AWS_IAM_TESTS = ^(TestGuideUnderPublishedPolicies|TestDeniedAtStart|TestDeniedAfterLaunch|TestBadInputNamesTheFixAndLaunchesNothing|TestSpotServiceLinkedRoleMissing)$$
+AWS_IAM_TESTS = ^(TestGuideUnderPublishedPolicies|TestDeniedAtStart|TestDeniedAfterLaunch|TestBadInputNamesTheFixAndLaunchesNothing|TestSpotServiceLinkedRoleMissing|TestCommitmentsInPlans)$$
 test: setup
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi

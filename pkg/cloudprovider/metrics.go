@@ -80,3 +80,12 @@ func (p *instrumented) IsDrifted(ctx context.Context, nc *v1.NodeClaim) (_ strin
 	defer func(start time.Time) { p.observe("IsDrifted", start, err) }(p.clock.Now())
 	return p.CloudProvider.IsDrifted(ctx, nc)
 }
+
+// MarginalPrices passes the wrapped provider's through (Biller), so that
+// consolidation sees them through the metrics; nil when it has none.
+func (p *instrumented) MarginalPrices(ctx context.Context) (map[string]float64, error) {
+	if b, ok := p.CloudProvider.(Biller); ok {
+		return b.MarginalPrices(ctx)
+	}
+	return nil, nil
+}

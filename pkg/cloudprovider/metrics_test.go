@@ -3,6 +3,7 @@ package cloudprovider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -48,5 +49,37 @@ func TestInstrumented(t *testing.T) {
 		if d := testutil.ToFloat64(metrics.CloudProviderErrors.WithLabelValues("", "Delete", "test", tt.kind)) - deletes; d != 1 {
 			t.Errorf("%s: %v Delete errors counted, want 1", tt.kind, d)
 		}
+	}
+}
+
+type billing struct {
+	CloudProvider
+	prices map[string]float64
+}
+
+func (b billing) MarginalPrices(context.Context) (map[string]float64, error) { return b.prices, nil }
+
+// The metrics wrapper keeps the provider's marginal prices visible to
+// consolidation, which sees providers through it.
+func TestInstrumentedBills(t *testing.T) {
+	cases := []struct {
+		name string
+		p    CloudProvider
+		want map[string]float64
+	}{
+		{name: "a provider that bills", p: billing{prices: map[string]float64{"default-x": 0}}, want: map[string]float64{"default-x": 0}},
+		{name: "one that does not", p: failing{}, want: nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, ok := Instrumented(tc.p, clock.RealClock{}).(Biller)
+			if !ok {
+				t.Fatal("the wrapped provider is not a Biller")
+			}
+			got, err := b.MarginalPrices(context.Background())
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("marginal prices %v (%v), want %v", got, err, tc.want)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package disruption
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -404,6 +405,8 @@ func TestCheaperOnly(t *testing.T) {
 		{name: "no option left: the capacity shortage case",
 			repls: []*scheduling.NewNodeClaim{nc(offer("own", 0.1), offer("dearer", 0.12))},
 			price: 0.1, wantWhy: "no cheaper replacement"},
+		{name: "pinned to a commitment's room: the room's price, not the type's list",
+			repls: []*scheduling.NewNodeClaim{withRoom(nc(offer("m5.large", 0.096)), 0.0672)}, price: 0.08, want: [][]string{{"m5.large"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, why := cheaperOnly(tc.repls, tc.price)
@@ -423,6 +426,9 @@ func TestCheaperOnly(t *testing.T) {
 				for _, it := range r.InstanceTypes {
 					names = append(names, it.Name)
 					w, _ := worstPrice(it, offeringFilter(r.Requirements))
+					if r.Offering.Limited() {
+						w = r.Offering.Price // what the bill charges under the room
+					}
 					worst = max(worst, w)
 				}
 				total += worst
@@ -464,4 +470,15 @@ func TestRepackSeesNamespaces(t *testing.T) {
 	if len(d.Commands) != 1 || len(d.Commands[0].Candidates) != 3 || len(d.Commands[0].Replacements) != 1 {
 		t.Fatalf("want the three nodes repacked onto one, got %v; skipped %v", summary(d), d.Skipped)
 	}
+}
+
+// withRoom pins r to a commitment's room on its type at price, as the
+// planner pins a replacement it handed one.
+func withRoom(r *scheduling.NewNodeClaim, price float64) *scheduling.NewNodeClaim {
+	room := r.Offering
+	room.Price, room.Room = price, cloudprovider.Room{ID: "sp-1", Left: 1, Takes: price}
+	it := r.InstanceType.Copy()
+	it.Offerings = append(slices.Clone(it.Offerings), room)
+	r.InstanceType, r.InstanceTypes, r.Offering = it, []*cloudprovider.InstanceType{it}, room
+	return r
 }

@@ -33,7 +33,13 @@ func cheaperOnly(repls []*scheduling.NewNodeClaim, price float64) ([]*scheduling
 		var kept []*cloudprovider.InstanceType
 		var names []string
 		for _, it := range r.InstanceTypes {
-			if worst, ok := worstPrice(it, allowed); ok && worst < bound-1e-9 {
+			worst, ok := worstPrice(it, allowed)
+			if r.Offering.Limited() && it == r.InstanceType {
+				// Pinned to a commitment's room: the bill charges the
+				// room's price whatever the launch.
+				worst, ok = r.Offering.Price, true
+			}
+			if ok && worst < bound-1e-9 {
 				kept = append(kept, it)
 				names = append(names, it.Name)
 			}
@@ -52,6 +58,11 @@ func cheaperOnly(repls []*scheduling.NewNodeClaim, price float64) ([]*scheduling
 			if o, ok := it.CheapestOffering(allowed); ok && o.Price < cp.Offering.Price {
 				cp.InstanceType, cp.Offering = it, o
 			}
+		}
+		if r.Offering.Limited() {
+			// The planner handed this room to this replacement; another
+			// room of the type may be another's.
+			cp.InstanceType, cp.Offering = r.InstanceType, r.Offering
 		}
 		cp.Requirements = r.Requirements.Copy()
 		was := r.Requirements[corev1.LabelInstanceTypeStable]

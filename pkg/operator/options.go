@@ -50,12 +50,15 @@ type Options struct {
 	// InstanceProfileGCInterval is how often unused instance profiles are
 	// collected (aws).
 	InstanceProfileGCInterval time.Duration
-	LeaderElectionName        string
-	LeaderElectionNS          string
-	PreferencePolicy          string
-	MinValuesPolicy           string
-	FeatureGates              FeatureGates
-	InterruptionQueue         string
+	// CommitmentsRefreshInterval is how long the account's RIs and
+	// Savings Plans are kept before they are read again (aws).
+	CommitmentsRefreshInterval time.Duration
+	LeaderElectionName         string
+	LeaderElectionNS           string
+	PreferencePolicy           string
+	MinValuesPolicy            string
+	FeatureGates               FeatureGates
+	InterruptionQueue          string
 	// The aws provider's settings, as Karpenter's AWS provider names them.
 	ClusterCABundle         string
 	IsolatedVPC             bool
@@ -229,6 +232,7 @@ var settings = []setting{
 	stringSetting("kubernetes-min-version", "KUBERNETES_MIN_VERSION", "", "refuse to start against an API server older than this version (Karpenter's chart passes 1.19.0-0)", func(o *Options) *string { return &o.KubernetesMinVersion }),
 	durationSetting("ami-refresh-interval", "AMI_REFRESH_INTERVAL", "1m", "how often the SSM parameters behind @latest aliases are read; a new image reaches status.amis (and drifts nodes) within it (aws)", func(o *Options) *time.Duration { return &o.AMIRefreshInterval }),
 	durationSetting("subnet-refresh-interval", "SUBNET_REFRESH_INTERVAL", "1m", "how often each EC2NodeClass's subnets, security groups, AMIs and instance profile are resolved again (aws)", func(o *Options) *time.Duration { return &o.SubnetRefreshInterval }),
+	durationSetting("commitments-refresh-interval", "COMMITMENTS_REFRESH_INTERVAL", "15m", "how long the account's active Reserved Instances and Savings Plans (and the plans' rates) are kept before they are read again; planning, consolidation and karpenter_nodepools_cost_total price nodes as the bill does under them (aws; not with ISOLATED_VPC); at least 5s", func(o *Options) *time.Duration { return &o.CommitmentsRefreshInterval }),
 	durationSetting("instance-profile-gc-interval", "INSTANCE_PROFILE_GC_INTERVAL", "30m", "how often the instance profiles Joiner or Karpenter created for this cluster that no class uses and no NodeClaim names are deleted; a profile a class just left or took is spared twice this; Karpenter's 30 minutes (aws; not with ISOLATED_VPC)", func(o *Options) *time.Duration { return &o.InstanceProfileGCInterval }),
 	durationSetting("disruption-poll", "DISRUPTION_POLL", "10s", "how often voluntary disruption decides", func(o *Options) *time.Duration { return &o.DisruptionPoll }),
 	durationSetting("garbage-collect-min-age", "GARBAGE_COLLECT_MIN_AGE", "30s", "spare instances younger than this, whose NodeClaim may still be recording its launch", func(o *Options) *time.Duration { return &o.GarbageCollectMinAge }),
@@ -263,6 +267,9 @@ func Parse(args []string, getenv func(string) string) (*Options, error) {
 		if d.v < 5*time.Second {
 			errs = append(errs, fmt.Errorf("invalid setting %s %s: must be at least 5s (Karpenter's default is 1m)", d.env, d.v))
 		}
+	}
+	if o.CommitmentsRefreshInterval < 5*time.Second {
+		errs = append(errs, fmt.Errorf("invalid setting COMMITMENTS_REFRESH_INTERVAL %s: must be at least 5s (the default is 15m)", o.CommitmentsRefreshInterval))
 	}
 	if o.DisruptionPoll <= 0 {
 		errs = append(errs, fmt.Errorf("invalid setting DISRUPTION_POLL %s: must be positive", o.DisruptionPoll))

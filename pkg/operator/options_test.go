@@ -22,7 +22,8 @@ func TestParse(t *testing.T) {
 		check   func(t *testing.T, o *Options)
 	}{
 		{name: "defaults", check: func(t *testing.T, o *Options) {
-			if o.BatchIdleDuration != time.Second || o.BatchMaxDuration != 10*time.Second || o.CloudProvider != "kwok" || o.MetricsPort != 8080 || o.HealthProbePort != 8081 {
+			if o.BatchIdleDuration != time.Second || o.BatchMaxDuration != 10*time.Second || o.CloudProvider != "kwok" || o.MetricsPort != 8080 || o.HealthProbePort != 8081 ||
+				o.CommitmentsRefreshInterval != 15*time.Minute {
 				t.Fatalf("%+v", o)
 			}
 		}},
@@ -53,6 +54,7 @@ func TestParse(t *testing.T) {
 		{name: "an interruption queue needs aws", env: map[string]string{"INTERRUPTION_QUEUE": "demo"}, wantErr: `invalid setting INTERRUPTION_QUEUE "demo": interruption messages come from AWS`},
 		{name: "bad log level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: "want one of debug, info, error"},
 		{name: "no instance profile collection interval", env: map[string]string{"INSTANCE_PROFILE_GC_INTERVAL": "0s"}, wantErr: "invalid setting INSTANCE_PROFILE_GC_INTERVAL 0s: must be positive"},
+		{name: "commitments read too often", env: map[string]string{"COMMITMENTS_REFRESH_INTERVAL": "1s"}, wantErr: "invalid setting COMMITMENTS_REFRESH_INTERVAL 1s: must be at least 5s"},
 		{name: "Karpenter's settings at the values Joiner implements", env: map[string]string{"ENABLE_ZONAL_SHIFT": "false", "IGNORE_DRA_REQUESTS": "true",
 			"LOG_OUTPUT_PATHS": "stdout", "LOG_ERROR_OUTPUT_PATHS": "stderr", "DISABLE_DRY_RUN": "true", "AMI_REFRESH_INTERVAL": "24h", "SUBNET_REFRESH_INTERVAL": "5m"},
 			check: func(t *testing.T, o *Options) {

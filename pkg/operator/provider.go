@@ -15,6 +15,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/amifamily"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/capacityreservation"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/commitments"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instance"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
@@ -138,6 +139,7 @@ func newAWS(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Optio
 		Overlay:              typeOverlay,
 		ZonalShifts:          shifts,
 		Capacity:             types,
+		Commitments:          commitmentReader(opts, clients, clk),
 	})
 	if err != nil {
 		return nil, err
@@ -267,6 +269,16 @@ func zonalShifts(ctx context.Context, mgr ctrl.Manager, clients *awsclient.Clien
 		return nil, fmt.Errorf("invalid setting ENABLE_ZONAL_SHIFT true: the cluster is not registered with ARC zonal shift, or it may not be read (%v); enable zonal shift on the cluster (eksctl's zonalShiftConfig.enabled, or aws eks update-cluster-config --zonal-shift-config enabled=true) and grant arc-zonal-shift:GetManagedResource, or set ENABLE_ZONAL_SHIFT false", awsclient.ExplainPermission(err))
 	}
 	return p, mgr.Add(p)
+}
+
+// commitmentReader reads the account's RIs and Savings Plans, or nothing
+// in an isolated VPC: the Savings Plans endpoint is public, as the Price
+// List's is.
+func commitmentReader(opts *Options, clients *awsclient.Clients, clk clock.Clock) awsprovider.CommitmentReader {
+	if opts.IsolatedVPC {
+		return nil
+	}
+	return &commitments.Provider{EC2: clients.EC2, SavingsPlans: clients.SavingsPlans, Region: clients.Region, Clock: clk, Refresh: opts.CommitmentsRefreshInterval}
 }
 
 // reservationCounter and reservationLister keep a nil provider a nil

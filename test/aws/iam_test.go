@@ -44,6 +44,10 @@ const joinerStack = "deploy/cloudformation/joiner.yaml"
 // and drained, and the deployment scales down; no call is refused, by AWS
 // or by the apiserver. Under Joiner's own stack, each Allow statement is
 // shown needed; and the audit log shows each rule of the chart's RBAC used.
+// atListPrices is the line that says, once, that Joiner plans without the
+// account's commitments: Karpenter's stacks grant none of their reads.
+const atListPrices = "planning at list prices without the account's commitments"
+
 func TestGuideUnderPublishedPolicies(t *testing.T) {
 	stacks := []struct {
 		name, template string
@@ -57,12 +61,16 @@ func TestGuideUnderPublishedPolicies(t *testing.T) {
 		// optional are the calls the stack may refuse, and the log line
 		// that says, once, what is off then: v1.1.3 grants neither the
 		// status checks nor the listing of instance profiles, and Joiner
-		// then turns the status checks and the profiles' collection off.
+		// then turns the status checks and the profiles' collection off;
+		// neither of Karpenter's grants the commitments' reads, and Joiner
+		// plans at list prices.
 		optional map[string]string
 	}{
 		{"karpenter v1.1.3", "test/testdata/karpenter-stacks/cloudformation-v1.1.3.yaml", []string{"KarpenterControllerPolicy"}, irsa, false,
-			map[string]string{"ec2:DescribeInstanceStatus": "instance status checks are off", "iam:ListInstanceProfiles": "unused instance profiles are not collected"}},
-		{"karpenter v1.14", "test/testdata/karpenter-stacks/cloudformation-v1.14.yaml", sixPolicies, guideV114, false, nil},
+			map[string]string{"ec2:DescribeInstanceStatus": "instance status checks are off", "iam:ListInstanceProfiles": "unused instance profiles are not collected",
+				"ec2:DescribeReservedInstances": atListPrices, "savingsplans:DescribeSavingsPlans": atListPrices}},
+		{"karpenter v1.14", "test/testdata/karpenter-stacks/cloudformation-v1.14.yaml", sixPolicies, guideV114, false,
+			map[string]string{"ec2:DescribeReservedInstances": atListPrices, "savingsplans:DescribeSavingsPlans": atListPrices}},
 		{"joiner", joinerStack, sixPolicies, guideV114, true, nil},
 	}
 	asServiceAccount := chartRBAC(t)
@@ -389,7 +397,12 @@ func statementNeeds(t *testing.T, f *fakeaws.Server) []need {
 
 // enforcingFake is a local AWS endpoint of its own that enforces IAM, for
 // one test.
-func enforcingFake(t *testing.T) *fakeaws.Server {
+func enforcingFake(t *testing.T) *fakeaws.Server { return startFake(t, true) }
+
+// startFake starts an endpoint of the test's own (enforcing IAM or not),
+// for state the package's shared endpoint must not keep: a stack's roles,
+// an account's commitments.
+func startFake(t *testing.T, enforce bool) *fakeaws.Server {
 	t.Helper()
 	logFile, err := os.Create(filepath.Join(t.TempDir(), "aws-calls.jsonl"))
 	if err != nil {
@@ -397,8 +410,11 @@ func enforcingFake(t *testing.T) *fakeaws.Server {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	f, err := fakeaws.Start(ctx, fakeaws.Options{ClusterName: clusterName, Region: region, Kubeconfig: framework.Cluster.Kubeconfig,
-		CallLog: logFile, IAMEnforce: true, IAMSimulateModules: framework.Cluster.Bins.IAMSim})
+	opts := fakeaws.Options{ClusterName: clusterName, Region: region, Kubeconfig: framework.Cluster.Kubeconfig, CallLog: logFile}
+	if enforce {
+		opts.IAMEnforce, opts.IAMSimulateModules = true, framework.Cluster.Bins.IAMSim
+	}
+	f, err := fakeaws.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

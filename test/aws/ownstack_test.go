@@ -28,7 +28,8 @@ import (
 // replacement launches on-demand (the reservation is full) and whose old
 // node is terminated, a profile an earlier role left under the class's
 // path, which is collected, and a class with an EFA interface, whose node
-// launches. Between them, EC2's status check fails on one node and another
+// launches. An RI and a Savings Plan are bought first, so the
+// commitments' reads run under the stack too. Between them, EC2's status check fails on one node and another
 // node's kubelet dies: each is replaced and its instance terminated. No
 // call is refused.
 func TestOwnFeaturesUnderOwnStack(t *testing.T) {
@@ -65,6 +66,11 @@ func ownFeatures(t *testing.T, f *fakeaws.Server, role, kubeconfig string) {
 		"--availability-zone", "us-east-1a", "--instance-count", "1", "--tag-specifications", "ResourceType=capacity-reservation,Tags=[{Key=team,Value="+team+"}]")
 	group := fmt.Sprintf("joiner-pg-%d", time.Now().UnixNano())
 	awsCLI(t, f, "ec2", "create-placement-group", "--group-name", group, "--strategy", "partition", "--partition-count", "3")
+	// Commitments of types the scenario does not launch, so that its
+	// launches stay as they are: their reads (the plan's rates among them)
+	// run under the stack.
+	buyRIs(t, f, "c5.large", "1")
+	buySavingsPlan(t, f, "0.01")
 
 	// Node repair on, its toleration shortened by the test hook; the
 	// guide's interruption queue turns the status checks on.

@@ -256,20 +256,7 @@ func TestCapacityReservation(t *testing.T) {
 	explainBoots(t, fake)
 	framework.StartJoiner(t, awsEnv()...)
 	t.Cleanup(func() { framework.ResetCluster(t) })
-	team := fmt.Sprintf("ml-%d", time.Now().UnixNano())
-	var created struct {
-		CapacityReservation struct{ CapacityReservationId string }
-	}
-	out := awsCLIJSON(t, fake, &created, "ec2", "create-capacity-reservation", "--instance-type", "m5.large", "--instance-platform", "Linux/UNIX",
-		"--availability-zone", "us-east-1a", "--instance-count", "1", "--tag-specifications", "ResourceType=capacity-reservation,Tags=[{Key=team,Value="+team+"}]")
-	if created.CapacityReservation.CapacityReservationId == "" {
-		t.Fatalf("create-capacity-reservation:\n%s", out)
-	}
-	crID := created.CapacityReservation.CapacityReservationId
-	t.Cleanup(func() { awsCLI(t, fake, "ec2", "cancel-capacity-reservation", "--capacity-reservation-id", crID) })
-
-	manifests := strings.Replace(framework.PoolAndClass, "  securityGroupSelectorTerms:", "  capacityReservationSelectorTerms: [{tags: {team: "+team+"}}]\n  securityGroupSelectorTerms:", 1)
-	manifests = strings.Replace(manifests, "values: [on-demand]", "values: [reserved, on-demand]", 1)
+	manifests, crID := teamReservation(t, fake)
 	framework.Kubectl(t, manifests, "apply", "-f", "-")
 	framework.Eventually(t, time.Minute, "the class lists the reservation", func() (bool, string) {
 		got := framework.Kubectl(t, "", "get", "ec2nodeclass", "default", "-o",
@@ -300,7 +287,7 @@ func TestCapacityReservation(t *testing.T) {
 			Instances []struct{ CapacityReservationId string }
 		}
 	}
-	out = awsCLIJSON(t, fake, &described, "ec2", "describe-instances", "--instance-ids", instanceID(first.Status.ProviderID))
+	out := awsCLIJSON(t, fake, &described, "ec2", "describe-instances", "--instance-ids", instanceID(first.Status.ProviderID))
 	if len(described.Reservations) != 1 || described.Reservations[0].Instances[0].CapacityReservationId != crID {
 		t.Fatalf("describe-instances: the instance is not in %s:\n%s", crID, out)
 	}

@@ -2,7 +2,6 @@ package aws
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,19 +21,7 @@ func TestReservationDeselectedDrifts(t *testing.T) {
 	explainBoots(t, fake)
 	framework.StartJoiner(t, awsEnv()...)
 	t.Cleanup(func() { framework.ResetCluster(t) })
-	team := fmt.Sprintf("ml-%d", time.Now().UnixNano())
-	var created struct {
-		CapacityReservation struct{ CapacityReservationId string }
-	}
-	out := awsCLIJSON(t, fake, &created, "ec2", "create-capacity-reservation", "--instance-type", "m5.large", "--instance-platform", "Linux/UNIX",
-		"--availability-zone", "us-east-1a", "--instance-count", "1", "--tag-specifications", "ResourceType=capacity-reservation,Tags=[{Key=team,Value="+team+"}]")
-	crID := created.CapacityReservation.CapacityReservationId
-	if crID == "" {
-		t.Fatalf("create-capacity-reservation:\n%s", out)
-	}
-	t.Cleanup(func() { awsCLI(t, fake, "ec2", "cancel-capacity-reservation", "--capacity-reservation-id", crID) })
-	manifests := strings.Replace(framework.PoolAndClass, "  securityGroupSelectorTerms:", "  capacityReservationSelectorTerms: [{tags: {team: "+team+"}}]\n  securityGroupSelectorTerms:", 1)
-	manifests = strings.Replace(manifests, "values: [on-demand]", "values: [reserved, on-demand]", 1)
+	manifests, crID := teamReservation(t, fake)
 	framework.Kubectl(t, manifests, "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("reserved", 1, "500m", "512Mi", ""), "apply", "-f", "-")
 	framework.Eventually(t, 3*time.Minute, "the pod runs on a reserved node", func() (bool, string) {
@@ -73,7 +60,7 @@ func TestReservationDeselectedDrifts(t *testing.T) {
 			AvailableInstanceCount int
 		}
 	}
-	out = awsCLIJSON(t, fake, &reservations, "ec2", "describe-capacity-reservations", "--capacity-reservation-ids", crID)
+	out := awsCLIJSON(t, fake, &reservations, "ec2", "describe-capacity-reservations", "--capacity-reservation-ids", crID)
 	if len(reservations.CapacityReservations) != 1 || reservations.CapacityReservations[0].State != "active" || reservations.CapacityReservations[0].AvailableInstanceCount != 1 {
 		t.Errorf("describe-capacity-reservations: want the reservation active with its room back:\n%s", out)
 	}

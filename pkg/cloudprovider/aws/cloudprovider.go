@@ -146,6 +146,9 @@ type Options struct {
 	// Capacity, when set, learns types' memory from registered nodes
 	// (ObserveCapacity).
 	Capacity MemoryObserver
+	// Commitments, when set, are the account's RIs and Savings Plans,
+	// offered to the planner at the bill's prices (withCommitments).
+	Commitments CommitmentReader
 }
 
 // CloudProvider launches EC2 instances.
@@ -198,7 +201,11 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) (_ [
 			out = append(out, it)
 		}
 	}
-	return byZoneID(np, nc, out)
+	out, err = byZoneID(np, nc, out)
+	if err != nil {
+		return nil, err
+	}
+	return c.withCommitments(ctx, out), nil
 }
 
 // typesOf lists the class's instance types, with no capacity in the

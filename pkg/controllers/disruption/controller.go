@@ -8,7 +8,6 @@ package disruption
 import (
 	"context"
 	"errors"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -295,6 +294,7 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 			types[p.NodePool.Name][it.Name] = it
 		}
 	}
+	billed := c.marginalPrices(ctx)
 	podsByNode := map[string][]*corev1.Pod{}
 	for _, n := range snap.Nodes {
 		podsByNode[n.Name] = n.Pods
@@ -325,13 +325,9 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 			continue
 		}
 		typ, zone, ct := nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone], nc.Labels[v1.LabelCapacityType]
-		price := math.Inf(1)
-		if it := pool[typ]; it != nil {
-			for _, o := range it.Offerings {
-				if o.Zone == zone && o.CapacityType == ct {
-					price = o.Price
-				}
-			}
+		price := listPrice(pool[typ], zone, ct)
+		if p, ok := billed[nc.Name]; ok {
+			price = p
 		}
 		info := &candidateInfo{nc: nc, node: node, cand: disruption.Candidate{Node: node.Name, NodeClaim: nc.Name, NodePool: nc.Labels[v1.LabelNodePool],
 			InstanceType: typ, CapacityType: ct, Zone: zone, Price: price,

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,13 +50,15 @@ type Provider struct {
 	mu     sync.Mutex
 	at     time.Time
 	cached commitment.Commitments
-	denied map[string]bool
+	// said is whether a refusal has been said: once per process.
+	said bool
 }
 
 // Get returns the commitments, read again once Refresh has passed. A read
 // that fails keeps the last good one; a refused one (the IAM policies of
-// Karpenter's stacks grant neither call) is said once, and that kind of
-// commitment is left out: Joiner plans at list prices for it.
+// Karpenter's stacks grant none of the calls) is said once, in one line
+// naming what to allow, and that kind of commitment is left out: Joiner
+// plans at list prices for it.
 func (p *Provider) Get(ctx context.Context) (commitment.Commitments, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -64,35 +67,30 @@ func (p *Provider) Get(ctx context.Context) (commitment.Commitments, error) {
 		return p.cached, nil
 	}
 	var out commitment.Commitments
+	var refused []string
 	ris, err := p.reservedInstances(ctx)
-	if err = p.refused(ctx, err, "ec2:DescribeReservedInstances", "Reserved Instances"); err != nil {
+	switch {
+	case awsclient.IsAccessDenied(err):
+		refused = append(refused, "ec2:DescribeReservedInstances")
+	case err != nil:
 		return p.cached, err
 	}
 	out.ReservedInstances = ris
 	plans, err := p.savingsPlans(ctx)
-	if err = p.refused(ctx, err, "savingsplans:DescribeSavingsPlans and savingsplans:DescribeSavingsPlanRates", "Savings Plans"); err != nil {
+	switch {
+	case awsclient.IsAccessDenied(err):
+		refused = append(refused, "savingsplans:DescribeSavingsPlans", "savingsplans:DescribeSavingsPlanRates")
+	case err != nil:
 		return p.cached, err
 	}
 	out.SavingsPlans = plans
+	if len(refused) > 0 && !p.said {
+		p.said = true
+		log.FromContext(ctx).Info(fmt.Sprintf("planning at list prices without the account's commitments: allow %s in the IAM policy of the role Joiner runs as (Joiner's stack does; Karpenter's do not)",
+			strings.Join(refused, ", ")))
+	}
 	p.cached, p.at = out, now
 	return out, nil
-}
-
-// refused turns a refusal into nothing read, said once per action; other
-// errors are returned.
-func (p *Provider) refused(ctx context.Context, err error, actions, what string) error {
-	if err == nil || !awsclient.IsAccessDenied(err) {
-		return err
-	}
-	if !p.denied[actions] {
-		if p.denied == nil {
-			p.denied = map[string]bool{}
-		}
-		p.denied[actions] = true
-		log.FromContext(ctx).Info(fmt.Sprintf("planning at list prices without %s: allow %s in the IAM policy of the role Joiner runs as (Joiner's stack does)", what, actions),
-			"error", err.Error())
-	}
-	return nil
 }
 
 func (p *Provider) reservedInstances(ctx context.Context) ([]commitment.ReservedInstance, error) {
