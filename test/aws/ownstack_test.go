@@ -66,10 +66,11 @@ func ownFeatures(t *testing.T, f *fakeaws.Server, role, kubeconfig string) {
 		"--availability-zone", "us-east-1a", "--instance-count", "1", "--tag-specifications", "ResourceType=capacity-reservation,Tags=[{Key=team,Value="+team+"}]")
 	group := fmt.Sprintf("joiner-pg-%d", time.Now().UnixNano())
 	awsCLI(t, f, "ec2", "create-placement-group", "--group-name", group, "--strategy", "partition", "--partition-count", "3")
-	// Commitments of types the scenario does not launch, so that its
-	// launches stay as they are: their reads (the plan's rates among them)
-	// run under the stack.
-	buyRIs(t, f, "c5.large", "1")
+	// Commitments the scenario's pool cannot use (a t3, outside its
+	// categories; a plan too small for its types), so that its launches
+	// stay as they are: their reads (the plan's rates among them) run
+	// under the stack.
+	buyRIs(t, f, "t3.nano", "1")
 	buySavingsPlan(t, f, "0.01")
 
 	// Node repair on, its toleration shortened by the test hook; the

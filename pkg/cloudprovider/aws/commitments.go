@@ -125,11 +125,14 @@ func (c *CloudProvider) fleet(ctx context.Context) ([]commitment.Instance, error
 				}
 			}
 		}
-		priceCT := ct
+		list := prices[class][typ+"/"+ct+"/"+zone]
 		if ct == v1.CapacityTypeReserved {
-			priceCT = instance.CapacityTypeOnDemand
+			// A capacity reservation is paid for whether used or not: its
+			// instance is priced as planning prices it, and saves next
+			// to nothing when it goes (an RI may still count it).
+			list = reservedPriceFactor * prices[class][typ+"/"+instance.CapacityTypeOnDemand+"/"+zone]
 		}
-		out = append(out, commitment.Instance{ID: nc.Name, Type: typ, Zone: zone, CapacityType: ct, ListPrice: prices[class][typ+"/"+priceCT+"/"+zone]})
+		out = append(out, commitment.Instance{ID: nc.Name, Type: typ, Zone: zone, CapacityType: ct, ListPrice: list})
 	}
 	return out, nil
 }

@@ -49,7 +49,8 @@ func TestCommitmentOfferings(t *testing.T) {
 	for i := range 6 {
 		objs = append(objs, claimOf(fmt.Sprintf("od-%d", i), "m5.large", zoneA, "on-demand", true))
 	}
-	objs = append(objs, claimOf("launching", "m5.large", zoneA, "on-demand", false), claimOf("spot-0", "m5.large", zoneA, "spot", true))
+	objs = append(objs, claimOf("launching", "m5.large", zoneA, "on-demand", false), claimOf("spot-0", "m5.large", zoneA, "spot", true),
+		claimOf("reserved-0", "m5.large", zoneA, "reserved", true))
 	cases := []struct {
 		name        string
 		commitments CommitmentReader
@@ -57,9 +58,17 @@ func TestCommitmentOfferings(t *testing.T) {
 		wantPrices  map[string]float64
 	}{
 		{name: "RIs and a plan", commitments: cm,
-			// 7 NodeClaims on demand take 28 of the RIs' 32 units.
-			wantRooms:  "ri-1 left 4 takes 4 at $0.0000; sp-1 left 1 takes 0.0672 at $0.0672; ",
-			wantPrices: map[string]float64{"od-0": 0, "launching": 0, "spot-0": 0.08}},
+			// 8 NodeClaims on demand (one in a capacity reservation) take
+			// the RIs' 32 units: no RI room is left.
+			wantRooms: "sp-1 left 1 takes 0.0672 at $0.0672; ",
+			// A node in a capacity reservation saves next to nothing when
+			// it goes: the reservation is paid for.
+			wantPrices: map[string]float64{"od-0": 0, "launching": 0, "spot-0": 0.08, "reserved-0": 0}},
+		{name: "a plan alone", commitments: fixedCommitments{SavingsPlans: cm.SavingsPlans},
+			// 7 on demand use 0.4704 of the plan's dollar; the reserved
+			// node is priced as planning prices a reservation's.
+			wantRooms:  "sp-1 left 0.5296 takes 0.0672 at $0.0672; ",
+			wantPrices: map[string]float64{"od-0": 0.0672, "spot-0": 0.08, "reserved-0": 0.096 * reservedPriceFactor}},
 		{name: "none", commitments: fixedCommitments{}, wantRooms: ""},
 		{name: "no reader", wantRooms: ""},
 	}
@@ -74,7 +83,7 @@ func TestCommitmentOfferings(t *testing.T) {
 					if o.CapacityType != "on-demand" || o.Zone != zoneA || !o.Available {
 						t.Errorf("room offering %+v, want on-demand in %s", o, zoneA)
 					}
-					rooms += fmt.Sprintf("%s left %g takes %g at $%.4f; ", o.Room.ID, o.Room.Left, o.Room.Takes, o.Price)
+					rooms += fmt.Sprintf("%s left %.4g takes %.4g at $%.4f; ", o.Room.ID, o.Room.Left, o.Room.Takes, o.Price)
 				}
 			}
 			if rooms != tc.wantRooms {

@@ -86,8 +86,12 @@ func (p *Provider) Get(ctx context.Context) (commitment.Commitments, error) {
 	out.SavingsPlans = plans
 	if len(refused) > 0 && !p.said {
 		p.said = true
-		log.FromContext(ctx).Info(fmt.Sprintf("planning at list prices without the account's commitments: allow %s in the IAM policy of the role Joiner runs as (Joiner's stack does; Karpenter's do not)",
-			strings.Join(refused, ", ")))
+		others := ""
+		if len(refused) > 1 {
+			others = " (and " + strings.Join(refused[1:], ", ") + ")"
+		}
+		log.FromContext(ctx).Info(fmt.Sprintf("planning at list prices without the account's commitments: allow %s in the IAM policy of the role Joiner runs as%s; Joiner's stack grants them, Karpenter's do not",
+			refused[0], others))
 	}
 	p.cached, p.at = out, now
 	return out, nil

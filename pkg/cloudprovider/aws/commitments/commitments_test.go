@@ -103,7 +103,7 @@ func TestGet(t *testing.T) {
 		wantSaid string
 	}{
 		{name: "both read", wantRIs: 1},
-		{name: "Reserved Instances refused", denied: true, wantSaid: "planning at list prices without the account's commitments: allow ec2:DescribeReservedInstances in"},
+		{name: "Reserved Instances refused", denied: true, wantSaid: "planning at list prices without the account's commitments: allow ec2:DescribeReservedInstances in the IAM policy"},
 	}
 	clients := clientsOf(t)
 	buy(t, clients.EC2, clients.SavingsPlans)
