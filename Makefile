@@ -18,7 +18,7 @@ demo:
 ## alone), so its IAM tests and the commitments' test (AWS_IAM_TESTS, about
 ## 15 minutes; each starts an endpoint of its own) run beside the rest.
 ## A test added to test/aws runs with the rest unless listed there.
-AWS_IAM_TESTS = ^(TestGuideUnderPublishedPolicies|TestDeniedAtStart|TestDeniedAfterLaunch|TestBadInputNamesTheFixAndLaunchesNothing|TestSpotServiceLinkedRoleMissing|TestCommitmentsInPlans)$$
+AWS_IAM_TESTS = ^(TestGuideUnderPublishedPolicies|TestDeniedAtStart|TestDeniedAfterLaunch|TestBadInputNamesTheFixAndLaunchesNothing|TestSpotServiceLinkedRoleMissing|TestCommitmentsInPlans|TestSpendCap)$$
 test: setup
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi

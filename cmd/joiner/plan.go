@@ -11,6 +11,7 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/commitment"
 	"github.com/joiner-autoscaler/joiner/pkg/manifests"
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
 	"github.com/joiner-autoscaler/joiner/pkg/overlay"
@@ -21,7 +22,7 @@ import (
 
 func newPlanCommand() *cobra.Command {
 	var files, zones []string
-	var region, output string
+	var region, output, commitmentsPath string
 	policies := map[string]*string{}
 	cmd := &cobra.Command{
 		Use:   "plan -f FILE...",
@@ -38,8 +39,15 @@ StorageClass the manifests do not hold constrains nothing.
 
 NodeOverlays (karpenter.sh/v1alpha1) in the manifests reprice and resize the
 instance types they select, as the controller does with its NodeOverlay
-feature gate on; the output says which apply. -o json gives each
-NodeClaim's price with the overlays and its list price.`,
+feature gate on; the output says which apply.
+
+--commitments reads the account's Reserved Instances and Savings Plans
+(docs/cost.md gives the format): the plan fills them first, as the
+controller does with the ones it reads from AWS.
+
+-o json gives each NodeClaim's price as the plan priced it (overlays and
+commitments' rooms included), its list price, and its effective price
+on the bill under the commitments, with the totals.`,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
@@ -69,8 +77,15 @@ NodeClaim's price with the overlays and its list price.`,
 				return err
 			}
 			snap, problems := objs.Snapshot(its)
+			var cm commitment.Commitments
+			if commitmentsPath != "" {
+				if cm, err = readCommitments(commitmentsPath, its); err != nil {
+					return err
+				}
+				snap = withRooms(cm, snap)
+			}
 			plan := scheduling.Solve(snap, opts)
-			doc := toDocument(plan, problems, its)
+			doc := toDocument(plan, problems, its, planBill(cm, snap, plan))
 			doc.NodeOverlays = overlayDocs(objs.OverlayVerdicts)
 			if output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -85,6 +100,7 @@ NodeClaim's price with the overlays and its list price.`,
 	cmd.Flags().StringVar(&region, "region", catalog.DefaultRegion, "catalog region")
 	cmd.Flags().StringSliceVar(&zones, "zones", nil, "catalog zones (default: <region>a,b,c)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVar(&commitmentsPath, "commitments", "", "a YAML file of the account's Reserved Instances and Savings Plans (docs/cost.md): the plan fills them first, and prices NodeClaims on the bill")
 	for _, ps := range operator.PlanningSettings() {
 		policies[ps.Flag] = cmd.Flags().String(ps.Flag, ps.Default, fmt.Sprintf("%s (env %s)", ps.Usage, ps.Env))
 	}
@@ -96,6 +112,10 @@ type Document struct {
 	NodeClaims        []NodeClaimDoc `json:"nodeClaims"`
 	UnschedulablePods []PodDoc       `json:"unschedulablePods"`
 	TotalPricePerHour float64        `json:"totalPricePerHour"`
+	// TotalListPricePerHour and TotalEffectivePricePerHour sum the
+	// NodeClaims' list and effective prices.
+	TotalListPricePerHour      float64 `json:"totalListPricePerHour"`
+	TotalEffectivePricePerHour float64 `json:"totalEffectivePricePerHour"`
 	// NodeOverlays say which of the manifests' overlays apply, and why
 	// not where one does not.
 	NodeOverlays []OverlayDoc `json:"nodeOverlays,omitempty"`
@@ -125,10 +145,14 @@ type NodeClaimDoc struct {
 	CapacityType string `json:"capacityType"`
 	Zone         string `json:"zone"`
 	// PricePerHour is what the plan priced the NodeClaim at, NodeOverlays
-	// included; ListPricePerHour is the catalog's price of the offering.
-	PricePerHour     float64 `json:"pricePerHour"`
-	ListPricePerHour float64 `json:"listPricePerHour"`
-	Pods             int     `json:"pods"`
+	// and commitments' rooms included; ListPricePerHour is the catalog's
+	// price of the offering; EffectivePricePerHour is what it adds to the
+	// bill under the commitments (--commitments), its share of them
+	// applied in AWS's order to the existing nodes and the plan.
+	PricePerHour          float64 `json:"pricePerHour"`
+	ListPricePerHour      float64 `json:"listPricePerHour"`
+	EffectivePricePerHour float64 `json:"effectivePricePerHour"`
+	Pods                  int     `json:"pods"`
 }
 
 // PodDoc is a pod that cannot be placed.
@@ -137,7 +161,7 @@ type PodDoc struct {
 	Reason string `json:"reason"`
 }
 
-func toDocument(plan *scheduling.Plan, problems []state.NodePoolProblem, catalog []*cloudprovider.InstanceType) Document {
+func toDocument(plan *scheduling.Plan, problems []state.NodePoolProblem, catalog []*cloudprovider.InstanceType, effective map[*scheduling.NewNodeClaim]float64) Document {
 	doc := Document{NodeClaims: []NodeClaimDoc{}, UnschedulablePods: []PodDoc{}}
 	listed := map[[3]string]float64{}
 	for _, it := range catalog {
@@ -151,7 +175,10 @@ func toDocument(plan *scheduling.Plan, problems []state.NodePoolProblem, catalog
 			list = nc.Price()
 		}
 		doc.NodeClaims = append(doc.NodeClaims, NodeClaimDoc{NodePool: nc.NodePool, InstanceType: nc.InstanceType.Name,
-			CapacityType: nc.Offering.CapacityType, Zone: nc.Offering.Zone, PricePerHour: round(nc.Price()), ListPricePerHour: round(list), Pods: len(nc.Pods)})
+			CapacityType: nc.Offering.CapacityType, Zone: nc.Offering.Zone, PricePerHour: round(nc.Price()), ListPricePerHour: round(list),
+			EffectivePricePerHour: round(effective[nc]), Pods: len(nc.Pods)})
+		doc.TotalListPricePerHour += list
+		doc.TotalEffectivePricePerHour += effective[nc]
 	}
 	var notReady []string
 	for _, p := range problems {
@@ -166,6 +193,8 @@ func toDocument(plan *scheduling.Plan, problems []state.NodePoolProblem, catalog
 	}
 	sort.Slice(doc.UnschedulablePods, func(i, j int) bool { return doc.UnschedulablePods[i].Pod < doc.UnschedulablePods[j].Pod })
 	doc.TotalPricePerHour = round(plan.TotalPrice())
+	doc.TotalListPricePerHour = round(doc.TotalListPricePerHour)
+	doc.TotalEffectivePricePerHour = round(doc.TotalEffectivePricePerHour)
 	return doc
 }
 

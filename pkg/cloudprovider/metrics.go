@@ -81,11 +81,12 @@ func (p *instrumented) IsDrifted(ctx context.Context, nc *v1.NodeClaim) (_ strin
 	return p.CloudProvider.IsDrifted(ctx, nc)
 }
 
-// MarginalPrices passes the wrapped provider's through (Biller), so that
-// consolidation sees them through the metrics; nil when it has none.
-func (p *instrumented) MarginalPrices(ctx context.Context) (map[string]float64, error) {
+// Bill passes the wrapped provider's through (Biller), so that
+// consolidation, the cost metrics and the spend caps see it through the
+// metrics; the zero Bill when it has none.
+func (p *instrumented) Bill(ctx context.Context) (Bill, error) {
 	if b, ok := p.CloudProvider.(Biller); ok {
-		return b.MarginalPrices(ctx)
+		return b.Bill(ctx)
 	}
-	return nil, nil
+	return Bill{}, nil
 }

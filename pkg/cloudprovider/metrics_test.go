@@ -57,10 +57,13 @@ type billing struct {
 	prices map[string]float64
 }
 
-func (b billing) MarginalPrices(context.Context) (map[string]float64, error) { return b.prices, nil }
+func (b billing) Bill(context.Context) (Bill, error) {
+	return Bill{Effective: b.prices}, nil
+}
 
 // The metrics wrapper keeps the provider's marginal prices visible to
-// consolidation, which sees providers through it.
+// consolidation, and its bill to the cost metrics and the spend caps,
+// which see providers through it.
 func TestInstrumentedBills(t *testing.T) {
 	cases := []struct {
 		name string
@@ -76,9 +79,9 @@ func TestInstrumentedBills(t *testing.T) {
 			if !ok {
 				t.Fatal("the wrapped provider is not a Biller")
 			}
-			got, err := b.MarginalPrices(context.Background())
-			if err != nil || fmt.Sprint(got) != fmt.Sprint(tc.want) {
-				t.Errorf("marginal prices %v (%v), want %v", got, err, tc.want)
+			bill, err := b.Bill(context.Background())
+			if err != nil || fmt.Sprint(bill.Effective) != fmt.Sprint(tc.want) {
+				t.Errorf("effective prices %v (%v), want %v", bill.Effective, err, tc.want)
 			}
 		})
 	}

@@ -46,6 +46,15 @@ type ReservedInstance struct {
 	Count int
 }
 
+// Units is the RI's room in its own units: instances, or normalization
+// units for a size-flexible regional RI.
+func (ri ReservedInstance) Units() float64 {
+	if ri.Zone == "" {
+		return float64(ri.Count) * max(Normalization(ri.Type), 1)
+	}
+	return float64(ri.Count)
+}
+
 // SavingsPlan is an active Savings Plan: Commitment dollars per hour, at
 // Rates per instance type ($/h). An EC2 Instance plan's rates cover its
 // family alone.
@@ -121,12 +130,7 @@ func Apply(c Commitments, instances []Instance) Coverage {
 	ris := append([]ReservedInstance(nil), c.ReservedInstances...)
 	sort.SliceStable(ris, func(i, j int) bool { return ris[i].Zone != "" && ris[j].Zone == "" })
 	for _, ri := range ris {
-		// An RI's room in its own units: instances, or normalization
-		// units for a size-flexible regional RI.
-		left := float64(ri.Count)
-		if ri.Zone == "" {
-			left *= max(Normalization(ri.Type), 1)
-		}
+		left := ri.Units()
 		for _, in := range od {
 			units := Takes(ri, in.Type, in.Zone)
 			if left <= 0 || units == 0 || uncovered[in.ID] == 0 {
@@ -188,23 +192,19 @@ func sameFamily(a, b string) bool {
 	return fa == fb
 }
 
-// Marginal is, for each instance, what the bill saves per hour when it
-// goes and the others stay: a spot instance's list price; for the rest,
-// the total of the effective prices with it less the total without it.
-// Which instances an RI "covers" is the bill's bookkeeping, not theirs:
-// with more on-demand instances than RIs, each saves the same when it
-// goes (a plan's rate, or list), and none is worth replacing with
-// another of its kind.
-func Marginal(c Commitments, instances []Instance) map[string]float64 {
-	all := Apply(c, instances).Total()
-	out := make(map[string]float64, len(instances))
-	for i, in := range instances {
-		if in.CapacityType == CapacityTypeSpot {
-			out[in.ID] = in.ListPrice
-			continue
+// Saving is what the bill saves per hour when the removed instances go
+// together and the others stay: a spot instance its list price; an
+// on-demand one what the commitments did not cover of it, or what it
+// frees of them for the others. Which instances an RI "covers" is the
+// bill's bookkeeping, not theirs: with 10 on-demand instances under 8 RIs,
+// each saves its list price alone, but three together save only two list
+// prices, since the RIs then cover every instance that stays.
+func Saving(c Commitments, instances []Instance, removed map[string]bool) float64 {
+	rest := make([]Instance, 0, len(instances))
+	for _, in := range instances {
+		if !removed[in.ID] {
+			rest = append(rest, in)
 		}
-		rest := append(append(make([]Instance, 0, len(instances)-1), instances[:i]...), instances[i+1:]...)
-		out[in.ID] = all - Apply(c, rest).Total()
 	}
-	return out
+	return Apply(c, instances).Total() - Apply(c, rest).Total()
 }

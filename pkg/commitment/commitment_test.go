@@ -206,11 +206,41 @@ func TestMarginal(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Marginal(tc.c, tc.in)
 			for id, want := range tc.want {
-				if !near(got[id], want) {
-					t.Errorf("%s saves %v, want %v", id, got[id], want)
+				if got := Saving(tc.c, tc.in, map[string]bool{id: true}); !near(got, want) {
+					t.Errorf("%s saves %v alone, want %v", id, got, want)
 				}
+			}
+		})
+	}
+}
+
+// Saving prices removals together: three of ten on-demand m5.large under
+// 8 RIs save two list prices, not three (the RIs then cover the third's
+// place); at the plan's rate, what goes together saves the rate each.
+func TestSaving(t *testing.T) {
+	ri := Commitments{ReservedInstances: []ReservedInstance{{ID: "ri", Type: "m5.large", Count: 8}}}
+	riAndPlan := Commitments{ReservedInstances: ri.ReservedInstances, SavingsPlans: []SavingsPlan{{ID: "sp", Commitment: 1, Rates: map[string]float64{"m5.large": 0.0672}}}}
+	ten := instances("m5.large", "a", "on-demand", m5Large, 10, "od")
+	for _, tc := range []struct {
+		name    string
+		c       Commitments
+		removed []string
+		want    float64
+	}{
+		{name: "one of ten under 8 RIs", c: ri, removed: []string{"od00"}, want: m5Large},
+		{name: "three of ten under 8 RIs", c: ri, removed: []string{"od00", "od01", "od02"}, want: 2 * m5Large},
+		{name: "none", c: ri, want: 0},
+		{name: "two within the plan", c: riAndPlan, removed: []string{"od00", "od09"}, want: 2 * 0.0672},
+		{name: "at list prices", c: Commitments{}, removed: []string{"od00", "od01", "od02"}, want: 3 * m5Large},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			removed := map[string]bool{}
+			for _, id := range tc.removed {
+				removed[id] = true
+			}
+			if got := Saving(tc.c, ten, removed); !near(got, tc.want) {
+				t.Errorf("saves %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -57,7 +57,32 @@ type Options struct {
 	Cautious bool
 	// Scheduling are the operator's scheduling settings, for every plan.
 	Scheduling scheduling.Options
+	// Saving, when the account's commitments shape the bill, is what it
+	// saves per hour when the named NodeClaims go together; nil sums
+	// their Prices. A node the RIs cover saves nothing once the others
+	// they would cover have gone (cloudprovider.Bill).
+	Saving func(nodeClaims []string) float64
 }
+
+// saving is what removing the candidates together saves per hour.
+func (o Options) saving(cands []Candidate) float64 {
+	if o.Saving == nil {
+		total := 0.0
+		for _, c := range cands {
+			total += c.Price
+		}
+		return total
+	}
+	names := make([]string, len(cands))
+	for i, c := range cands {
+		names[i] = c.NodeClaim
+	}
+	return o.Saving(names)
+}
+
+// SavesNothingReason is why a node is kept whose removal, with the others
+// chosen, would not lower the bill.
+const SavesNothingReason = "removing it saves nothing: the account's Reserved Instances or Savings Plans pay for it whether it runs or not"
 
 // Command is one disruption to carry out.
 type Command struct {
@@ -201,13 +226,22 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 
 	if len(empty) > 0 {
 		cmd := Command{Reason: v1.DisruptionReasonEmpty}
+		if opts.Saving != nil {
+			// The dearest first: under commitments, the last few empty
+			// nodes may save nothing, and the cheap ones should stay.
+			sort.SliceStable(empty, func(i, j int) bool { return empty[i].c.Price > empty[j].c.Price })
+		}
 		for _, e := range empty {
+			if opts.Saving != nil && opts.saving(append(cmd.Candidates, e.c)) <= cmd.Savings+1e-9 {
+				d.Skipped[e.c.Node] = SavesNothingReason
+				continue
+			}
 			if !takeFrom(allowedEmpty, e.c) {
 				continue
 			}
 			if _, err := cluster.Remove(e.c.Node); err == nil {
 				cmd.Candidates = append(cmd.Candidates, e.c)
-				cmd.Savings += e.c.Price
+				cmd.Savings = opts.saving(cmd.Candidates)
 			}
 		}
 		if len(cmd.Candidates) > 0 {
@@ -225,6 +259,10 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			d.Skipped[e.c.Node] = "its pods fit elsewhere only before other nodes chosen for removal"
 			continue
 		}
+		if opts.Saving != nil && opts.saving(append(del.Candidates, e.c)) <= del.Savings+1e-9 {
+			d.Skipped[e.c.Node] = SavesNothingReason
+			continue
+		}
 		if !take(e.c) {
 			continue
 		}
@@ -232,24 +270,19 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 			continue
 		}
 		del.Candidates = append(del.Candidates, e.c)
-		del.Savings += e.c.Price
+		del.Savings = opts.saving(del.Candidates)
 	}
 	if len(del.Candidates) > 0 {
 		// The longest prefix whose pods kube-scheduler cannot strand.
-		saved := 0.0
 		n := sort.Search(len(del.Candidates), func(i int) bool {
-			saved = 0
-			for _, c := range del.Candidates[:i+1] {
-				saved += c.Price
-			}
-			_, ok := worthIt(kube, opts, del.Candidates[:i+1], nil, saved)
+			_, ok := worthIt(kube, opts, del.Candidates[:i+1], nil, opts.saving(del.Candidates[:i+1]))
 			return !ok
 		})
 		for _, c := range del.Candidates[n:] {
 			d.Skipped[c.Node] = unsafeReason
-			del.Savings -= c.Price
 		}
 		del.Candidates = del.Candidates[:n]
+		del.Savings = opts.saving(del.Candidates)
 		del.Risk = kube.risk(del.Candidates, nil)
 	}
 	if why := balanced(snap, totals, opts.Policy, del); why != "" && len(del.Candidates) > 0 {

@@ -153,12 +153,14 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*sch
 	for _, s := range set {
 		setCands = append(setCands, s.c)
 		in[s.c.Node] = true
-		price += s.c.Price
 		spot = spot || s.c.CapacityType == v1.CapacityTypeSpot
 		for _, p := range s.pods {
 			trial.Pods = append(trial.Pods, unbound(p))
 		}
 	}
+	// What the set saves going together: under commitments, less than
+	// the sum of its members' prices.
+	price = opts.saving(setCands)
 	// withSlack lets the plan use the room other nodes have; without it
 	// the set's pods go to new nodes alone.
 	withSlack := trial

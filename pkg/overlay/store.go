@@ -93,3 +93,13 @@ func (d *decorated) InstanceTypes(ctx context.Context, np *v1.NodePool) ([]*clou
 	}
 	return d.store.ApplyTo(PoolOf(np), its)
 }
+
+// Bill passes the wrapped provider's through (Biller): with the
+// NodeOverlay gate on, consolidation, the cost metrics and the spend caps
+// see the commitments through this wrapper.
+func (d *decorated) Bill(ctx context.Context) (cloudprovider.Bill, error) {
+	if b, ok := d.CloudProvider.(cloudprovider.Biller); ok {
+		return b.Bill(ctx)
+	}
+	return cloudprovider.Bill{}, nil
+}

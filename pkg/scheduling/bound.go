@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/lpbound"
+	"github.com/joiner-autoscaler/joiner/pkg/spendcap"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -138,6 +139,8 @@ func PackingModel(snap Snapshot) Packing {
 					return float64(t.cap.Memory)
 				case "nodes":
 					return 1
+				case spendcap.Resource:
+					return float64(t.cap.Of(spendcap.Resource))
 				}
 				return 0
 			}
@@ -149,6 +152,8 @@ func PackingModel(snap Snapshot) Packing {
 				max = float64(q.Value() - p.usage.Memory)
 			case "nodes":
 				max = float64(q.Value() - p.nodes)
+			case spendcap.Resource:
+				max = float64(q.Value() - p.usage.Of(spendcap.Resource))
 			default:
 				continue
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
+	"github.com/joiner-autoscaler/joiner/pkg/spendcap"
 	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -146,6 +147,20 @@ func (s *solver) buildPools(snap Snapshot) {
 	for _, in := range snap.NodePools {
 		np := in.NodePool
 		p := &pool{idx: len(s.pools), name: np.Name, np: np, limits: corev1.ResourceList(np.Spec.Limits), taints: np.Spec.Template.Spec.Taints}
+		if dollars, ok, err := spendcap.Of(np); err != nil {
+			p.err = err
+			s.pools = append(s.pools, p)
+			continue
+		} else if ok {
+			// The cap is one more limit (spendcap.Resource); the
+			// NodePool's own map is the cache's, so it is copied.
+			p.limits = corev1.ResourceList(np.Spec.Limits).DeepCopy()
+			if p.limits == nil {
+				p.limits = corev1.ResourceList{}
+			}
+			p.limits[spendcap.Resource] = spendcap.Limit(dollars)
+			p.spendCap = true
+		}
 		if np.Spec.Weight != nil {
 			p.weight = *np.Spec.Weight
 		}
@@ -226,7 +241,7 @@ func (s *solver) buildPools(snap Snapshot) {
 func (s *solver) buildType(p *pool, it *cloudprovider.InstanceType) *itype {
 	zoneReq, ctReq := p.reqs[corev1.LabelTopologyZone], p.reqs[v1.LabelCapacityType]
 	zones, cts := map[string]struct{}{}, map[string]struct{}{}
-	price := math.Inf(1)
+	price, dearest := math.Inf(1), 0.0
 	for _, o := range it.Offerings {
 		if !o.Available || (zoneReq != nil && !zoneReq.Has(o.Zone)) || (ctReq != nil && !ctReq.Has(o.CapacityType)) {
 			continue
@@ -234,6 +249,7 @@ func (s *solver) buildType(p *pool, it *cloudprovider.InstanceType) *itype {
 		zones[o.Zone] = struct{}{}
 		cts[o.CapacityType] = struct{}{}
 		price = math.Min(price, o.Price)
+		dearest = math.Max(dearest, o.Price)
 	}
 	if len(zones) == 0 {
 		return nil
@@ -246,6 +262,15 @@ func (s *solver) buildType(p *pool, it *cloudprovider.InstanceType) *itype {
 	}
 	s.nextType++
 	t := &itype{id: s.nextType, it: it, reqs: reqs, alloc: resources.FromResourceList(it.Allocatable), cap: resources.FromResourceList(it.Capacity), price: price}
+	if p.spendCap {
+		// A node counts against the cap at the dearest offering it may
+		// land on: a launch can fall back from spot to on-demand.
+		t.cap.Ext = maps.Clone(t.cap.Ext)
+		if t.cap.Ext == nil {
+			t.cap.Ext = map[corev1.ResourceName]int64{}
+		}
+		t.cap.Ext[spendcap.Resource] = spendcap.Micro(dearest)
+	}
 	t.overhead = typeOverhead(p.daemons, p.reqs, reqs)
 	t.free = t.alloc.Sub(t.overhead)
 	return t

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
+	"github.com/joiner-autoscaler/joiner/pkg/spendcap"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -195,6 +196,9 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 	reqMatched, fits, inLimits := 0, 0, 0
 	// largest is the compatible type with the most room, named when none fits.
 	var largest *itype
+	// overCap is the type that fits and adds the least to a spend cap it
+	// would take the pool over, named when no type is within the limits.
+	var overCap *itype
 	forced := s.forcedNodes()
 	strict := pc == pg.variants[0]
 	for _, t := range p.types {
@@ -214,6 +218,9 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 		}
 		fits++
 		if !p.withinLimits(t.cap) {
+			if p.overCap(t) && (overCap == nil || t.cap.Of(spendcap.Resource) < overCap.cap.Of(spendcap.Resource)) {
+				overCap = t
+			}
 			continue
 		}
 		inLimits++
@@ -229,6 +236,8 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 		return nil, fmt.Errorf("no instance type satisfies the pod's requirements %s", pc.nodeReqs.String())
 	case fits == 0:
 		return nil, fmt.Errorf("no instance type has room for requests %s plus daemonset overhead (%s on %s, the largest)", pg.requests, largest.overhead, largest.it.Name)
+	case inLimits == 0 && overCap != nil:
+		return nil, p.capError(overCap)
 	case inLimits == 0:
 		return nil, fmt.Errorf("all available instance types exceed limits for nodepool: %q (limits %s, in use %s)", p.name, resources.ListString(p.limits), p.usage)
 	}

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
+	"github.com/joiner-autoscaler/joiner/pkg/spendcap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -186,7 +188,15 @@ func solveCommitted(snap Snapshot, opts Options) *Plan {
 		labels[corev1.LabelHostname] = name
 		sub.Nodes = append(sub.Nodes, &Node{Name: name, Labels: labels, Allocatable: nc.InstanceType.Allocatable, Pods: nc.Pods,
 			NodePool: nc.NodePool, InFlight: true, AttachLimits: nc.InstanceType.AttachLimits})
-		inUse[nc.NodePool] = inUse[nc.NodePool].Add(resources.FromResourceList(nc.InstanceType.Capacity))
+		use := resources.FromResourceList(nc.InstanceType.Capacity)
+		// Against a spend cap, a NodeClaim in a commitment's room counts
+		// the room's price: what the bill will charge for it.
+		use.Ext = maps.Clone(use.Ext)
+		if use.Ext == nil {
+			use.Ext = map[corev1.ResourceName]int64{}
+		}
+		use.Ext[spendcap.Resource] = spendcap.Micro(nc.Offering.Price)
+		inUse[nc.NodePool] = inUse[nc.NodePool].Add(use)
 	}
 	for i := range sub.NodePools {
 		p := &sub.NodePools[i]

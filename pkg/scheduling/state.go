@@ -1,11 +1,14 @@
 package scheduling
 
 import (
+	"fmt"
+
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
+	"github.com/joiner-autoscaler/joiner/pkg/spendcap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -62,9 +65,12 @@ type pool struct {
 	// them run on a node depends on its instance type's labels too.
 	daemons []*daemon
 	limits  corev1.ResourceList
-	usage   resources.Resources
-	nodes   int64
-	err     error
+	// spendCap says limits hold the NodePool's spend cap
+	// (spendcap.Resource), and its types' cap what a node counts.
+	spendCap bool
+	usage    resources.Resources
+	nodes    int64
+	err      error
 	// minValues are the requirement keys with minValues, sorted.
 	minValues []string
 }
@@ -237,6 +243,23 @@ func (p *pool) withinLimits(capacity resources.Resources) bool {
 		}
 	}
 	return true
+}
+
+// overCap says a node of type t would take p over its spend cap.
+func (p *pool) overCap(t *itype) bool {
+	if !p.spendCap {
+		return false
+	}
+	limit := p.limits[spendcap.Resource]
+	return p.usage.Of(spendcap.Resource)+t.cap.Of(spendcap.Resource) > limit.Value()
+}
+
+// capError names the spend cap that stops the pool, what its nodes
+// already cost, what the cheapest node that fits would add, and the fix.
+func (p *pool) capError(t *itype) error {
+	limit := p.limits[spendcap.Resource]
+	return fmt.Errorf("a node would exceed the spend cap: %s is $%.4f/h, the pool's nodes cost $%.4f/h and the cheapest instance type that fits (%s) adds up to $%.4f/h; raise the annotation to launch more",
+		spendcap.Annotation, spendcap.Dollars(limit.Value()), spendcap.Dollars(p.usage.Of(spendcap.Resource)), t.it.Name, spendcap.Dollars(t.cap.Of(spendcap.Resource)))
 }
 
 // limitShare is the largest share of one of p's limits that a node of

@@ -14,6 +14,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/spendcap"
 	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	corev1 "k8s.io/api/core/v1"
@@ -125,6 +126,10 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			problems = append(problems, NodePoolProblem{NodePool: np.Name, Reason: reason})
 			continue
 		}
+		if _, _, err := spendcap.Of(np); err != nil {
+			problems = append(problems, NodePoolProblem{NodePool: np.Name, Reason: err.Error()})
+			continue
+		}
 		if reason := c.nodeClassProblem(ctx, np); reason != "" {
 			problems = append(problems, NodePoolProblem{NodePool: np.Name, Reason: reason})
 			continue
@@ -182,6 +187,8 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 		}
 	}
 	claimByProvider := map[string]*v1.NodeClaim{}
+	capped := cappedPools(pools.Items, typesByPool)
+	effective := c.effectivePrices(ctx, capped)
 	inUse := map[string]resources.Resources{}
 	nodeCount := map[string]int64{}
 	for i := range claims.Items {
@@ -200,6 +207,12 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			if capacity.CPU == 0 && capacity.Memory == 0 {
 				capacity = resources.FromResourceList(nc.Spec.Resources.Requests)
 			}
+		}
+		if capped[pool] {
+			if capacity.Ext == nil {
+				capacity.Ext = map[corev1.ResourceName]int64{}
+			}
+			capacity.Ext[spendcap.Resource] = spendcap.Micro(Charges(nc, typesByPool[pool], effective).Effective)
 		}
 		inUse[pool] = inUse[pool].Add(capacity)
 		nodeCount[pool]++

@@ -15,7 +15,9 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/api/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/awsclient"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/commitments"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/pricing"
+	"github.com/joiner-autoscaler/joiner/pkg/commitment"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -61,7 +63,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Prices == nil {
-		cfg.Prices = &Prices{AWS: NewAWSPrices(ctx, cfg.Clock)}
+		cfg.Prices = &Prices{AWS: NewAWSPrices(ctx, cfg.Clock), Commitments: NewAWSCommitments(ctx, cfg.Clock)}
 	}
 	c, err := cache.New(cfg.Rest, cache.Options{Scheme: cfg.Scheme, ByObject: map[client.Object]cache.ByObject{
 		// Only Joiner's own events are read: a busy cluster's others would
@@ -263,6 +265,38 @@ func NewAWSPrices(ctx context.Context, clk clock.Clock) func(region string) (*pr
 		}
 		e.mu.Unlock()
 		return e.p, note
+	}
+}
+
+// NewAWSCommitments reads, per region on first use, the account's
+// Reserved Instances and Savings Plans with the controller's own reader
+// (aws/commitments), kept a minute. Without credentials, or in an
+// isolated VPC, it reads none and the header shows list prices alone.
+func NewAWSCommitments(ctx context.Context, clk clock.Clock) CommitmentsFunc {
+	var mu sync.Mutex
+	byRegion := map[string]*commitments.Provider{}
+	return func(region string) (commitment.Commitments, error) {
+		mu.Lock()
+		p, ok := byRegion[region]
+		if !ok {
+			if os.Getenv("ISOLATED_VPC") != "true" {
+				if clients, err := awsclient.New(ctx, awsclient.Options{Region: region}); err == nil {
+					cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+					if _, err := clients.Config.Credentials.Retrieve(cctx); err == nil {
+						p = &commitments.Provider{EC2: clients.EC2, SavingsPlans: clients.SavingsPlans, Region: region, Clock: clk, Refresh: time.Minute}
+					}
+					cancel()
+				}
+			}
+			byRegion[region] = p
+		}
+		mu.Unlock()
+		if p == nil {
+			return commitment.Commitments{}, nil
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return p.Get(cctx)
 	}
 }
 

@@ -46,6 +46,9 @@ type Prices struct {
 	// AWS returns the region's provider for aws nodes and a note on where
 	// its prices come from; nil prices aws nodes from the catalog too.
 	AWS func(region string) (*pricing.Provider, string)
+	// Commitments, when set, give a region's Reserved Instances and
+	// Savings Plans: EC2 nodes are then priced on the bill as well.
+	Commitments CommitmentsFunc
 
 	mu   sync.Mutex
 	kwok map[string]*pricing.Provider

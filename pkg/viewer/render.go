@@ -62,6 +62,9 @@ func renderHeader(s Snapshot, width int, st Style) []string {
 	parts := []string{nodes}
 	if !s.Options.DisablePricing {
 		cost := fmt.Sprintf("%s/hour | %s/month", dollars(s.PricePerHour, 4), dollars(s.PricePerHour*HoursPerMonth, 2))
+		if s.Committed {
+			cost = fmt.Sprintf("%s/hour list · %s/hour effective | %s/month effective", dollars(s.PricePerHour, 4), dollars(s.EffectivePerHour, 4), dollars(s.EffectivePerHour*HoursPerMonth, 2))
+		}
 		if s.Unpriced > 0 {
 			cost += fmt.Sprintf(" (%d unpriced)", s.Unpriced)
 		}
@@ -93,6 +96,9 @@ func renderFooter(s Snapshot, st Style) []string {
 	} else {
 		if len(s.PriceNotes) > 0 {
 			out = append(out, st.Faint("prices: "+strings.Join(s.PriceNotes, "; ")))
+		}
+		if len(s.CommitmentNotes) > 0 {
+			out = append(out, "commitments: "+strings.Join(s.CommitmentNotes, "; "))
 		}
 		switch {
 		case s.BoundErr != "":

@@ -78,15 +78,17 @@ type Node struct {
 	Cloud, Region                              string
 	Price                                      float64
 	Priced                                     bool
-	Labels                                     map[string]string
-	Created                                    time.Time
-	Age                                        string
-	Requests, Allocatable                      corev1.ResourceList
-	Pods                                       int
-	States                                     []string
-	Extra                                      []string // values of Options.ExtraLabels
-	Disruption                                 []string // Joiner's disruption status, see disruptionStatus
-	HasNode                                    bool
+	// Effective is Price on the bill under the account's commitments.
+	Effective             float64
+	Labels                map[string]string
+	Created               time.Time
+	Age                   string
+	Requests, Allocatable corev1.ResourceList
+	Pods                  int
+	States                []string
+	Extra                 []string // values of Options.ExtraLabels
+	Disruption            []string // Joiner's disruption status, see disruptionStatus
+	HasNode               bool
 }
 
 // PendingPod is a pod waiting for a node, with the last word Joiner had on it.
@@ -114,6 +116,12 @@ type Snapshot struct {
 	Unpriced     int
 	// PriceNotes say where prices come from, one per cloud in view.
 	PriceNotes []string
+	// EffectivePerHour is PricePerHour on the bill under the account's
+	// commitments; Committed says there are commitments, and
+	// CommitmentNotes how much of each is in use and idle.
+	EffectivePerHour float64
+	Committed        bool
+	CommitmentNotes  []string
 	// Bound is the LP lower bound ($/h) of the shown nodes' pods on new
 	// nodes from the NodePools, BoundPods how many pods it places, and
 	// BoundErr why there is none.
@@ -259,6 +267,9 @@ func Build(in Input, opts Options, prices *Prices, bound Bounder) Snapshot {
 		if _, ok := clouds[n.Cloud]; !ok {
 			clouds[n.Cloud] = n.Region
 		}
+	}
+	if !opts.DisablePricing && prices != nil {
+		s.applyCommitments(prices.Commitments)
 	}
 	sortNodes(s.Nodes, opts.Sort)
 	for _, cloud := range slices.Sorted(maps.Keys(clouds)) {

@@ -5,7 +5,6 @@ package viewer
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,48 +15,6 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(framework.Main(m)) }
-
-// tmux is one tmux server of the test's own (its own socket), so nothing
-// else on the machine shares or sees it.
-type tmux struct {
-	t      *testing.T
-	socket string
-}
-
-func startTmux(t *testing.T, width, height int, command ...string) *tmux {
-	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatalf("tmux is needed (hack/setup.sh installs it from Debian's packages): %v", err)
-	}
-	tm := &tmux{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock")}
-	args := []string{"new-session", "-d", "-s", "viewer", "-x", strconv.Itoa(width), "-y", strconv.Itoa(height), "-e", "TERM=xterm-256color", "--"}
-	tm.run(append(args, command...)...)
-	t.Cleanup(func() { _ = exec.Command("tmux", "-S", tm.socket, "kill-server").Run() })
-	return tm
-}
-
-func (tm *tmux) run(args ...string) string {
-	tm.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", tm.socket}, args...)...).CombinedOutput()
-	if err != nil {
-		tm.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// screen is the pane's text as the user sees it.
-func (tm *tmux) screen() string { return tm.run("capture-pane", "-p", "-t", "viewer") }
-
-// waitFor polls the screen until cond holds, and returns that screen.
-func (tm *tmux) waitFor(timeout time.Duration, what string, cond func(string) bool) string {
-	tm.t.Helper()
-	var last string
-	framework.Eventually(tm.t, timeout, what, func() (bool, string) {
-		last = tm.screen()
-		return cond(last), "\n" + last
-	})
-	return last
-}
 
 var nodesLine = regexp.MustCompile(`(?m)^(\d+) nodes?\b`)
 
@@ -81,12 +38,12 @@ func TestViewerFollowsScaleUp(t *testing.T) {
 	framework.Kubectl(t, framework.PoolAndClass, "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("inflate", 0, "1", "1536Mi", ""), "apply", "-f", "-")
 
-	tm := startTmux(t, 200, 40, framework.Binary, "viewer", "--kubeconfig", framework.Cluster.Kubeconfig, "--resources", "cpu,memory",
+	tm := framework.StartTmux(t, 200, 40, nil, framework.Binary, "viewer", "--kubeconfig", framework.Cluster.Kubeconfig, "--resources", "cpu,memory",
 		"--extra-labels", "eks-node-viewer/node-age")
-	tm.waitFor(time.Minute, "the viewer's first screen with 0 nodes", func(s string) bool { return nodes(s) == 0 })
+	tm.WaitFor(time.Minute, "the viewer's first screen with 0 nodes", func(s string) bool { return nodes(s) == 0 })
 
 	framework.Kubectl(t, "", "scale", "deployment/inflate", "--replicas", "6")
-	screen := tm.waitFor(2*time.Minute, "the new nodes, Ready, with the 6 pods, on the same viewer", func(s string) bool {
+	screen := tm.WaitFor(2*time.Minute, "the new nodes, Ready, with the 6 pods, on the same viewer", func(s string) bool {
 		return nodes(s) > 0 && strings.Contains(s, "0 pending pods") && !strings.Contains(s, "Launching") && podsShown(s) == 6
 	})
 	t.Logf("screen after the scale-up:\n%s", screen)
@@ -106,8 +63,8 @@ func TestViewerFollowsScaleUp(t *testing.T) {
 		}
 	}
 
-	tm.run("send-keys", "-t", "viewer", "d")
-	screen = tm.waitFor(30*time.Second, "the disruption status lines", func(s string) bool {
+	tm.Run("send-keys", "-t", "viewer", "d")
+	screen = tm.WaitFor(30*time.Second, "the disruption status lines", func(s string) bool {
 		return strings.Contains(s, "└ expires in") || strings.Contains(s, "└ no disruption") || strings.Contains(s, "└ consolidatable")
 	})
 
@@ -115,15 +72,15 @@ func TestViewerFollowsScaleUp(t *testing.T) {
 
 	// No instance type has 500 cpus: Joiner says so on the pod.
 	framework.Kubectl(t, framework.Deployment("huge", 1, "500", "1Gi", ""), "apply", "-f", "-")
-	tm.run("send-keys", "-t", "viewer", "p")
-	screen = tm.waitFor(time.Minute, "a pending pod with Joiner's reason", func(s string) bool {
+	tm.Run("send-keys", "-t", "viewer", "p")
+	screen = tm.WaitFor(time.Minute, "a pending pod with Joiner's reason", func(s string) bool {
 		return strings.Contains(s, "PENDING POD") && strings.Contains(s, "Failed to schedule pod")
 	})
 	t.Logf("pending view:\n%s", screen)
 
-	tm.run("send-keys", "-t", "viewer", "q")
+	tm.Run("send-keys", "-t", "viewer", "q")
 	framework.Eventually(t, 30*time.Second, "the viewer to quit on q", func() (bool, string) {
-		out, err := exec.Command("tmux", "-S", tm.socket, "list-panes", "-t", "viewer", "-F", "#{pane_dead} #{pane_current_command}").CombinedOutput()
+		out, err := exec.Command("tmux", "-S", tm.Socket, "list-panes", "-t", "viewer", "-F", "#{pane_dead} #{pane_current_command}").CombinedOutput()
 		return err != nil || !strings.Contains(string(out), "joiner"), string(out)
 	})
 }

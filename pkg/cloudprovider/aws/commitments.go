@@ -2,7 +2,6 @@ package aws
 
 import (
 	"context"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -44,53 +43,46 @@ func (c *CloudProvider) withCommitments(ctx context.Context, its []*cloudprovide
 		log.FromContext(ctx).Error(err, "listing NodeClaims to price commitments; planning at list prices")
 		return its
 	}
-	left := commitment.Apply(cm, fleet)
-	out := make([]*cloudprovider.InstanceType, len(its))
-	for i, it := range its {
-		var extra []cloudprovider.Offering
-		for _, o := range it.Offerings {
-			if o.CapacityType != instance.CapacityTypeOnDemand || !o.Available || o.Limited() {
-				continue
-			}
-			for _, r := range commitment.Rooms(cm, left, it.Name, o.Zone, o.Price) {
-				price := r.Price
-				if price == 0 {
-					// An RI's room: priced just above a capacity
-					// reservation's, so that a paid-for reservation
-					// fills first (the RI discounts its instances too).
-					price = 2 * reservedPriceFactor * o.Price
-				}
-				extra = append(extra, cloudprovider.Offering{Zone: o.Zone, CapacityType: o.CapacityType, Price: price, Available: true,
-					Room: cloudprovider.Room{ID: r.ID, Left: r.Left, Takes: r.Takes}})
-			}
-		}
-		out[i] = it
-		if len(extra) > 0 {
-			cp := it.Copy()
-			cp.Offerings = append(slices.Clone(it.Offerings), extra...)
-			out[i] = cp
-		}
-	}
-	return out
+	// An RI's room is priced just above a capacity reservation's, so
+	// that a paid-for reservation fills first (the RI discounts its
+	// instances too).
+	return commitment.WithRooms(cm, commitment.Apply(cm, fleet), its, 2*reservedPriceFactor)
 }
 
-// MarginalPrices are what the bill saves per hour when each NodeClaim
-// goes, by name, under the commitments (commitment.Marginal); nil without
-// commitments (list prices hold). Consolidation prices its candidates
-// with them: a node the RIs cover saves nothing when it goes.
-func (c *CloudProvider) MarginalPrices(ctx context.Context) (map[string]float64, error) {
+// Bill is each NodeClaim's effective price under the commitments
+// (commitment.Apply), what some save going together (commitment.Saving;
+// consolidation prices its candidates with it), and how much of each
+// commitment they use; the zero Bill without commitments (list prices
+// hold).
+func (c *CloudProvider) Bill(ctx context.Context) (cloudprovider.Bill, error) {
 	if c.opts.Commitments == nil {
-		return nil, nil
+		return cloudprovider.Bill{}, nil
 	}
 	cm, err := c.opts.Commitments.Get(ctx)
 	if len(cm.ReservedInstances) == 0 && len(cm.SavingsPlans) == 0 {
-		return nil, err
+		return cloudprovider.Bill{}, err
 	}
 	fleet, err := c.fleet(ctx)
 	if err != nil {
-		return nil, err
+		return cloudprovider.Bill{}, err
 	}
-	return commitment.Marginal(cm, fleet), nil
+	cov := commitment.Apply(cm, fleet)
+	out := cloudprovider.Bill{Effective: cov.Effective,
+		Saving: func(names []string) float64 {
+			removed := make(map[string]bool, len(names))
+			for _, n := range names {
+				removed[n] = true
+			}
+			return commitment.Saving(cm, fleet, removed)
+		}}
+	for _, ri := range cm.ReservedInstances {
+		total := ri.Units()
+		out.Commitments = append(out.Commitments, cloudprovider.CommitmentUse{ID: ri.ID, Kind: cloudprovider.CommitmentReservedInstance, Used: total - cov.Left[ri.ID], Total: total})
+	}
+	for _, sp := range cm.SavingsPlans {
+		out.Commitments = append(out.Commitments, cloudprovider.CommitmentUse{ID: sp.ID, Kind: cloudprovider.CommitmentSavingsPlan, Used: sp.Commitment - cov.Left[sp.ID], Total: sp.Commitment})
+	}
+	return out, nil
 }
 
 // fleet is the cluster's NodeClaims as the bill sees them, at the list

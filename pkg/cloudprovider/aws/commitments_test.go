@@ -56,6 +56,10 @@ func TestCommitmentOfferings(t *testing.T) {
 		commitments CommitmentReader
 		wantRooms   string
 		wantPrices  map[string]float64
+		// wantUse is the bill's use of each commitment; wantEffective
+		// a NodeClaim's effective price on it.
+		wantUse       string
+		wantEffective map[string]float64
 	}{
 		{name: "RIs and a plan", commitments: cm,
 			// 8 NodeClaims on demand (one in a capacity reservation) take
@@ -63,12 +67,14 @@ func TestCommitmentOfferings(t *testing.T) {
 			wantRooms: "sp-1 left 1 takes 0.0672 at $0.0672; ",
 			// A node in a capacity reservation saves next to nothing when
 			// it goes: the reservation is paid for.
-			wantPrices: map[string]float64{"od-0": 0, "launching": 0, "spot-0": 0.08, "reserved-0": 0}},
+			wantPrices: map[string]float64{"od-0": 0, "launching": 0, "spot-0": 0.08, "reserved-0": 0},
+			wantUse:    "ri-1 reserved-instance 32/32; sp-1 savings-plan 0/1; ", wantEffective: map[string]float64{"od-0": 0, "spot-0": 0.08}},
 		{name: "a plan alone", commitments: fixedCommitments{SavingsPlans: cm.SavingsPlans},
 			// 7 on demand use 0.4704 of the plan's dollar; the reserved
 			// node is priced as planning prices a reservation's.
 			wantRooms:  "sp-1 left 0.5296 takes 0.0672 at $0.0672; ",
-			wantPrices: map[string]float64{"od-0": 0.0672, "spot-0": 0.08, "reserved-0": 0.096 * reservedPriceFactor}},
+			wantPrices: map[string]float64{"od-0": 0.0672, "spot-0": 0.08, "reserved-0": 0.096 * reservedPriceFactor},
+			wantUse:    "sp-1 savings-plan 0.4704/1; ", wantEffective: map[string]float64{"od-0": 0.0672, "launching": 0.0672, "spot-0": 0.08}},
 		{name: "none", commitments: fixedCommitments{}, wantRooms: ""},
 		{name: "no reader", wantRooms: ""},
 	}
@@ -92,15 +98,35 @@ func TestCommitmentOfferings(t *testing.T) {
 			if len(m5.Offerings) != 2 {
 				t.Errorf("the shared type was changed: %d offerings", len(m5.Offerings))
 			}
-			prices, err := p.MarginalPrices(context.Background())
+			bill, err := p.Bill(context.Background())
 			if err != nil {
 				t.Fatal(err)
+			}
+			prices := map[string]float64{}
+			if bill.Saving != nil {
+				for name := range tc.wantPrices {
+					prices[name] = bill.Saving([]string{name})
+				}
+			} else {
+				prices = nil
 			}
 			if tc.wantPrices == nil && prices != nil {
 				t.Errorf("effective prices %v without commitments, want none (list prices)", prices)
 			}
 			for name, want := range tc.wantPrices {
 				if got, ok := prices[name]; !ok || math.Abs(got-want) > 1e-9 {
+					t.Errorf("%s marginal $%v (%v), want $%v", name, got, ok, want)
+				}
+			}
+			use := ""
+			for _, u := range bill.Commitments {
+				use += fmt.Sprintf("%s %s %.4g/%.4g; ", u.ID, u.Kind, u.Used, u.Total)
+			}
+			if use != tc.wantUse {
+				t.Errorf("commitments' use %q, want %q", use, tc.wantUse)
+			}
+			for name, want := range tc.wantEffective {
+				if got, ok := bill.Effective[name]; !ok || math.Abs(got-want) > 1e-9 {
 					t.Errorf("%s effective $%v (%v), want $%v", name, got, ok, want)
 				}
 			}

@@ -294,7 +294,13 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 			types[p.NodePool.Name][it.Name] = it
 		}
 	}
-	billed := c.marginalPrices(ctx)
+	marked := func(nc *v1.NodeClaim, node *corev1.Node) bool {
+		return nc.DeletionTimestamp != nil || (node != nil && node.DeletionTimestamp != nil) || c.underway.has(nc.Name) ||
+			meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) != nil ||
+			(node != nil && taints.Has(node.Spec.Taints, v1.DisruptedNoScheduleTaint))
+	}
+	saving := c.saving(ctx, claims, nodes, marked)
+	opts.Saving = saving
 	podsByNode := map[string][]*corev1.Pod{}
 	for _, n := range snap.Nodes {
 		podsByNode[n.Name] = n.Pods
@@ -312,12 +318,10 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 		}
 		initialized := node != nil && meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized)
 		budgetNodes = append(budgetNodes, disruption.BudgetNode{
-			NodePool:    nc.Labels[v1.LabelNodePool],
-			Initialized: initialized,
-			Ready:       node != nil && state.NodeReady(node),
-			MarkedForDeletion: nc.DeletionTimestamp != nil || (node != nil && node.DeletionTimestamp != nil) || c.underway.has(nc.Name) ||
-				meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) != nil ||
-				(node != nil && taints.Has(node.Spec.Taints, v1.DisruptedNoScheduleTaint)),
+			NodePool:            nc.Labels[v1.LabelNodePool],
+			Initialized:         initialized,
+			Ready:               node != nil && state.NodeReady(node),
+			MarkedForDeletion:   marked(nc, node),
 			InstanceTerminating: meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInstanceTerminating),
 		})
 		pool := types[nc.Labels[v1.LabelNodePool]]
@@ -326,8 +330,8 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 		}
 		typ, zone, ct := nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone], nc.Labels[v1.LabelCapacityType]
 		price := listPrice(pool[typ], zone, ct)
-		if p, ok := billed[nc.Name]; ok {
-			price = p
+		if saving != nil {
+			price = saving([]string{nc.Name})
 		}
 		info := &candidateInfo{nc: nc, node: node, cand: disruption.Candidate{Node: node.Name, NodeClaim: nc.Name, NodePool: nc.Labels[v1.LabelNodePool],
 			InstanceType: typ, CapacityType: ct, Zone: zone, Price: price,

@@ -5,15 +5,22 @@ import (
 	"math"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 )
 
 type billing struct {
 	cloudprovider.CloudProvider
-	prices map[string]float64
+	saving func([]string) float64
 }
 
-func (b billing) MarginalPrices(context.Context) (map[string]float64, error) { return b.prices, nil }
+func (b billing) Bill(context.Context) (cloudprovider.Bill, error) {
+	return cloudprovider.Bill{Saving: b.saving}, nil
+}
 
 // A running node is priced at its offering's list price, never at a
 // commitment's room (which prices another node the planner may launch);
@@ -40,10 +47,38 @@ func TestCandidatePrices(t *testing.T) {
 			}
 		})
 	}
-	if got := (&Controller{CloudProvider: billing{prices: map[string]float64{"default-x": 0}}}).marginalPrices(context.Background()); len(got) != 1 || got["default-x"] != 0 {
-		t.Errorf("effective prices %v, want the provider's", got)
-	}
-	if got := (&Controller{CloudProvider: nil}).marginalPrices(context.Background()); got != nil {
-		t.Errorf("effective prices %v from a provider that does not bill, want none", got)
+}
+
+// Under commitments, a candidate saves what the bill saves when it goes,
+// counting the NodeClaims already leaving as gone: two m5.large under one
+// RI each save list alone, but once one is leaving the other saves
+// nothing. A provider that does not bill leaves list prices.
+func TestCandidateSavings(t *testing.T) {
+	oneRI := func(names []string) float64 { return 0.096 * float64(min(len(names), 1)) }
+	claims := []*v1.NodeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}}
+	for _, tc := range []struct {
+		name    string
+		p       cloudprovider.CloudProvider
+		leaving string
+		want    float64
+		wantNil bool
+	}{
+		{name: "none leaving: list", p: billing{saving: oneRI}, want: 0.096},
+		{name: "the other leaving: nothing", p: billing{saving: oneRI}, leaving: "a", want: 0},
+		{name: "a provider that does not bill", wantNil: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Controller{CloudProvider: tc.p}
+			saving := c.saving(context.Background(), claims, nil, func(nc *v1.NodeClaim, _ *corev1.Node) bool { return nc.Name == tc.leaving })
+			if tc.wantNil {
+				if saving != nil {
+					t.Fatal("savings from a provider that does not bill")
+				}
+				return
+			}
+			if got := saving([]string{"b"}); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("b saves $%v, want $%v", got, tc.want)
+			}
+		})
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
+	"github.com/joiner-autoscaler/joiner/pkg/spendcap"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
@@ -65,7 +66,15 @@ var (
 	nodePoolsLimit = newFamily("karpenter_nodepools_limit",
 		"The NodePool's spec.limits, by NodePool and resource type.", "nodepool", "resource_type")
 	nodePoolsCost = newFamily("karpenter_nodepools_cost_total",
-		"What the NodePool's launched NodeClaims cost an hour at the prices Joiner plans with (NodeOverlays included), in $/h; an estimate, not a bill.", "nodepool")
+		"What the NodePool's launched NodeClaims cost an hour on the bill, in $/h: their offerings' prices (NodeOverlays included) less what the account's Reserved Instances and Savings Plans cover; an estimate, not a bill.", "nodepool")
+	nodePoolsEffectiveCost = newFamily("joiner_nodepools_effective_cost",
+		"What the NodePool's launched NodeClaims cost an hour under the account's Reserved Instances and Savings Plans, in $/h (karpenter_nodepools_cost_total under Joiner's name).", "nodepool")
+	nodePoolsListCost = newFamily("joiner_nodepools_list_cost",
+		"What the NodePool's launched NodeClaims would cost an hour at their offerings' list prices, with no commitment applied, in $/h.", "nodepool")
+	nodePoolsSpendCap = newFamily("joiner_nodepools_spend_cap",
+		"The NodePool's spend cap (annotation joiner.sh/hourly-spend-cap), in $/h; no series for a pool without one.", "nodepool")
+	commitmentUtilization = newFamily("joiner_commitments_utilization",
+		"The share of a Reserved Instance's or Savings Plan's commitment the cluster's NodeClaims use, 0 to 1, by commitment ID and kind (reserved-instance, savings-plan).", "commitment", "kind")
 )
 
 // State is the scrape-time collector of the cluster-state gauges.
@@ -84,7 +93,8 @@ type State struct {
 
 // Describe implements prometheus.Collector.
 func (s *State) Describe(ch chan<- *prometheus.Desc) {
-	for _, f := range []*family{nodesAllocatable, nodesPodRequests, nodesDaemonRequests, podsState, nodePoolsUsage, nodePoolsLimit, nodePoolsCost} {
+	for _, f := range []*family{nodesAllocatable, nodesPodRequests, nodesDaemonRequests, podsState, nodePoolsUsage, nodePoolsLimit, nodePoolsCost,
+		nodePoolsEffectiveCost, nodePoolsListCost, nodePoolsSpendCap, commitmentUtilization} {
 		ch <- f.desc
 	}
 }
@@ -157,10 +167,14 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 	s.collectCost(ctx, ch, lp, pools.Items)
 }
 
-// collectCost sums each NodePool's launched NodeClaims at their offerings'
-// prices. A NodeClaim being deleted still counts: its instance is billed
-// until it is gone. One whose offering the pool no longer lists (a type
-// dropped from its requirements) counts nothing, as it cannot be priced.
+// collectCost sums each NodePool's launched NodeClaims at their prices on
+// the bill (state.Charges): karpenter_nodepools_cost_total and
+// joiner_nodepools_effective_cost at the effective prices the account's
+// commitments make, joiner_nodepools_list_cost at list. A NodeClaim being
+// deleted still counts: its instance is billed until it is gone. One whose
+// offering the pool no longer lists (a type dropped from its
+// requirements) counts nothing, as it cannot be priced. It also gives
+// each commitment's utilisation and each pool's spend cap.
 func (s *State) collectCost(ctx context.Context, ch chan<- prometheus.Metric, lp pairs, pools []v1.NodePool) {
 	if s.Provider == nil {
 		return
@@ -168,6 +182,17 @@ func (s *State) collectCost(ctx context.Context, ch chan<- prometheus.Metric, lp
 	claims, err := s.Cluster.NodeClaims(ctx)
 	if err != nil {
 		return
+	}
+	var bill cloudprovider.Bill
+	if b, ok := s.Provider.(cloudprovider.Biller); ok {
+		// Unreadable, the bill is list prices: the gauges say so
+		// (utilisation left out) rather than go missing.
+		bill, _ = b.Bill(ctx)
+	}
+	for _, u := range bill.Commitments {
+		if u.Total > 0 {
+			ch <- commitmentUtilization.series(lp, u.Used/u.Total, u.ID, u.Kind)
+		}
 	}
 	byPool := map[string][]*v1.NodeClaim{}
 	for _, nc := range claims {
@@ -177,23 +202,24 @@ func (s *State) collectCost(ctx context.Context, ch chan<- prometheus.Metric, lp
 	}
 	for i := range pools {
 		np := &pools[i]
-		total := 0.0
+		var list, effective float64
 		if len(byPool[np.Name]) > 0 {
 			its, err := s.Provider.InstanceTypes(ctx, np)
 			if err != nil {
 				continue
 			}
-			prices := map[[3]string]float64{}
-			for _, it := range its {
-				for _, o := range it.Offerings {
-					prices[[3]string{it.Name, o.Zone, o.CapacityType}] = o.Price
-				}
-			}
 			for _, nc := range byPool[np.Name] {
-				total += prices[[3]string{nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone], nc.Labels[v1.LabelCapacityType]}]
+				c := state.Charges(nc, its, bill.Effective)
+				list += c.List
+				effective += c.Effective
 			}
 		}
-		ch <- nodePoolsCost.series(lp, total, np.Name)
+		ch <- nodePoolsCost.series(lp, effective, np.Name)
+		ch <- nodePoolsEffectiveCost.series(lp, effective, np.Name)
+		ch <- nodePoolsListCost.series(lp, list, np.Name)
+		if dollars, ok, err := spendcap.Of(np); ok && err == nil {
+			ch <- nodePoolsSpendCap.series(lp, dollars, np.Name)
+		}
 	}
 }
 

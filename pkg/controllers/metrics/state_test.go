@@ -268,10 +268,21 @@ func (p *pricedProvider) InstanceTypes(context.Context, *v1.NodePool) ([]*cloudp
 	return p.types, nil
 }
 
+// billedProvider's bill gives NodeClaims effective prices and
+// commitments' use.
+type billedProvider struct {
+	pricedProvider
+	bill cloudprovider.Bill
+}
+
+func (p *billedProvider) Bill(context.Context) (cloudprovider.Bill, error) { return p.bill, nil }
+
 // karpenter_nodepools_cost_total (Karpenter v1.14.1's name) sums a pool's
-// launched NodeClaims at the prices planning uses, NodeOverlays included;
-// a pool without NodeClaims reports 0, and a NodeClaim not yet launched
-// counts nothing.
+// launched NodeClaims at their effective prices on the bill, NodeOverlays
+// included (joiner_nodepools_effective_cost the same, and
+// joiner_nodepools_list_cost at list); a pool without NodeClaims reports
+// 0, and a NodeClaim not yet launched counts nothing. Each commitment's
+// utilisation and each pool's spend cap are series of their own.
 func TestNodePoolCost(t *testing.T) {
 	claim := func(name, pool, typ, zone, ct string) *v1.NodeClaim {
 		labels := map[string]string{v1.LabelNodePool: pool}
@@ -287,7 +298,7 @@ func TestNodePoolCost(t *testing.T) {
 	half := &v1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: "half"}, Spec: v1alpha1.NodeOverlaySpec{PriceAdjustment: ptr("-50%"),
 		Requirements: []v1alpha1.NodeSelectorRequirement{{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}}}}}
 	kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(
-		&v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "idle"}},
+		&v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default", Annotations: map[string]string{"joiner.sh/hourly-spend-cap": "2.5"}}}, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "idle"}},
 		claim("a", "default", "m5.large", "us-east-1a", "on-demand"), claim("b", "default", "m5.large", "us-east-1a", "on-demand"),
 		claim("c", "default", "m5.large", "us-east-1a", "spot"), claim("launching", "default", "", "", ""),
 	).Build()
@@ -299,9 +310,18 @@ func TestNodePoolCost(t *testing.T) {
 		name     string
 		provider cloudprovider.CloudProvider
 		want     float64
+		// wantList is the list cost, wantUse a commitment's utilisation
+		// series ("" for none).
+		wantList float64
+		wantUse  string
 	}{
-		{"list prices", &pricedProvider{types: types}, 0.096*2 + 0.04},
-		{"on-demand at half price", overlay.Decorate(&pricedProvider{types: types}, withOverlay), 0.048*2 + 0.04},
+		{"list prices", &pricedProvider{types: types}, 0.096*2 + 0.04, 0.096*2 + 0.04, ""},
+		{"on-demand at half price", overlay.Decorate(&pricedProvider{types: types}, withOverlay), 0.048*2 + 0.04, 0.048*2 + 0.04, ""},
+		// a under an RI, b under a Savings Plan's rate, c (spot) at list.
+		{"under commitments", &billedProvider{pricedProvider: pricedProvider{types: types}, bill: cloudprovider.Bill{
+			Effective:   map[string]float64{"a": 0, "b": 0.0672},
+			Commitments: []cloudprovider.CommitmentUse{{ID: "ri-1", Kind: "reserved-instance", Used: 4, Total: 8}}}},
+			0.0672 + 0.04, 0.096*2 + 0.04, "joiner_commitments_utilization{commitment=ri-1,kind=reserved-instance} 0.5"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -311,6 +331,30 @@ func TestNodePoolCost(t *testing.T) {
 			}
 			if v, ok := got["karpenter_nodepools_cost_total{nodepool=idle}"]; !ok || v != 0 {
 				t.Errorf("idle costs $%v (reported %v), want $0", v, ok)
+			}
+			if v := got["joiner_nodepools_effective_cost{nodepool=default}"]; v < tc.want-1e-9 || v > tc.want+1e-9 {
+				t.Errorf("default's effective cost $%v, want $%v", v, tc.want)
+			}
+			if v := got["joiner_nodepools_list_cost{nodepool=default}"]; v < tc.wantList-1e-9 || v > tc.wantList+1e-9 {
+				t.Errorf("default's list cost $%v, want $%v", v, tc.wantList)
+			}
+			if v, ok := got["joiner_nodepools_spend_cap{nodepool=default}"]; v != 2.5 {
+				t.Errorf("default's spend cap %v (reported %v), want 2.5", v, ok)
+			}
+			if _, ok := got["joiner_nodepools_spend_cap{nodepool=idle}"]; ok {
+				t.Error("idle has no spend cap, yet a series")
+			}
+			uses := 0
+			for k, v := range got {
+				if strings.HasPrefix(k, "joiner_commitments_utilization") {
+					uses++
+					if fmt.Sprintf("%s %v", k, v) != tc.wantUse {
+						t.Errorf("utilisation %s %v, want %q", k, v, tc.wantUse)
+					}
+				}
+			}
+			if want := len(strings.Fields(tc.wantUse)) / 2; uses != want {
+				t.Errorf("%d utilisation series, want %d", uses, want)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/requirements"
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
+	"github.com/joiner-autoscaler/joiner/pkg/spendcap"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -172,8 +173,9 @@ func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool,
 
 // validate checks what the CRD's CEL cannot: requirements that parse, with
 // values that are label values, and taints that are not repeated across
-// taints and startupTaints; and that the NodePool is not static unless the
-// StaticCapacity gate is on.
+// taints and startupTaints; that the NodePool is not static unless the
+// StaticCapacity gate is on; and that Joiner's spend cap, an annotation
+// no schema checks, is a price.
 func validate(np *v1.NodePool, static bool) error {
 	if reason := state.StaticNodePool(np, static); reason != "" {
 		return errors.New(reason)
@@ -183,6 +185,9 @@ func validate(np *v1.NodePool, static bool) error {
 	}
 	if _, err := requirements.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements...); err != nil {
 		return fmt.Errorf("spec.template.spec.requirements: %w", err)
+	}
+	if _, _, err := spendcap.Of(np); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for _, t := range append(append([]corev1.Taint{}, np.Spec.Template.Spec.Taints...), np.Spec.Template.Spec.StartupTaints...) {

@@ -32,6 +32,7 @@ func TestNodePoolValidationStatus(t *testing.T) {
 		name      string
 		replicas  *int64
 		reqs      []v1.NodeSelectorRequirementWithMinValues
+		spendCap  string
 		valid     bool
 		wantInMsg []string
 	}{
@@ -44,12 +45,18 @@ func TestNodePoolValidationStatus(t *testing.T) {
 			wantInMsg: []string{`spec.template.spec.requirements[1].values[1]: "a b" (key "zone") is not a label value`, "alphanumeric"}},
 		{name: "a value of 64 characters is named", reqs: []v1.NodeSelectorRequirementWithMinValues{{Key: "team", Operator: corev1.NodeSelectorOpIn, Values: []string{strings.Repeat("a", 64)}}},
 			wantInMsg: []string{"spec.template.spec.requirements[0].values[0]", "must be no more than 63 bytes"}},
+		{name: "a spend cap in dollars is valid", spendCap: "2.50", valid: true},
+		{name: "a spend cap that is not a price is named", spendCap: "2,50",
+			wantInMsg: []string{`metadata.annotations[joiner.sh/hourly-spend-cap]: "2,50" is not a cost in US dollars per hour`, "remove the annotation"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "pool", Generation: 1}, Spec: v1.NodePoolSpec{Replicas: tc.replicas,
 				Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{Requirements: tc.reqs,
 					NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}}}}}
+			if tc.spendCap != "" {
+				np.Annotations = map[string]string{"joiner.sh/hourly-spend-cap": tc.spendCap}
+			}
 			kube := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(np).WithStatusSubresource(&v1.NodePool{}).Build()
 			got := reconciled(t, kube)
 			cond := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionTypeValidationSucceeded)
