@@ -3,16 +3,24 @@ package scheduling
 import "slices"
 
 // Solve plans the snapshot. With limited offerings (commitments) it plans
-// twice and keeps the cheaper plan (room.go).
+// twice and keeps the cheaper plan (room.go). The two plans share nothing
+// they write, so the one at list prices runs beside the one with the
+// commitments: the batch waits for the longer, not for both. Which plan
+// is kept does not depend on which ends first.
 func Solve(snap Snapshot, opts Options) *Plan {
 	if !hasLimits(snap) {
 		return solveOnce(snap, opts)
 	}
 	plain, originals := withoutLimited(snap)
-	listed := solveOnce(plain, opts)
-	restore(listed.NewNodeClaims, originals)
-	withinLimits(listed.NewNodeClaims)
+	done := make(chan *Plan, 1)
+	go func() {
+		listed := solveOnce(plain, opts)
+		restore(listed.NewNodeClaims, originals)
+		withinLimits(listed.NewNodeClaims)
+		done <- listed
+	}()
 	committed := solveCommitted(snap, opts)
+	listed := <-done
 	if better(committed, listed) {
 		return committed
 	}
