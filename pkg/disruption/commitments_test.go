@@ -8,7 +8,9 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/commitment"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/spendcap"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // underRIs prices the candidates as the bill does under count regional
@@ -107,4 +109,35 @@ func guide03Spot() *v1.NodePool {
 	np := guide03()
 	np.Spec.Template.Spec.Requirements[1] = req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, "spot", "on-demand")
 	return np
+}
+
+// Consolidation may replace nodes under a pool's spend cap: the
+// replacement launches before the node goes, so it counts beside the
+// pool's nodes. A c6a.2xlarge ($0.306/h) with one small pod is replaced
+// by a cheaper node when the cap has room for both, and kept, saying the
+// cap stops it, when it has not.
+func TestConsolidationUnderASpendCap(t *testing.T) {
+	for _, tc := range []struct {
+		cap         string
+		wantReplace bool
+	}{
+		{cap: "1.00", wantReplace: true},
+		{cap: "0.35", wantReplace: false},
+	} {
+		t.Run(tc.cap, func(t *testing.T) {
+			s := (&setup{}).add(node("big", "c6a.2xlarge", "on-demand", pod("p", "1", "1536Mi")))
+			np := guide03()
+			np.Annotations = map[string]string{spendcap.Annotation: tc.cap}
+			inUse := corev1.ResourceList{spendcap.Resource: *resource.NewQuantity(spendcap.Micro(s.cands[0].Price), resource.DecimalSI)}
+			snap := scheduling.Snapshot{Nodes: s.nodes, NodePools: []scheduling.NodePool{{NodePool: np, InstanceTypes: catalogTypes(), InUse: inUse}}}
+			d := Consolidate(snap, s.cands, Options{Allowed: map[string]int{"default": 1}})
+			replaced := len(d.Commands) == 1 && len(d.Commands[0].Replacements) == 1
+			if replaced != tc.wantReplace {
+				t.Fatalf("replaced %v, want %v: %v skipped %v", replaced, tc.wantReplace, summary(d), d.Skipped)
+			}
+			if !replaced && !strings.Contains(d.Skipped["big"], "spend cap") {
+				t.Errorf("kept without naming the cap: %q", d.Skipped["big"])
+			}
+		})
+	}
 }
