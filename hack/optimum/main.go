@@ -45,11 +45,29 @@ func main() {
 	only := flag.String("run", "", "only workloads whose name matches this regular expression")
 	sec := flag.Int("sec", 120, "CBC's time limit per workload, seconds")
 	keep := flag.String("keep", "", "keep CBC's model and solution files in DIR")
+	random := flag.Int("random", 0, "grade this many random mixes (random.go) instead of the held workloads, with their median and 95th percentile")
+	seed := flag.Uint64("seed", 1, "the first random mix's seed; the others follow")
 	flag.Parse()
+	if *random > 0 {
+		randomMixes = make([]workload, *random)
+		for i := range randomMixes {
+			randomMixes[i] = randomWorkload(*seed + uint64(i))
+		}
+	}
 	if err := run(*write, *only, *sec, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "optimum:", err)
 		os.Exit(1)
 	}
+}
+
+// randomMixes, when set (-random), are graded instead of workloads().
+var randomMixes []workload
+
+func graded() []workload {
+	if len(randomMixes) > 0 {
+		return randomMixes
+	}
+	return workloads()
 }
 
 func run(write, only string, sec int, keep string) error {
@@ -61,7 +79,7 @@ func run(write, only string, sec int, keep string) error {
 		if err := os.MkdirAll(write, 0o755); err != nil {
 			return err
 		}
-		for _, w := range workloads() {
+		for _, w := range graded() {
 			if err := os.WriteFile(filepath.Join(write, w.name+".yaml"), []byte(w.yaml()), 0o644); err != nil {
 				return err
 			}
@@ -88,17 +106,26 @@ func run(write, only string, sec int, keep string) error {
 	}
 	fmt.Println("| workload | set | pods | plan $/h | nodes | plan time | LP bound $/h | integer lower bound $/h | best integer $/h | plan ÷ LP bound | plan ÷ best integer | plan ÷ integer lower bound | best integer ÷ lower bound | baseline time |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, w := range workloads() {
+	var toBest, toLower []float64
+	for _, w := range graded() {
 		if !re.MatchString(w.name) {
 			continue
 		}
 		r, err := grade(w, its, dir, sec)
 		if err != nil {
-			return fmt.Errorf("%s: %w", w.name, err)
+			return fmt.Errorf("%s (%s): %w", w.name, w.about, err)
 		}
+		toBest, toLower = append(toBest, r.plan/r.integer), append(toLower, r.plan/r.lower)
 		fmt.Printf("| %s | %s | %d | %.2f | %d | %s | %.2f | %.2f | %.2f%s | %.3f | **%.3f** | %.3f | %.4f | %s |\n",
 			w.name, w.set, r.pods, r.plan, r.nodes, r.planTime.Round(time.Millisecond), r.lp, r.lower, r.integer, r.status,
 			r.plan/r.lp, r.plan/r.integer, r.plan/r.lower, r.integer/r.lower, r.baseTime.Round(100*time.Millisecond))
+	}
+	if len(randomMixes) > 0 {
+		fmt.Printf("\n%d mixes: plan ÷ best integer median %.4f, 95th percentile %.4f, worst %.4f; plan ÷ integer lower bound median %.4f, 95th percentile %.4f\n",
+			len(toBest), quantile(toBest, 0.5), quantile(toBest, 0.95), quantile(toBest, 1), quantile(toLower, 0.5), quantile(toLower, 0.95))
+		for _, w := range randomMixes {
+			fmt.Printf("- %s: %s\n", w.name, w.about)
+		}
 	}
 	return nil
 }
