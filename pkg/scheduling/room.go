@@ -160,11 +160,17 @@ func pin(nc *NewNodeClaim, o cloudprovider.Offering) {
 // put every pod on the commitment's type as if its room had no end.
 func solveCommitted(snap Snapshot, opts Options) *Plan {
 	a := solveOnce(snap, opts)
+	// Only the NodeClaims planned at a room's price need planning again
+	// when they get none: the others were priced at list already.
+	atRoomPrice := map[*NewNodeClaim]bool{}
+	for _, nc := range a.NewNodeClaims {
+		atRoomPrice[nc] = nc.Offering.Limited()
+	}
 	withinLimits(a.NewNodeClaims)
 	var kept []*NewNodeClaim
 	var rest []*corev1.Pod
 	for _, nc := range a.NewNodeClaims {
-		if nc.Offering.Limited() {
+		if nc.Offering.Limited() || !atRoomPrice[nc] {
 			kept = append(kept, nc)
 		} else {
 			rest = append(rest, nc.Pods...)
