@@ -79,13 +79,13 @@ on the bill under the commitments, with the totals.`,
 			snap, problems := objs.Snapshot(its)
 			var cm commitment.Commitments
 			if commitmentsPath != "" {
-				if cm, err = readCommitments(commitmentsPath, its); err != nil {
+				if cm, err = commitment.ReadFile(commitmentsPath, its); err != nil {
 					return err
 				}
-				snap = withRooms(cm, snap)
+				snap = scheduling.WithCommitments(cm, snap)
 			}
 			plan := scheduling.Solve(snap, opts)
-			doc := toDocument(plan, problems, its, planBill(cm, snap, plan))
+			doc := toDocument(plan, problems, its, scheduling.Bill(cm, snap, plan))
 			doc.NodeOverlays = overlayDocs(objs.OverlayVerdicts)
 			if output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())

@@ -47,6 +47,7 @@ func main() {
 	keep := flag.String("keep", "", "keep CBC's model and solution files in DIR")
 	random := flag.Int("random", 0, "grade this many random mixes (random.go) instead of the held workloads, with their median and 95th percentile")
 	seed := flag.Uint64("seed", 1, "the first random mix's seed; the others follow")
+	commitments := flag.Bool("commitments", false, "instead of grading, price each workload's plan at list prices and its plan with a commitment mix (commitments.go) on the bill under that mix")
 	flag.Parse()
 	if *random > 0 {
 		randomMixes = make([]workload, *random)
@@ -54,6 +55,7 @@ func main() {
 			randomMixes[i] = randomWorkload(*seed + uint64(i))
 		}
 	}
+	gradeWithCommitments = *commitments
 	if err := run(*write, *only, *sec, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "optimum:", err)
 		os.Exit(1)
@@ -62,6 +64,10 @@ func main() {
 
 // randomMixes, when set (-random), are graded instead of workloads().
 var randomMixes []workload
+
+// gradeWithCommitments (-commitments) prices plans under commitments
+// instead of grading them against CBC.
+var gradeWithCommitments bool
 
 func graded() []workload {
 	if len(randomMixes) > 0 {
@@ -86,6 +92,24 @@ func run(write, only string, sec int, keep string) error {
 		}
 		return nil
 	}
+	its, err := catalog.InstanceTypes(catalog.Options{})
+	if err != nil {
+		return err
+	}
+	if gradeWithCommitments {
+		dir, err := os.MkdirTemp("", "optimum-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		var ws []workload
+		for _, w := range graded() {
+			if re.MatchString(w.name) {
+				ws = append(ws, w)
+			}
+		}
+		return gradeCommitments(ws, its, dir)
+	}
 	if _, err := exec.LookPath("cbc"); err != nil {
 		return fmt.Errorf("cbc not found: install Debian's coinor-cbc (apt-get install coinor-cbc)")
 	}
@@ -99,10 +123,6 @@ func run(write, only string, sec int, keep string) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-	}
-	its, err := catalog.InstanceTypes(catalog.Options{})
-	if err != nil {
-		return err
 	}
 	fmt.Println("| workload | set | pods | plan $/h | nodes | plan time | LP bound $/h | integer lower bound $/h | best integer $/h | plan ÷ LP bound | plan ÷ best integer | plan ÷ integer lower bound | best integer ÷ lower bound | baseline time |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -140,8 +160,8 @@ type result struct {
 
 func grade(w workload, its []*cloudprovider.InstanceType, dir string, sec int) (result, error) {
 	var g result
-	path := filepath.Join(dir, w.name+".yaml")
-	if err := os.WriteFile(path, []byte(w.yaml()), 0o644); err != nil {
+	path, err := writeWorkload(dir, w)
+	if err != nil {
 		return g, err
 	}
 	objs, err := manifests.LoadFiles([]string{path})
@@ -182,6 +202,12 @@ func grade(w workload, its []*cloudprovider.InstanceType, dir string, sec int) (
 	g.integer, g.status, err = solveMIP(filepath.Join(dir, w.name), m, res, sec)
 	g.baseTime = time.Since(start)
 	return g, err
+}
+
+// writeWorkload writes the workload's manifests to DIR/<name>.yaml.
+func writeWorkload(dir string, w workload) (string, error) {
+	path := filepath.Join(dir, w.name+".yaml")
+	return path, os.WriteFile(path, []byte(w.yaml()), 0o644)
 }
 
 // planPatterns are the plan's nodes as patterns of m, so the integer
