@@ -1,7 +1,7 @@
 # The two commands the README gives are `make demo` and `make test`.
 SHELL := /bin/bash
 
-.PHONY: race demo test soak chaos scale scale-down optimum optimum-random reliability fuzz bench-aws least-privilege karpenter-e2e image generate verify-generated setup down fmt
+.PHONY: race demo test soak chaos scale scale-down optimum optimum-random optimum-commitments reliability fuzz bench-aws least-privilege karpenter-e2e image generate verify-generated setup down fmt
 
 ## demo: set everything up and run the demo on a local control plane, with
 ## Joiner's aws provider against the local AWS endpoint (cmd/fake-aws)
@@ -100,6 +100,13 @@ optimum: setup
 ## §2 has the figures.
 optimum-random: setup
 	go run ./hack/optimum -random $(or $(MIXES),20) -seed $(or $(SEED),1) -sec $(or $(CBC_SECONDS),30)
+
+## optimum-commitments: each held workload planned at list prices and with
+## a commitment mix (hack/optimum/commitments.go), both priced on the bill
+## under that mix, with the planning times; under a minute, no CBC.
+## docs/benchmarks.md has the table.
+optimum-commitments:
+	go run ./hack/optimum -commitments
 
 ## reliability: issue 18's acceptance tried as a user would (-tags
 ## reliability): a capacity shortage without churn, a failed write after a
