@@ -169,6 +169,19 @@ func (it *InstanceType) CheapestOffering(accept func(Offering) bool) (Offering, 
 	return best, found
 }
 
+// ListPrice is the price of the type's offering in the zone and capacity
+// type, available or not, leaving out a commitment's room (Offering.Room,
+// which prices another node the planner may launch, not one that runs);
+// false when the type has no such offering.
+func (it *InstanceType) ListPrice(zone, capacityType string) (float64, bool) {
+	for _, o := range it.Offerings {
+		if o.Zone == zone && o.CapacityType == capacityType && !o.Limited() {
+			return o.Price, true
+		}
+	}
+	return 0, false
+}
+
 // InsufficientCapacityError means no offering of the NodeClaim's options had
 // capacity; the NodeClaim is deleted and its pods are scheduled again.
 type InsufficientCapacityError struct{ Err error }

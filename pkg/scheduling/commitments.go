@@ -38,7 +38,7 @@ func existingFleet(snap Snapshot) []commitment.Instance {
 		for _, p := range snap.NodePools {
 			for _, it := range p.InstanceTypes {
 				if it.Name == typ {
-					price = max(price, offeringPrice(it, zone, ct))
+					price = max(price, listPrice(it, zone, ct))
 				}
 			}
 		}
@@ -55,7 +55,7 @@ func Bill(cm commitment.Commitments, snap Snapshot, plan *Plan) map[*NewNodeClai
 	fleet := existingFleet(snap)
 	for i, nc := range plan.NewNodeClaims {
 		fleet = append(fleet, commitment.Instance{ID: fmt.Sprint(i), Type: nc.InstanceType.Name, Zone: nc.Offering.Zone, CapacityType: nc.Offering.CapacityType,
-			ListPrice: offeringPrice(nc.InstanceType, nc.Offering.Zone, nc.Offering.CapacityType)})
+			ListPrice: listPrice(nc.InstanceType, nc.Offering.Zone, nc.Offering.CapacityType)})
 	}
 	cov := commitment.Apply(cm, fleet)
 	out := map[*NewNodeClaim]float64{}
@@ -65,13 +65,9 @@ func Bill(cm commitment.Commitments, snap Snapshot, plan *Plan) map[*NewNodeClai
 	return out
 }
 
-// offeringPrice is the type's price in the zone and capacity type, not a
-// commitment's room; 0 when it has none.
-func offeringPrice(it *cloudprovider.InstanceType, zone, ct string) float64 {
-	for _, o := range it.Offerings {
-		if o.Zone == zone && o.CapacityType == ct && !o.Limited() {
-			return o.Price
-		}
-	}
-	return 0
+// listPrice is the type's list price in the zone and capacity type; 0
+// when it has none.
+func listPrice(it *cloudprovider.InstanceType, zone, ct string) float64 {
+	p, _ := it.ListPrice(zone, ct)
+	return p
 }

@@ -31,13 +31,8 @@ func Charges(nc *v1.NodeClaim, types []*cloudprovider.InstanceType, effective ma
 	if typ := nc.Labels[corev1.LabelInstanceTypeStable]; typ != "" {
 		zone, ct := nc.Labels[corev1.LabelTopologyZone], nc.Labels[v1.LabelCapacityType]
 		for _, it := range types {
-			if it.Name != typ {
-				continue
-			}
-			for _, o := range it.Offerings {
-				if o.Room.ID == "" && o.Zone == zone && o.CapacityType == ct {
-					c.List = o.Price
-				}
+			if it.Name == typ {
+				c.List, _ = it.ListPrice(zone, ct)
 			}
 		}
 	} else {
@@ -73,7 +68,7 @@ func dearestOption(nc *v1.NodeClaim, types []*cloudprovider.InstanceType) float6
 			continue
 		}
 		for _, o := range it.Offerings {
-			if o.Room.ID == "" && o.Available && ok(corev1.LabelTopologyZone, o.Zone) && ok(v1.LabelCapacityType, o.CapacityType) {
+			if !o.Limited() && o.Available && ok(corev1.LabelTopologyZone, o.Zone) && ok(v1.LabelCapacityType, o.CapacityType) {
 				dearest = max(dearest, o.Price)
 			}
 		}

@@ -22,10 +22,8 @@ func listPrice(it *cloudprovider.InstanceType, zone, capacityType string) float6
 	if it == nil {
 		return math.Inf(1)
 	}
-	for _, o := range it.Offerings {
-		if o.Zone == zone && o.CapacityType == capacityType && !o.Limited() {
-			return o.Price
-		}
+	if price, ok := it.ListPrice(zone, capacityType); ok {
+		return price
 	}
 	return math.Inf(1)
 }
