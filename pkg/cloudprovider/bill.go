@@ -20,7 +20,7 @@ type Bill struct {
 	// out costs its list price.
 	Effective map[string]float64
 	// Saving is what the bill saves per hour when the named NodeClaims go
-	// together and the others stay (commitment.Saving): a node the RIs
+	// together and the others stay (commitment.Savings): a node the RIs
 	// cover saves nothing. Nil when list prices hold.
 	Saving func(names []string) float64
 	// Commitments is how much of each commitment the NodeClaims use.

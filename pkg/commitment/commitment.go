@@ -192,19 +192,24 @@ func sameFamily(a, b string) bool {
 	return fa == fb
 }
 
-// Saving is what the bill saves per hour when the removed instances go
+// Savings gives what the bill saves per hour when the removed instances go
 // together and the others stay: a spot instance its list price; an
 // on-demand one what the commitments did not cover of it, or what it
 // frees of them for the others. Which instances an RI "covers" is the
 // bill's bookkeeping, not theirs: with 10 on-demand instances under 8 RIs,
 // each saves its list price alone, but three together save only two list
 // prices, since the RIs then cover every instance that stays.
-func Saving(c Commitments, instances []Instance, removed map[string]bool) float64 {
-	rest := make([]Instance, 0, len(instances))
-	for _, in := range instances {
-		if !removed[in.ID] {
-			rest = append(rest, in)
+// The bill with every instance is worked out once: consolidation asks
+// this of each candidate in turn.
+func Savings(c Commitments, instances []Instance) func(removed map[string]bool) float64 {
+	all := Apply(c, instances).Total()
+	return func(removed map[string]bool) float64 {
+		rest := make([]Instance, 0, len(instances))
+		for _, in := range instances {
+			if !removed[in.ID] {
+				rest = append(rest, in)
+			}
 		}
+		return all - Apply(c, rest).Total()
 	}
-	return Apply(c, instances).Total() - Apply(c, rest).Total()
 }

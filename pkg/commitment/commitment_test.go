@@ -207,7 +207,7 @@ func TestMarginal(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			for id, want := range tc.want {
-				if got := Saving(tc.c, tc.in, map[string]bool{id: true}); !near(got, want) {
+				if got := Savings(tc.c, tc.in)(map[string]bool{id: true}); !near(got, want) {
 					t.Errorf("%s saves %v alone, want %v", id, got, want)
 				}
 			}
@@ -215,7 +215,7 @@ func TestMarginal(t *testing.T) {
 	}
 }
 
-// Saving prices removals together: three of ten on-demand m5.large under
+// Savings prices removals together: three of ten on-demand m5.large under
 // 8 RIs save two list prices, not three (the RIs then cover the third's
 // place); at the plan's rate, what goes together saves the rate each.
 func TestSaving(t *testing.T) {
@@ -239,7 +239,7 @@ func TestSaving(t *testing.T) {
 			for _, id := range tc.removed {
 				removed[id] = true
 			}
-			if got := Saving(tc.c, ten, removed); !near(got, tc.want) {
+			if got := Savings(tc.c, ten)(removed); !near(got, tc.want) {
 				t.Errorf("saves %v, want %v", got, tc.want)
 			}
 		})

@@ -14,7 +14,7 @@ import (
 )
 
 // underRIs prices the candidates as the bill does under count regional
-// m5.large RIs (commitment.Saving, one at a time) and gives Saving, as
+// m5.large RIs (commitment.Savings, one at a time) and gives Saving, as
 // the controller does from cloudprovider.Bill.
 func underRIs(count int, s *setup) Options {
 	cm := commitment.Commitments{ReservedInstances: []commitment.ReservedInstance{{ID: "ri-1", Type: "m5.large", Count: count}}}
@@ -22,12 +22,13 @@ func underRIs(count int, s *setup) Options {
 	for _, c := range s.cands {
 		fleet = append(fleet, commitment.Instance{ID: c.NodeClaim, Type: c.InstanceType, Zone: "us-east-1a", CapacityType: c.CapacityType, ListPrice: c.Price})
 	}
+	savings := commitment.Savings(cm, fleet)
 	saving := func(names []string) float64 {
 		removed := map[string]bool{}
 		for _, n := range names {
 			removed[n] = true
 		}
-		return commitment.Saving(cm, fleet, removed)
+		return savings(removed)
 	}
 	for i := range s.cands {
 		s.cands[i].Price = saving([]string{s.cands[i].NodeClaim})

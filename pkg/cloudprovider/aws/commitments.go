@@ -50,7 +50,7 @@ func (c *CloudProvider) withCommitments(ctx context.Context, its []*cloudprovide
 }
 
 // Bill is each NodeClaim's effective price under the commitments
-// (commitment.Apply), what some save going together (commitment.Saving;
+// (commitment.Apply), what some save going together (commitment.Savings;
 // consolidation prices its candidates with it), and how much of each
 // commitment they use; the zero Bill without commitments (list prices
 // hold).
@@ -67,13 +67,14 @@ func (c *CloudProvider) Bill(ctx context.Context) (cloudprovider.Bill, error) {
 		return cloudprovider.Bill{}, err
 	}
 	cov := commitment.Apply(cm, fleet)
+	saving := commitment.Savings(cm, fleet)
 	out := cloudprovider.Bill{Effective: cov.Effective,
 		Saving: func(names []string) float64 {
 			removed := make(map[string]bool, len(names))
 			for _, n := range names {
 				removed[n] = true
 			}
-			return commitment.Saving(cm, fleet, removed)
+			return saving(removed)
 		}}
 	for _, ri := range cm.ReservedInstances {
 		total := ri.Units()
