@@ -28,16 +28,8 @@ func commitmentMix(plan *scheduling.Plan, its []*cloudprovider.InstanceType) com
 	if n := int(cpus / 4 / 8); n > 0 {
 		cm.ReservedInstances = []commitment.ReservedInstance{{ID: "ri-1", Type: "m5.2xlarge", Count: n}}
 	}
-	rates := map[string]float64{}
-	for _, it := range its {
-		for _, o := range it.Offerings {
-			if o.CapacityType == commitment.OnDemand && o.Price > 0 {
-				rates[it.Name] = 0.7 * o.Price
-			}
-		}
-	}
 	if onDemand > 0 {
-		cm.SavingsPlans = []commitment.SavingsPlan{{ID: "sp-1", Commitment: 0.2 * 0.7 * onDemand, Rates: rates}}
+		cm.SavingsPlans = []commitment.SavingsPlan{{ID: "sp-1", Commitment: 0.2 * 0.7 * onDemand, Rates: commitment.DiscountedRates(its, 0.3, "")}}
 	}
 	return cm
 }

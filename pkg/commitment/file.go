@@ -75,18 +75,30 @@ func ReadFile(path string, its []*cloudprovider.InstanceType) (Commitments, erro
 		if sp.Discount <= 0 || sp.Discount >= 1 {
 			return out, fmt.Errorf("%s.discount: %v; set the share off on-demand prices, between 0 and 1 (0.3 for 30%%)", field, sp.Discount)
 		}
-		rates := map[string]float64{}
-		for _, it := range its {
-			if ec2 && !strings.HasPrefix(it.Name, sp.Ec2InstanceFamily+".") {
-				continue
-			}
-			for _, o := range it.Offerings {
-				if o.CapacityType == OnDemand && o.Price > 0 {
-					rates[it.Name] = o.Price * (1 - sp.Discount)
-				}
-			}
+		family := ""
+		if ec2 {
+			family = sp.Ec2InstanceFamily
 		}
-		out.SavingsPlans = append(out.SavingsPlans, SavingsPlan{ID: fmt.Sprintf("sp-%d", i), EC2Instance: ec2, Commitment: sp.Commitment, Rates: rates})
+		out.SavingsPlans = append(out.SavingsPlans, SavingsPlan{ID: fmt.Sprintf("sp-%d", i), EC2Instance: ec2, Commitment: sp.Commitment, Rates: DiscountedRates(its, sp.Discount, family)})
 	}
 	return out, nil
+}
+
+// DiscountedRates are a Savings Plan's rates at one discount off the
+// types' on-demand prices: every type's, or one family's ("m5") for an EC2
+// Instance plan. Offline, one discount stands for the plan's published
+// per-type rates.
+func DiscountedRates(its []*cloudprovider.InstanceType, discount float64, family string) map[string]float64 {
+	rates := map[string]float64{}
+	for _, it := range its {
+		if family != "" && !strings.HasPrefix(it.Name, family+".") {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.CapacityType == OnDemand && o.Price > 0 {
+				rates[it.Name] = o.Price * (1 - discount)
+			}
+		}
+	}
+	return rates
 }
