@@ -76,6 +76,18 @@ func (r *Resources) AddList(rl corev1.ResourceList) {
 	}
 }
 
+// With returns r with the extended resource name set to v; r's map of
+// extended resources is copied, never written.
+func (r Resources) With(name corev1.ResourceName, v int64) Resources {
+	ext := make(map[corev1.ResourceName]int64, len(r.Ext)+1)
+	for k, q := range r.Ext {
+		ext[k] = q
+	}
+	ext[name] = v
+	r.Ext = ext
+	return r
+}
+
 // Add returns r + o.
 func (r Resources) Add(o Resources) Resources {
 	out := Resources{CPU: r.CPU + o.CPU, Memory: r.Memory + o.Memory, Pods: r.Pods + o.Pods, Ephemeral: r.Ephemeral + o.Ephemeral}

@@ -265,11 +265,7 @@ func (s *solver) buildType(p *pool, it *cloudprovider.InstanceType) *itype {
 	if p.spendCap {
 		// A node counts against the cap at the dearest offering it may
 		// land on: a launch can fall back from spot to on-demand.
-		t.cap.Ext = maps.Clone(t.cap.Ext)
-		if t.cap.Ext == nil {
-			t.cap.Ext = map[corev1.ResourceName]int64{}
-		}
-		t.cap.Ext[spendcap.Resource] = spendcap.Micro(dearest)
+		t.cap = t.cap.With(spendcap.Resource, spendcap.Micro(dearest))
 	}
 	t.overhead = typeOverhead(p.daemons, p.reqs, reqs)
 	t.free = t.alloc.Sub(t.overhead)

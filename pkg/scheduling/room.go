@@ -2,7 +2,6 @@ package scheduling
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 
@@ -194,14 +193,9 @@ func solveCommitted(snap Snapshot, opts Options) *Plan {
 		labels[corev1.LabelHostname] = name
 		sub.Nodes = append(sub.Nodes, &Node{Name: name, Labels: labels, Allocatable: nc.InstanceType.Allocatable, Pods: nc.Pods,
 			NodePool: nc.NodePool, InFlight: true, AttachLimits: nc.InstanceType.AttachLimits})
-		use := resources.FromResourceList(nc.InstanceType.Capacity)
 		// Against a spend cap, a NodeClaim in a commitment's room counts
 		// the room's price: what the bill will charge for it.
-		use.Ext = maps.Clone(use.Ext)
-		if use.Ext == nil {
-			use.Ext = map[corev1.ResourceName]int64{}
-		}
-		use.Ext[spendcap.Resource] = spendcap.Micro(nc.Offering.Price)
+		use := resources.FromResourceList(nc.InstanceType.Capacity).With(spendcap.Resource, spendcap.Micro(nc.Offering.Price))
 		inUse[nc.NodePool] = inUse[nc.NodePool].Add(use)
 	}
 	for i := range sub.NodePools {

@@ -209,10 +209,7 @@ func (c *Cluster) Snapshot(ctx context.Context, pending []*corev1.Pod) (scheduli
 			}
 		}
 		if capped[pool] {
-			if capacity.Ext == nil {
-				capacity.Ext = map[corev1.ResourceName]int64{}
-			}
-			capacity.Ext[spendcap.Resource] = spendcap.Micro(Charges(nc, typesByPool[pool], effective).Effective)
+			capacity = capacity.With(spendcap.Resource, spendcap.Micro(Charges(nc, typesByPool[pool], effective).Effective))
 		}
 		inUse[pool] = inUse[pool].Add(capacity)
 		nodeCount[pool]++
