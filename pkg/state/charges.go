@@ -88,23 +88,17 @@ func cappedPools(pools []v1.NodePool, typesByPool map[string][]*cloudprovider.In
 }
 
 // effectivePrices are the NodeClaims' prices on the bill, for the nodes
-// of capped pools to count against their caps: empty when list prices
-// hold (no commitments, or no Biller), and not read when no pool has a
-// cap. A bill that cannot be read counts every node at list, which only
+// of capped pools to count against their caps: nil when list prices hold
+// (no commitments, or no Biller), and not read when no pool has a cap. A bill that cannot be read counts every node at list, which only
 // ever overstates what a pool spends.
 func (c *Cluster) effectivePrices(ctx context.Context, capped map[string]bool) map[string]float64 {
-	out := map[string]float64{}
-	if len(capped) == 0 {
-		return out
+	b, ok := c.CloudProvider.(cloudprovider.Biller)
+	if len(capped) == 0 || !ok {
+		return nil
 	}
-	if b, ok := c.CloudProvider.(cloudprovider.Biller); ok {
-		bill, err := b.Bill(ctx)
-		if err != nil {
-			log.FromContext(ctx).V(1).Info("reading the bill for the spend caps; counting nodes at list prices", "error", err.Error())
-		}
-		for k, v := range bill.Effective {
-			out[k] = v
-		}
+	bill, err := b.Bill(ctx)
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("reading the bill for the spend caps; counting nodes at list prices", "error", err.Error())
 	}
-	return out
+	return bill.Effective
 }

@@ -231,15 +231,7 @@ func NewAWSPrices(ctx context.Context, clk clock.Clock) func(region string) (*pr
 			e = &entry{}
 			byRegion[region] = e
 			isolated := os.Getenv("ISOLATED_VPC") == "true"
-			clients, err := awsclient.New(ctx, awsclient.Options{Region: region})
-			if err == nil {
-				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				_, err = clients.Config.Credentials.Retrieve(cctx)
-				cancel()
-				if err != nil {
-					err = fmt.Errorf("no AWS credentials: set AWS_PROFILE or AWS_ACCESS_KEY_ID, or use --disable-pricing (%s)", firstLine(err.Error()))
-				}
-			}
+			clients, err := credentialed(ctx, region)
 			if err != nil {
 				e.p = pricing.New(pricing.Options{Region: region, Isolated: true, Clock: clk})
 				e.note = "aws nodes: embedded catalog, " + err.Error()
@@ -280,12 +272,8 @@ func NewAWSCommitments(ctx context.Context, clk clock.Clock) CommitmentsFunc {
 		p, ok := byRegion[region]
 		if !ok {
 			if os.Getenv("ISOLATED_VPC") != "true" {
-				if clients, err := awsclient.New(ctx, awsclient.Options{Region: region}); err == nil {
-					cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-					if _, err := clients.Config.Credentials.Retrieve(cctx); err == nil {
-						p = &commitments.Provider{EC2: clients.EC2, SavingsPlans: clients.SavingsPlans, Region: region, Clock: clk, Refresh: time.Minute}
-					}
-					cancel()
+				if clients, err := credentialed(ctx, region); err == nil {
+					p = &commitments.Provider{EC2: clients.EC2, SavingsPlans: clients.SavingsPlans, Region: region, Clock: clk, Refresh: time.Minute}
 				}
 			}
 			byRegion[region] = p
@@ -298,6 +286,21 @@ func NewAWSCommitments(ctx context.Context, clk clock.Clock) CommitmentsFunc {
 		defer cancel()
 		return p.Get(cctx)
 	}
+}
+
+// credentialed makes the region's AWS clients from the standard chain,
+// or says there are no credentials and what to set.
+func credentialed(ctx context.Context, region string) (*awsclient.Clients, error) {
+	clients, err := awsclient.New(ctx, awsclient.Options{Region: region})
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := clients.Config.Credentials.Retrieve(cctx); err != nil {
+		return nil, fmt.Errorf("no AWS credentials: set AWS_PROFILE or AWS_ACCESS_KEY_ID, or use --disable-pricing (%s)", firstLine(err.Error()))
+	}
+	return clients, nil
 }
 
 func sourceName(s pricing.Source) string {
