@@ -147,13 +147,13 @@ func PackingModel(snap Snapshot) Packing {
 			var max float64
 			switch name {
 			case corev1.ResourceCPU:
-				max = float64(q.MilliValue() - p.usage.CPU)
+				max = float64(q.MilliValue() - p.acct.usage.CPU)
 			case corev1.ResourceMemory:
-				max = float64(q.Value() - p.usage.Memory)
+				max = float64(q.Value() - p.acct.usage.Memory)
 			case "nodes":
-				max = float64(q.Value() - p.nodes)
+				max = float64(q.Value() - p.acct.nodes)
 			case spendcap.Resource:
-				max = float64(q.Value() - p.usage.Of(spendcap.Resource))
+				max = float64(q.Value() - p.acct.usage.Of(spendcap.Resource))
 			default:
 				continue
 			}

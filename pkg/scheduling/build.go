@@ -123,6 +123,10 @@ func (s *solver) adopt(sh *Shared) {
 	s.pools = make([]*pool, len(sh.pools))
 	for i, p := range sh.pools {
 		cp := *p
+		if p.acct != nil {
+			acct := *p.acct
+			cp.acct = &acct
+		}
 		s.pools[i] = &cp
 	}
 }
@@ -144,6 +148,8 @@ func knownLabelKeys(pools []NodePool) map[string]struct{} {
 
 func (s *solver) buildPools(snap Snapshot) {
 	s.daemons = buildDaemons(snap.DaemonSets)
+	// A NodePool's commitment pools share its account.
+	accounts := map[*v1.NodePool]*account{}
 	for _, in := range snap.NodePools {
 		np := in.NodePool
 		p := &pool{idx: len(s.pools), name: np.Name, np: np, limits: corev1.ResourceList(np.Spec.Limits), taints: np.Spec.Template.Spec.Taints}
@@ -177,16 +183,31 @@ func (s *solver) buildPools(snap Snapshot) {
 		p.reqs = reqs
 		p.minValues = minValuesKeys(reqs)
 		p.daemons = poolDaemons(s.daemons, p)
-		usage := resources.FromResourceList(in.InUse)
-		if n, ok := in.InUse["nodes"]; ok {
-			p.nodes = n.Value()
+		if p.acct = accounts[np]; p.acct == nil {
+			p.acct = &account{usage: resources.FromResourceList(in.InUse)}
+			if n, ok := in.InUse["nodes"]; ok {
+				p.acct.nodes = n.Value()
+			}
+			accounts[np] = p.acct
 		}
-		p.usage = usage
+		if in.room != nil {
+			s.roomPool(p, in.room)
+		}
 		zones, cts := map[string]struct{}{}, map[string]struct{}{}
 		for _, it := range in.InstanceTypes {
 			t := s.buildType(p, it)
 			if t == nil {
 				continue
+			}
+			if in.room != nil {
+				takes := roomTakes(it, in.room.id)
+				t.cap = t.cap.With(roomResource(in.room.id), takes)
+				if p.fewest == 0 || takes < p.fewest {
+					p.fewest = takes
+				}
+				// An RI's room costs nothing, but its units are scarce: a
+				// token per unit packs them densely.
+				t.price = max(t.price, 1e-12*float64(takes))
 			}
 			p.types = append(p.types, t)
 			for _, z := range t.reqs[corev1.LabelTopologyZone].Values() {
@@ -383,7 +404,9 @@ func (s *solver) buildGroups(snap Snapshot) {
 }
 
 // value sets the group's per-pod lower-bound price: the cheapest share of
-// any instance type that could hold it.
+// any instance type that could hold it, at list prices: a commitment's
+// room (roompools.go) would value every pod it fits at nearly nothing,
+// and the lookahead weighs types by the value they hold.
 func (s *solver) value(pg *podGroup) {
 	if pg.err != nil || len(pg.variants) == 0 {
 		return
@@ -395,7 +418,7 @@ func (s *solver) value(pg *podGroup) {
 	pg.shape.valued = true
 	best := math.Inf(1)
 	for _, p := range s.pools {
-		if p.err == nil && s.groupPoolCompatible(pg, p) {
+		if p.err == nil && p.room == "" && s.groupPoolCompatible(pg, p) {
 			best = min(best, s.poolValue(pg, p))
 		}
 	}

@@ -163,7 +163,11 @@ func (s *solver) openFor(pg *podGroup, pc *podConstraints, pod *corev1.Pod) (*no
 	for _, p := range s.pools {
 		n, err := s.openIn(p, pg, pc)
 		if err != nil {
-			reasons = append(reasons, fmt.Sprintf("nodepool %q: %v", p.name, err))
+			// A commitment pool's reason is its NodePool's, or that the
+			// room is used up: the NodePool says it.
+			if p.room == "" {
+				reasons = append(reasons, fmt.Sprintf("nodepool %q: %v", p.name, err))
+			}
 			continue
 		}
 		s.commit(pg, pc, n, pod)
@@ -179,13 +183,16 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 	if p.err != nil {
 		return nil, p.err
 	}
+	if p.roomUsedUp() {
+		return nil, errRoomUsedUp
+	}
 	if t := pg.untolerated(p.taints, pc.toleratePreferNoSchedule); t != nil {
 		return nil, fmt.Errorf("did not tolerate taint %s", taintString(*t))
 	}
 	if err := p.reqs.Compatible(s.podNodeReqs(pc, p)); err != nil {
 		return nil, err
 	}
-	if limit, ok := p.limits["nodes"]; ok && p.nodes+1 > limit.Value() {
+	if limit, ok := p.limits["nodes"]; ok && p.acct.nodes+1 > limit.Value() {
 		return nil, fmt.Errorf("nodepool %q limit of %s nodes reached", p.name, limit.String())
 	}
 	type candidate struct {
@@ -239,7 +246,7 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 	case inLimits == 0 && overCap != nil:
 		return nil, p.capError(overCap)
 	case inLimits == 0:
-		return nil, fmt.Errorf("all available instance types exceed limits for nodepool: %q (limits %s, in use %s)", p.name, resources.ListString(p.limits), p.usage)
+		return nil, fmt.Errorf("all available instance types exceed limits for nodepool: %q (limits %s, in use %s)", p.name, resources.ListString(p.limits), withoutRooms(p.acct.usage))
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
@@ -260,8 +267,7 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 		n.name = fmt.Sprintf("%s-%d", p.name, len(s.virtual)+1)
 		s.virtual = append(s.virtual, n)
 		s.touchPool(p)
-		p.usage = p.usage.Add(c.t.cap)
-		p.nodes++
+		p.charge(c.t.cap, resources.Resources{}, 1)
 		return n, nil
 	}
 	return nil, rejected

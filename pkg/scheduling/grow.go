@@ -44,7 +44,7 @@ func (s *solver) growFor(pg *podGroup, pc *podConstraints, pod *corev1.Pod) bool
 			continue
 		}
 		s.touchPool(n.pool)
-		n.pool.usage = n.pool.usage.Sub(old.cap).Add(t.cap)
+		n.pool.charge(t.cap, old.cap, 0)
 		s.commit(pg, pc, n, pod)
 		return true
 	}

@@ -32,7 +32,7 @@ func TestWithinLimits(t *testing.T) {
 		{"pods over", corev1.ResourceList{corev1.ResourcePods: q("77")}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &pool{limits: tc.limits, usage: usage}
+			p := &pool{limits: tc.limits, acct: &account{usage: usage}}
 			if got := p.withinLimits(node); got != tc.want {
 				t.Fatalf("withinLimits = %v, want %v", got, tc.want)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/pkg/lpbound"
 	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -41,6 +42,9 @@ func (s *solver) lpRound() {
 			}
 		}
 		if len(groups) > 0 && !s.roundPool(p, groups) {
+			if p.room != "" {
+				s.topUp(p, groups)
+			}
 			full[p] = true
 		}
 	}
@@ -291,7 +295,7 @@ func (s *solver) openPattern(p *pool, t *itype, zone string, pat lpbound.Pattern
 	if !p.withinLimits(t.cap) {
 		return false
 	}
-	if limit, ok := p.limits["nodes"]; ok && p.nodes+1 > limit.Value() {
+	if limit, ok := p.limits["nodes"]; ok && p.acct.nodes+1 > limit.Value() {
 		return false
 	}
 	n := s.newNode(p, t)
@@ -307,8 +311,7 @@ func (s *solver) openPattern(p *pool, t *itype, zone string, pat lpbound.Pattern
 			if !placed {
 				n.name = p.name + "-" + itoa(len(s.virtual)+1)
 				s.virtual = append(s.virtual, n)
-				p.usage = p.usage.Add(t.cap)
-				p.nodes++
+				p.charge(t.cap, resources.Resources{}, 1)
 				placed = true
 			}
 			s.commit(r.g, r.pc, n, r.g.pods[len(r.g.pods)-r.g.remaining])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -78,8 +79,7 @@ func (s *solver) merge() {
 		if !merged[n] {
 			kept = append(kept, n)
 		} else {
-			n.pool.usage = n.pool.usage.Sub(n.target.cap)
-			n.pool.nodes--
+			n.pool.charge(resources.Resources{}, n.target.cap, -1)
 		}
 	}
 	s.virtual = kept

@@ -8,6 +8,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/requirements"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -129,13 +130,12 @@ func (s *solver) size(n *node, commit bool) (*NewNodeClaim, error) {
 	chosen, short := s.chooseOptions(n, opts, accept)
 	if len(short) > 0 && s.opts.MinValuesPolicy == MinValuesPolicyStrict {
 		if commit {
-			p.usage = p.usage.Sub(n.target.cap)
-			p.nodes--
+			p.charge(resources.Resources{}, n.target.cap, -1)
 		}
 		return nil, short[0]
 	}
 	if commit {
-		p.usage = p.usage.Sub(n.target.cap).Add(chosen[0].t.cap)
+		p.charge(chosen[0].t.cap, n.target.cap, 0)
 	}
 
 	nc := &NewNodeClaim{NodePool: p.name, Pods: n.pods, Requests: n.used.Add(chosen[0].t.overhead), InstanceType: chosen[0].t.it, Offering: chosen[0].off}

@@ -61,6 +61,8 @@ type NodePool struct {
 	// InUse is the capacity of the pool's existing nodes, counted against
 	// its limits; the "nodes" resource counts nodes.
 	InUse corev1.ResourceList
+	// room, for a commitment pool (roompools.go), is its commitment.
+	room *roomPool
 }
 
 // Node is capacity that already exists or is being launched.

@@ -1,30 +1,40 @@
 package scheduling
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+)
 
 // Solve plans the snapshot. With limited offerings (commitments) it plans
-// twice and keeps the cheaper plan (room.go). The two plans share nothing
-// they write, so the one at list prices runs beside the one with the
-// commitments: the batch waits for the longer, not for both. Which plan
-// is kept does not depend on which ends first.
+// twice, at list prices and with the commitments as pools of their own,
+// and keeps the cheaper plan (room.go). The two plans share nothing they
+// write, so they run beside each other: the batch waits for the longer,
+// not for both. Which plan is kept does not depend on which ends first.
 func Solve(snap Snapshot, opts Options) *Plan {
 	if !hasLimits(snap) {
 		return solveOnce(snap, opts)
 	}
-	plain, originals := withoutLimited(snap)
 	done := make(chan *Plan, 1)
-	go func() {
-		listed := solveOnce(plain, opts)
-		restore(listed.NewNodeClaims, originals)
-		withinLimits(listed.NewNodeClaims)
-		done <- listed
-	}()
-	committed := solveCommitted(snap, opts)
+	go func() { done <- solveAs(snap, opts, withoutLimited) }()
+	committed := solveAs(snap, opts, withRoomPools)
 	listed := <-done
 	if better(committed, listed) {
 		return committed
 	}
 	return listed
+}
+
+// solveAs plans snap as recast (withoutLimited: at list prices;
+// withRoomPools: each commitment's room a pool of its own), gives the
+// NodeClaims the types the recasting copied theirs from, and hands the
+// room out again as the bill will apply it.
+func solveAs(snap Snapshot, opts Options, recast func(Snapshot) (Snapshot, map[*cloudprovider.InstanceType]*cloudprovider.InstanceType)) *Plan {
+	planned, originals := recast(snap)
+	plan := solveOnce(planned, opts)
+	restore(plan.NewNodeClaims, originals)
+	withinLimits(plan.NewNodeClaims)
+	return plan
 }
 
 // solveOnce is one plan of the snapshot.

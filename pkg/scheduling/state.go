@@ -51,6 +51,9 @@ type solver struct {
 	mixZones, zonesApart bool
 	// untolerated holds the rejection made for each taint (untoleratedBy).
 	untolerated map[*corev1.Taint]*rejection
+	// rooms is what the plan's nodes take of the commitments' rooms, when
+	// it plans them as pools (roompools.go); nil otherwise.
+	rooms *resources.Resources
 }
 
 type pool struct {
@@ -68,9 +71,18 @@ type pool struct {
 	// spendCap says limits hold the NodePool's spend cap
 	// (spendcap.Resource), and its types' cap what a node counts.
 	spendCap bool
-	usage    resources.Resources
-	nodes    int64
-	err      error
+	// acct is what the pool's nodes use and count against its limits,
+	// shared with the pool's commitment pools (roompools.go).
+	acct *account
+	// rooms, with commitment pools, is what the plan's nodes take of each
+	// commitment's room (roomResource), shared by every pool; nil
+	// without.
+	rooms *resources.Resources
+	// room is the commitment of a commitment pool; "" for a NodePool.
+	// fewest is the least of it one of the pool's types takes.
+	room   string
+	fewest int64
+	err    error
 	// minValues are the requirement keys with minValues, sorted.
 	minValues []string
 }
@@ -238,7 +250,7 @@ func (p *pool) withinLimits(capacity resources.Resources) bool {
 			continue
 		}
 		// A resource the pool and the node do not have is never over.
-		if after := p.usage.Of(name) + capacity.Of(name); after != 0 && after > resources.Units(name, limit) {
+		if after := p.usageOf(name) + capacity.Of(name); after != 0 && after > resources.Units(name, limit) {
 			return false
 		}
 	}
@@ -251,7 +263,7 @@ func (p *pool) overCap(t *itype) bool {
 		return false
 	}
 	limit := p.limits[spendcap.Resource]
-	return p.usage.Of(spendcap.Resource)+t.cap.Of(spendcap.Resource) > limit.Value()
+	return p.acct.usage.Of(spendcap.Resource)+t.cap.Of(spendcap.Resource) > limit.Value()
 }
 
 // capError names the spend cap that stops the pool, what its nodes
@@ -259,7 +271,7 @@ func (p *pool) overCap(t *itype) bool {
 func (p *pool) capError(t *itype) error {
 	limit := p.limits[spendcap.Resource]
 	return fmt.Errorf("a node would exceed the spend cap: %s is $%.4f/h, the pool's nodes cost $%.4f/h and the cheapest instance type that fits (%s) adds up to $%.4f/h; raise the annotation to launch more",
-		spendcap.Annotation, spendcap.Dollars(limit.Value()), spendcap.Dollars(p.usage.Of(spendcap.Resource)), t.it.Name, spendcap.Dollars(t.cap.Of(spendcap.Resource)))
+		spendcap.Annotation, spendcap.Dollars(limit.Value()), spendcap.Dollars(p.acct.usage.Of(spendcap.Resource)), t.it.Name, spendcap.Dollars(t.cap.Of(spendcap.Resource)))
 }
 
 // limitShare is the largest share of one of p's limits that a node of
@@ -284,10 +296,12 @@ func (p *pool) limitShare(t *itype) float64 {
 // the removal of each of 2,000 nodes against one shared model is far
 // cheaper than rebuilding the model 2,000 times.
 type journal struct {
-	nodes   map[*node]nodeSave
-	groups  map[*podGroup]groupSave
-	shapes  map[*shape]int
-	pools   map[*pool]poolSave
+	nodes  map[*node]nodeSave
+	groups map[*podGroup]groupSave
+	shapes map[*shape]int
+	pools  map[*account]poolSave
+	// rooms is the commitments' use before the trial, when it had any.
+	rooms   *resources.Resources
 	counts  []countUndo
 	virtual int
 }
@@ -320,7 +334,7 @@ type countUndo struct {
 }
 
 func (s *solver) begin() {
-	s.journal = &journal{nodes: map[*node]nodeSave{}, groups: map[*podGroup]groupSave{}, shapes: map[*shape]int{}, pools: map[*pool]poolSave{}, virtual: len(s.virtual)}
+	s.journal = &journal{nodes: map[*node]nodeSave{}, groups: map[*podGroup]groupSave{}, shapes: map[*shape]int{}, pools: map[*account]poolSave{}, virtual: len(s.virtual)}
 }
 
 // touchNode saves a node before its first change in the trial.
@@ -360,8 +374,12 @@ func (s *solver) touchPool(p *pool) {
 	if j == nil {
 		return
 	}
-	if _, ok := j.pools[p]; !ok {
-		j.pools[p] = poolSave{usage: p.usage, nodes: p.nodes}
+	if _, ok := j.pools[p.acct]; !ok {
+		j.pools[p.acct] = poolSave{usage: p.acct.usage, nodes: p.acct.nodes}
+	}
+	if p.rooms != nil && j.rooms == nil {
+		saved := *p.rooms
+		j.rooms = &saved
 	}
 }
 
@@ -389,8 +407,11 @@ func (s *solver) rollback() {
 	for sh, v := range j.shapes {
 		sh.remaining = v
 	}
-	for p, v := range j.pools {
-		p.usage, p.nodes = v.usage, v.nodes
+	for a, v := range j.pools {
+		a.usage, a.nodes = v.usage, v.nodes
+	}
+	if j.rooms != nil {
+		*s.rooms = *j.rooms
 	}
 	for i := len(j.counts) - 1; i >= 0; i-- {
 		c := j.counts[i]
@@ -402,3 +423,29 @@ func (s *solver) rollback() {
 
 // keep ends the trial and keeps its changes.
 func (s *solver) keep() { s.journal = nil }
+
+// account is a pool's usage and node count.
+type account struct {
+	usage resources.Resources
+	nodes int64
+}
+
+// charge counts a node's capacity (add) in place of another's (sub) and
+// changes the node count by nodes, in the pool's account and in the
+// commitments' rooms.
+func (p *pool) charge(add, sub resources.Resources, nodes int64) {
+	p.acct.usage = p.acct.usage.Sub(sub).Add(add)
+	p.acct.nodes += nodes
+	if p.rooms != nil {
+		*p.rooms = p.rooms.Sub(sub).Add(add)
+	}
+}
+
+// usageOf is what the pool's nodes use of name: of a commitment's room,
+// what every pool's nodes take of it.
+func (p *pool) usageOf(name corev1.ResourceName) int64 {
+	if p.rooms != nil && isRoomResource(name) {
+		return p.rooms.Of(name)
+	}
+	return p.acct.usage.Of(name)
+}
