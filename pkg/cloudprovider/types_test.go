@@ -37,3 +37,23 @@ func TestInstanceTypeCopy(t *testing.T) {
 		t.Errorf("the copy's requirements are %s; want its own labels", cp.LabelRequirements())
 	}
 }
+
+// TestInstanceTypeWithOfferings: the copy has the new offerings, the
+// original keeps its own, and both share one set of label requirements
+// (the planner's copies must not work them out again).
+func TestInstanceTypeWithOfferings(t *testing.T) {
+	it := &InstanceType{Name: "m5.large", Labels: map[string]string{"karpenter.k8s.aws/instance-family": "m5"},
+		Offerings: []Offering{{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.096, Available: true}}}
+	room := []Offering{{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0, Available: true, Room: Room{ID: "ri-1", Left: 8, Takes: 1}}}
+	cp := it.WithOfferings(room)
+	if !reflect.DeepEqual(cp.Offerings, room) || len(it.Offerings) != 1 || it.Offerings[0].Limited() {
+		t.Fatalf("copy's offerings %v, original's %v", cp.Offerings, it.Offerings)
+	}
+	if cp.Name != it.Name || !reflect.DeepEqual(cp.Labels, it.Labels) {
+		t.Errorf("copy %s %v, want the original's name and labels", cp.Name, cp.Labels)
+	}
+	a, b := it.LabelRequirements(), cp.LabelRequirements()
+	if reflect.ValueOf(a).Pointer() != reflect.ValueOf(b).Pointer() {
+		t.Errorf("the copy worked its label requirements out again")
+	}
+}

@@ -34,9 +34,7 @@ func WithRooms(c Commitments, left Coverage, its []*cloudprovider.InstanceType, 
 		}
 		out[i] = it
 		if len(extra) > 0 {
-			cp := it.Copy()
-			cp.Offerings = append(slices.Clone(it.Offerings), extra...)
-			out[i] = cp
+			out[i] = it.WithOfferings(append(slices.Clone(it.Offerings), extra...))
 		}
 	}
 	return out

@@ -47,13 +47,13 @@ func withoutLimited(snap Snapshot) (Snapshot, map[*cloudprovider.InstanceType]*c
 				cp = it
 				for _, o := range it.Offerings {
 					if o.Limited() {
-						cp = it.Copy()
-						cp.Offerings = nil
+						var unlimited []cloudprovider.Offering
 						for _, o := range it.Offerings {
 							if !o.Limited() {
-								cp.Offerings = append(cp.Offerings, o)
+								unlimited = append(unlimited, o)
 							}
 						}
+						cp = it.WithOfferings(unlimited)
 						break
 					}
 				}

@@ -95,8 +95,7 @@ func roomPools(p NodePool, originals map[*cloudprovider.InstanceType]*cloudprovi
 				byID[id] = r
 				order = append(order, id)
 			}
-			cp := it.Copy()
-			cp.Offerings = os
+			cp := it.WithOfferings(os)
 			originals[cp] = it
 			r.pool.InstanceTypes = append(r.pool.InstanceTypes, cp)
 			for _, o := range os {
