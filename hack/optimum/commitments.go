@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/commitment"
-	"github.com/joiner-autoscaler/joiner/pkg/manifests"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -41,26 +41,15 @@ func gradeCommitments(ws []workload, its []*cloudprovider.InstanceType, dir stri
 	fmt.Println("| workload | pods | commitments | list-price plan, at list $/h | list-price plan, on the bill $/h | plan with commitments, on the bill $/h | saved | plan time at list | plan time with commitments |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, w := range ws {
-		path, err := writeWorkload(dir, w)
+		snap, err := snapshotOf(w, its, dir)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", w.name, err)
 		}
-		objs, err := manifests.LoadFiles([]string{path})
-		if err != nil {
-			return err
-		}
-		snap, problems := objs.Snapshot(its)
-		if len(problems) > 0 {
-			return fmt.Errorf("%s: nodepool %s: %s", w.name, problems[0].NodePool, problems[0].Reason)
-		}
-		start := time.Now()
-		listed := scheduling.Solve(snap, scheduling.Options{})
-		listTime := time.Since(start)
+		var listed, committed *scheduling.Plan
+		listTime := medianTime(func() { listed = scheduling.Solve(snap, scheduling.Options{}) })
 		cm := commitmentMix(listed, its)
 		committedSnap := scheduling.WithCommitments(cm, snap)
-		start = time.Now()
-		committed := scheduling.Solve(committedSnap, scheduling.Options{})
-		commitTime := time.Since(start)
+		commitTime := medianTime(func() { committed = scheduling.Solve(committedSnap, scheduling.Options{}) })
 		if len(committed.Unschedulable) > len(listed.Unschedulable) {
 			return fmt.Errorf("%s: %d pods unschedulable with commitments", w.name, len(committed.Unschedulable))
 		}
@@ -76,6 +65,19 @@ func gradeCommitments(ws []workload, its []*cloudprovider.InstanceType, dir stri
 			100*(before-after)/before, listTime.Round(time.Millisecond), commitTime.Round(time.Millisecond))
 	}
 	return nil
+}
+
+// medianTime is the median of five runs of f: one plan's time varies by
+// a third from run to run with the garbage collector.
+func medianTime(f func()) time.Duration {
+	ts := make([]time.Duration, 5)
+	for i := range ts {
+		start := time.Now()
+		f()
+		ts[i] = time.Since(start)
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2]
 }
 
 func total(m map[*scheduling.NewNodeClaim]float64) float64 {

@@ -24,11 +24,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,7 +49,7 @@ func main() {
 	keep := flag.String("keep", "", "keep CBC's model and solution files in DIR")
 	random := flag.Int("random", 0, "grade this many random mixes (random.go) instead of the held workloads, with their median and 95th percentile")
 	seed := flag.Uint64("seed", 1, "the first random mix's seed; the others follow")
-	commitments := flag.Bool("commitments", false, "instead of grading, price each workload's plan at list prices and its plan with a commitment mix (commitments.go) on the bill under that mix")
+	commitments := flag.Bool("commitments", false, "instead of grading, price each workload's plan at list prices and its plan with a commitment mix (commitments.go) on the bill under that mix; with -random, grade each mix's plan under its commitment mix against the best integer plan on that bill (mipcommit.go)")
 	flag.Parse()
 	if *random > 0 {
 		randomMixes = make([]workload, *random)
@@ -96,7 +98,7 @@ func run(write, only string, sec int, keep string) error {
 	if err != nil {
 		return err
 	}
-	if gradeWithCommitments {
+	if gradeWithCommitments && len(randomMixes) == 0 {
 		dir, err := os.MkdirTemp("", "optimum-")
 		if err != nil {
 			return err
@@ -123,6 +125,9 @@ func run(write, only string, sec int, keep string) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
+	}
+	if gradeWithCommitments {
+		return gradeRandomCommitted(its, dir, sec)
 	}
 	fmt.Println("| workload | set | pods | plan $/h | nodes | plan time | LP bound $/h | integer lower bound $/h | best integer $/h | plan ÷ LP bound | plan ÷ best integer | plan ÷ integer lower bound | best integer ÷ lower bound | baseline time |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -151,26 +156,20 @@ func run(write, only string, sec int, keep string) error {
 }
 
 type result struct {
-	pods, nodes        int
-	plan, lp, lower    float64
-	integer            float64
+	pods, nodes     int
+	plan, lp, lower float64
+	integer         float64
+	// bound is CBC's bound on the best integer plan over its patterns.
+	bound              float64
 	status             string
 	planTime, baseTime time.Duration
 }
 
 func grade(w workload, its []*cloudprovider.InstanceType, dir string, sec int) (result, error) {
 	var g result
-	path, err := writeWorkload(dir, w)
+	snap, err := snapshotOf(w, its, dir)
 	if err != nil {
 		return g, err
-	}
-	objs, err := manifests.LoadFiles([]string{path})
-	if err != nil {
-		return g, err
-	}
-	snap, problems := objs.Snapshot(its)
-	if len(problems) > 0 {
-		return g, fmt.Errorf("nodepool %s: %s", problems[0].NodePool, problems[0].Reason)
 	}
 	g.pods = len(snap.Pods)
 	start := time.Now()
@@ -199,9 +198,27 @@ func grade(w workload, its []*cloudprovider.InstanceType, dir string, sec int) (
 	// relaxes it further), so the higher one is the certificate; the
 	// configuration LP's is the higher unless pricing was cut short.
 	g.lower = max(res.Bound, g.lp)
-	g.integer, g.status, err = solveMIP(filepath.Join(dir, w.name), m, res, sec)
+	g.integer, _, g.status, err = solveMIP(filepath.Join(dir, w.name), m, res, sec, mipTerms{})
 	g.baseTime = time.Since(start)
 	return g, err
+}
+
+// snapshotOf is the workload's snapshot, its manifests written to dir
+// and read back as `joiner plan` reads them.
+func snapshotOf(w workload, its []*cloudprovider.InstanceType, dir string) (scheduling.Snapshot, error) {
+	path, err := writeWorkload(dir, w)
+	if err != nil {
+		return scheduling.Snapshot{}, err
+	}
+	objs, err := manifests.LoadFiles([]string{path})
+	if err != nil {
+		return scheduling.Snapshot{}, err
+	}
+	snap, problems := objs.Snapshot(its)
+	if len(problems) > 0 {
+		return scheduling.Snapshot{}, fmt.Errorf("nodepool %s: %s", problems[0].NodePool, problems[0].Reason)
+	}
+	return snap, nil
 }
 
 // writeWorkload writes the workload's manifests to DIR/<name>.yaml.
@@ -246,9 +263,10 @@ func planPatterns(m scheduling.Packing, plan *scheduling.Plan) []lpbound.Pattern
 }
 
 // solveMIP writes the integer program over res's patterns in CPLEX LP
-// format, runs CBC on it and returns the best integer plan's $/h and CBC's
-// status ("" when proven optimal over these patterns).
-func solveMIP(base string, m scheduling.Packing, res lpbound.PatternResult, sec int) (float64, string, error) {
+// format, with extra's terms and rows, runs CBC on it and returns the
+// best integer plan's $/h, CBC's bound on it over these patterns (the
+// same when proven optimal) and CBC's status ("" when proven optimal).
+func solveMIP(base string, m scheduling.Packing, res lpbound.PatternResult, sec int, extra mipTerms) (obj, bound float64, status string, err error) {
 	var b bytes.Buffer
 	b.WriteString("Minimize\n obj:")
 	for i, p := range res.Patterns {
@@ -257,7 +275,16 @@ func solveMIP(base string, m scheduling.Packing, res lpbound.PatternResult, sec 
 			b.WriteString("\n")
 		}
 	}
+	for i, term := range extra.objective {
+		fmt.Fprintf(&b, " %s", term)
+		if i%8 == 7 {
+			b.WriteString("\n")
+		}
+	}
 	b.WriteString("\nSubject To\n")
+	for _, row := range extra.rows {
+		b.WriteString(row + "\n")
+	}
 	for s, sh := range m.Shapes {
 		if sh.Count <= 0 {
 			continue
@@ -294,33 +321,55 @@ func solveMIP(base string, m scheduling.Packing, res lpbound.PatternResult, sec 
 	}
 	b.WriteString("\nEnd\n")
 	if err := os.WriteFile(base+".lp", b.Bytes(), 0o644); err != nil {
-		return 0, "", err
+		return 0, 0, "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(2*sec+60)*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "cbc", base+".lp", "-timeMode", "elapsed", "-sec", strconv.Itoa(sec), "-ratioGap", "0", "-allowableGap", "0.0001", "-threads", "2", "-solve", "-solution", base+".sol")
+	args := []string{base + ".lp"}
+	if len(extra.start) > 0 {
+		var st bytes.Buffer
+		st.WriteString("Feasible - objective value 0\n")
+		for _, i := range slices.Sorted(maps.Keys(extra.start)) {
+			fmt.Fprintf(&st, "%d x%d %d 0\n", i, i, extra.start[i])
+		}
+		if err := os.WriteFile(base+".start", st.Bytes(), 0o644); err != nil {
+			return 0, 0, "", err
+		}
+		// CBC's preprocessing loses the start (it "could not be used to
+		// build a solution"); without it, the start's plan is found at once.
+		args = append(args, "-mipstart", base+".start", "-preprocess", "off")
+	}
+	cmd := exec.CommandContext(ctx, "cbc", append(args, "-timeMode", "elapsed", "-sec", strconv.Itoa(sec), "-ratioGap", "0", "-allowableGap", "0.0001", "-threads", "2", "-solve", "-solution", base+".sol")...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, "", fmt.Errorf("cbc: %v\n%s", err, out)
+		return 0, 0, "", fmt.Errorf("cbc: %v\n%s", err, out)
 	}
 	head, _, err := readSolution(base + ".sol")
 	if err != nil {
-		return 0, "", fmt.Errorf("cbc wrote no solution: %v\n%s", err, out)
+		return 0, 0, "", fmt.Errorf("cbc wrote no solution: %v\n%s", err, out)
 	}
 	i := strings.LastIndex(head, "objective value")
 	if i < 0 {
-		return 0, "", fmt.Errorf("cbc: %s", head)
+		return 0, 0, "", fmt.Errorf("cbc: %s", head)
 	}
-	obj, err := strconv.ParseFloat(strings.TrimSpace(head[i+len("objective value"):]), 64)
+	obj, err = strconv.ParseFloat(strings.TrimSpace(head[i+len("objective value"):]), 64)
 	if err != nil {
-		return 0, "", fmt.Errorf("cbc: %s", head)
+		return 0, 0, "", fmt.Errorf("cbc: %s", head)
 	}
-	status := ""
+	bound = obj
 	if !strings.HasPrefix(head, "Optimal") {
 		status = " (" + strings.TrimSpace(head[:strings.Index(head, " - ")]) + ")"
+		if m := bestPossible.FindSubmatch(out); m != nil {
+			if b, err := strconv.ParseFloat(string(m[1]), 64); err == nil {
+				bound = b
+			}
+		}
 	}
-	return obj, status, nil
+	return obj, bound, status, nil
 }
+
+// bestPossible is CBC's bound in its log when it stops short.
+var bestPossible = regexp.MustCompile(`best possible ([0-9.]+)`)
 
 // cbcKnapsack solves pricing problems that branch and bound left open.
 func cbcKnapsack(dir string) func([]float64, []lpbound.KnapsackItem, float64) ([]int, error) {
