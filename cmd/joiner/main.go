@@ -104,5 +104,6 @@ Run "joiner --help-settings" to list them.`,
 	root.AddCommand(newPlanCommand())
 	root.AddCommand(newViewerCommand())
 	root.AddCommand(newConvertCommand())
+	root.AddCommand(newExplainCommand())
 	return root
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/joiner-autoscaler/joiner/pkg/explain"
 	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -122,17 +123,22 @@ func trimContainer(c *corev1.Container) {
 	c.Resources.Limits = nil
 }
 
-// metricsOptions serves /metrics, and with ENABLE_PROFILING Go's pprof
-// profiles under /debug/pprof/ on the same port, as Karpenter does.
-func metricsOptions(opts *Options) metricsserver.Options {
-	m := metricsserver.Options{BindAddress: ":" + strconv.Itoa(opts.MetricsPort)}
+// metricsOptions serves /metrics, the disruption controller's word on
+// each node (explain.Path, for `joiner explain`), and with
+// ENABLE_PROFILING Go's pprof profiles under /debug/pprof/ on the same
+// port, as Karpenter does.
+func metricsOptions(opts *Options, board *explain.Board) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: ":" + strconv.Itoa(opts.MetricsPort),
+		ExtraHandlers: map[string]http.Handler{explain.Path: board}}
 	if opts.EnableProfiling {
-		m.ExtraHandlers = map[string]http.Handler{
-			"/debug/pprof/":        http.HandlerFunc(pprof.Index),
-			"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
-			"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
-			"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
-			"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+		for path, h := range map[string]http.HandlerFunc{
+			"/debug/pprof/":        pprof.Index,
+			"/debug/pprof/cmdline": pprof.Cmdline,
+			"/debug/pprof/profile": pprof.Profile,
+			"/debug/pprof/symbol":  pprof.Symbol,
+			"/debug/pprof/trace":   pprof.Trace,
+		} {
+			m.ExtraHandlers[path] = h
 		}
 	}
 	return m

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joiner-autoscaler/joiner/pkg/explain"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,7 +118,7 @@ func TestProfiling(t *testing.T) {
 				t.Fatal(err)
 			}
 			mux := http.NewServeMux()
-			for path, h := range metricsOptions(o).ExtraHandlers {
+			for path, h := range metricsOptions(o, &explain.Board{}).ExtraHandlers {
 				mux.Handle(path, h)
 			}
 			rec := httptest.NewRecorder()
@@ -127,6 +128,13 @@ func TestProfiling(t *testing.T) {
 			}
 			if tc.want == http.StatusOK && !strings.Contains(rec.Body.String(), "goroutine") {
 				t.Errorf("the pprof index lists no goroutine profile: %.200s", rec.Body.String())
+			}
+			// The disruption controller's word on each node is served
+			// either way, for `joiner explain`.
+			rec = httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, explain.Path, nil))
+			if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"nodes"`) {
+				t.Errorf("GET %s = %d %.200s, want the board", explain.Path, rec.Code, rec.Body.String())
 			}
 		})
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/nodepool/status"
 	"github.com/joiner-autoscaler/joiner/pkg/controllers/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/events"
+	"github.com/joiner-autoscaler/joiner/pkg/explain"
 	"github.com/joiner-autoscaler/joiner/pkg/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	corev1 "k8s.io/api/core/v1"
@@ -91,10 +92,11 @@ func Run(ctx context.Context, opts *Options) error {
 		ns = "kube-system"
 	}
 	clk := clock.RealClock{}
+	board := &explain.Board{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Logger:                        logger,
-		Metrics:                       metricsOptions(opts),
+		Metrics:                       metricsOptions(opts, board),
 		Cache:                         CacheOptions(),
 		HealthProbeBindAddress:        ":" + strconv.Itoa(opts.HealthProbePort),
 		LeaderElection:                !opts.DisableLeaderElection,
@@ -207,7 +209,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	if err := mgr.Add(&disruptionctrl.Controller{Client: mgr.GetClient(), Cluster: cluster,
 		CloudProvider: provider, Recorder: recorder, Clock: clk, Poll: opts.DisruptionPoll, SpotToSpot: opts.FeatureGates.SpotToSpotConsolidation,
-		ReadyTimeout: 10 * time.Minute, ValidationDelay: 15 * time.Second, Nominations: nominations, Scheduling: sched}); err != nil {
+		ReadyTimeout: 10 * time.Minute, ValidationDelay: 15 * time.Second, Nominations: nominations, Scheduling: sched, Board: board}); err != nil {
 		return err
 	}
 	if opts.FeatureGates.StaticCapacity {

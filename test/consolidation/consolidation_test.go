@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -99,8 +100,17 @@ func TestGuide03ScaleDown(t *testing.T) {
 // would not do: a reason that does not depend on the pods, such as
 // do-not-disrupt, is given once, and may have been given before the
 // scale-down.
+//
+// `joiner explain node`, asked of the controller's metrics port, names
+// the same blocker for each kept node, and for the node replaced reports
+// the move the controller then makes.
 func TestEmptinessAndProtection(t *testing.T) {
-	j := framework.StartJoiner(t, "DISRUPTION_POLL=2s", "LOG_LEVEL=debug")
+	port := framework.FreePort(t)
+	j := framework.StartJoiner(t, "DISRUPTION_POLL=2s", "LOG_LEVEL=debug", fmt.Sprintf("METRICS_PORT=%d", port))
+	explainNode := func(name string) (string, error) {
+		out, err := exec.Command(framework.Binary, "explain", "node", name, "--endpoint", fmt.Sprintf("http://127.0.0.1:%d", port)).CombinedOutput()
+		return string(out), err
+	}
 	pool := func(policy, after, budget string) string {
 		return strings.Replace(framework.PoolAndClass, "  template:\n",
 			fmt.Sprintf("  disruption: {consolidationPolicy: %s, consolidateAfter: %s, budgets: [{nodes: %q}]}\n  template:\n", policy, after, budget), 1)
@@ -152,6 +162,26 @@ spec:
 				n, _ := framework.Running(t, map[string]string{"app": "web"})
 				return n > 0, fmt.Sprint(n)
 			})
+			// The control case: what explain says the move is, while the
+			// controller makes it.
+			moves := make(chan string, 1)
+			if tc.want == "replaced" {
+				stop := make(chan struct{})
+				defer close(stop)
+				go func() {
+					for {
+						select {
+						case <-stop:
+							return
+						case <-time.After(200 * time.Millisecond):
+						}
+						if out, err := explainNode(old.Status.NodeName); err == nil && strings.Contains(out, "being disrupted") {
+							moves <- out
+							return
+						}
+					}
+				}()
+			}
 			framework.Kubectl(t, "", "scale", "deployment/web", fmt.Sprintf("--replicas=%d", tc.scaleTo))
 			framework.Eventually(t, time.Minute, "the scale-down done", func() (bool, string) {
 				var pods corev1.PodList
@@ -171,6 +201,17 @@ spec:
 					claims := framework.NodeClaims(t)
 					return len(claims) == 1 && claims[0].Name != old.Name, fmt.Sprint(len(claims))
 				})
+				var said string
+				select {
+				case said = <-moves:
+				case <-time.After(30 * time.Second):
+					t.Fatal("joiner explain node never said the node was being disrupted")
+				}
+				typ := framework.NodeClaims(t)[0].Labels[corev1.LabelInstanceTypeStable]
+				if !strings.Contains(said, "replace with "+typ+" (") {
+					t.Errorf("explain said %q; the controller replaced the node with a %s", said, typ)
+				}
+				t.Logf("explain said: %s", said)
 			case "kept":
 				framework.WaitForEvent(t, time.Minute, "DisruptionBlocked", old.Name, tc.wantEvent)
 				// Both waits end early when the node is disrupted, for the
@@ -203,6 +244,10 @@ spec:
 				}
 				if j.Decided(old.Name, old.Status.NodeName) {
 					t.Fatalf("a disruption of the node was decided")
+				}
+				out, err := explainNode(old.Status.NodeName)
+				if err != nil || !strings.Contains(out, "kept: ") || !strings.Contains(out, tc.wantEvent) {
+					t.Errorf("joiner explain node %s: %v\n%s\nwant it kept for %q", old.Status.NodeName, err, out, tc.wantEvent)
 				}
 			}
 		})

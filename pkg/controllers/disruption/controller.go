@@ -16,6 +16,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/explain"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -53,9 +54,15 @@ type Controller struct {
 	// chose for pending pods; they are left alone for a while.
 	Nominations *state.Nominations
 
+	// Board, when set, gets each pass's word on every node it saw, for
+	// `joiner explain` (served on the metrics port).
+	Board *explain.Board
+
 	// explained is the last DisruptionBlocked reason given per node, so
 	// that each reason is told once.
 	explained map[string]string
+	// unweighed are the nodes the last read left out of the pass, and why.
+	unweighed map[string]unweighedNode
 	caution   disruption.Caution
 	underway  underway
 }
@@ -209,6 +216,7 @@ func (c *Controller) decide(ctx context.Context) (*disruption.Command, map[strin
 	}
 	observeEligible(snap, infos)
 	if len(infos) == 0 {
+		c.record(snap, nil, disruption.Decision{})
 		return nil, nil, nil
 	}
 	byNode := map[string]*candidateInfo{}
@@ -220,6 +228,7 @@ func (c *Controller) decide(ctx context.Context) (*disruption.Command, map[strin
 	decision := disruption.Decide(snap, cands, opts)
 	log.FromContext(ctx).V(1).Info("evaluated consolidation", "candidates", len(cands), "commands", len(decision.Commands))
 	c.explain(byNode, decision.Skipped)
+	c.record(snap, infos, decision)
 	if len(decision.Commands) == 0 {
 		return nil, nil, nil
 	}
@@ -310,6 +319,7 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 		waiting[p.Namespace+"/"+p.Name] = true
 	}
 	var budgetNodes []disruption.BudgetNode
+	c.unweighed = map[string]unweighedNode{}
 	var out []*candidateInfo
 	for _, nc := range claims {
 		var node *corev1.Node
@@ -326,6 +336,11 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 		})
 		pool := types[nc.Labels[v1.LabelNodePool]]
 		if pool == nil || !initialized || nc.DeletionTimestamp != nil || node.DeletionTimestamp != nil || c.underway.has(nc.Name) {
+			if node != nil {
+				underway := c.underway.has(nc.Name)
+				c.unweighed[node.Name] = unweighedNode{nodeClaim: nc.Name, nodePool: nc.Labels[v1.LabelNodePool],
+					reason: whyUnweighed(nc, node, pool != nil, initialized, underway), underway: underway && nc.DeletionTimestamp == nil && node.DeletionTimestamp == nil}
+			}
 			continue
 		}
 		typ, zone, ct := nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone], nc.Labels[v1.LabelCapacityType]

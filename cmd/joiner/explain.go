@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/explain"
+	"github.com/spf13/cobra"
+)
+
+func newExplainCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "explain",
+		Short: "Say why Joiner does, or does not, disrupt a node",
+		Long: `explain asks the running controller for the last word of its disruption
+pass: the same decision code that acts, not a second model of it.`,
+		SilenceUsage: true,
+	}
+	cmd.AddCommand(newExplainNodeCommand())
+	return cmd
+}
+
+func newExplainNodeCommand() *cobra.Command {
+	var endpoint, output string
+	cmd := &cobra.Command{
+		Use:   "node NAME",
+		Short: "Why a node is, or is not, being consolidated, and the move if it is",
+		Long: `explain node prints what the controller's last disruption pass decided about
+the node: the move it makes (delete, or replace with which type, and what the
+command saves), or why it stays: a PDB by name, do-not-disrupt on the node or
+a pod, a budget, no cheaper type, pods that fit nowhere else, consolidateAfter
+and when it passes, WhenEmpty, not initialized, nominated for pending pods.
+
+The controller serves this on its metrics port (` + explain.Path + `NAME). From outside the
+cluster, forward the port first:
+
+  kubectl port-forward -n kube-system deploy/karpenter 8080:8080
+
+(the Deployment is named for the Helm release, karpenter in the install guide).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := fetchExplanation(endpoint, args[0])
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(n)
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), describe(n))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&endpoint, "endpoint", "http://localhost:8080", "the controller's metrics endpoint")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+// fetchExplanation asks the controller at endpoint about node name.
+func fetchExplanation(endpoint, name string) (explain.Node, error) {
+	var n explain.Node
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return n, fmt.Errorf("--endpoint %q is not a URL: give the controller's metrics endpoint, such as http://localhost:8080", endpoint)
+	}
+	client := http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(strings.TrimSuffix(endpoint, "/") + explain.Path + url.PathEscape(name))
+	if err != nil {
+		return n, fmt.Errorf("asking the controller at --endpoint %s: %w; is its metrics port forwarded there (kubectl port-forward -n kube-system deploy/karpenter 8080:8080)?", endpoint, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		var e struct{ Error string }
+		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
+			return n, fmt.Errorf("%s", e.Error)
+		}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return n, fmt.Errorf("the controller at --endpoint %s answered %s; is it Joiner's metrics endpoint?", endpoint, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&n); err != nil {
+		return n, fmt.Errorf("the controller's answer: %w", err)
+	}
+	return n, nil
+}
+
+// describe is a verdict as text.
+func describe(n explain.Node) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "node %s", n.Node)
+	if n.NodeClaim != "" {
+		fmt.Fprintf(&b, " (NodeClaim %s, NodePool %s)", n.NodeClaim, n.NodePool)
+	}
+	switch n.Verdict {
+	case explain.Disrupting:
+		fmt.Fprintf(&b, "\n  being disrupted (%s): %s, saving $%.4f/hour\n", n.Reason, n.Move, n.SavingPerHour)
+	case explain.Movable:
+		fmt.Fprintf(&b, "\n  can be disrupted (%s): %s, saving $%.4f/hour, after the command underway\n", n.Reason, n.Move, n.SavingPerHour)
+	default:
+		fmt.Fprintf(&b, "\n  kept: %s\n", n.Reason)
+	}
+	fmt.Fprintf(&b, "  decided at %s\n", n.DecidedAt.UTC().Format(time.RFC3339))
+	return b.String()
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/explain"
+)
+
+// TestExplainNode: explain node prints the controller's word on the node,
+// and says what to fix when it has none or cannot be asked.
+func TestExplainNode(t *testing.T) {
+	board := &explain.Board{}
+	board.Record(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), []explain.Node{
+		{Node: "a", NodeClaim: "default-a", NodePool: "default", Verdict: explain.Disrupting, Reason: "Underutilized", Move: "replace with c6a.large (on-demand, us-east-1a)", SavingPerHour: 0.2295},
+		{Node: "b", NodeClaim: "default-b", NodePool: "default", Verdict: explain.Kept, Reason: "PDB default/web blocks the eviction of pod default/web-1 (0 disruptions allowed)"},
+	})
+	srv := httptest.NewServer(board)
+	defer srv.Close()
+	cases := []struct {
+		name    string
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{name: "a move", args: []string{"node", "a", "--endpoint", srv.URL},
+			want: "node a (NodeClaim default-a, NodePool default)\n  being disrupted (Underutilized): replace with c6a.large (on-demand, us-east-1a), saving $0.2295/hour\n  decided at 2026-01-01T12:00:00Z\n"},
+		{name: "a blocker", args: []string{"node", "b", "--endpoint", srv.URL},
+			want: "  kept: PDB default/web blocks the eviction of pod default/web-1 (0 disruptions allowed)\n"},
+		{name: "json", args: []string{"node", "b", "--endpoint", srv.URL + "/", "-o", "json"}, want: `"verdict": "kept"`},
+		{name: "a node the pass did not see", args: []string{"node", "c", "--endpoint", srv.URL}, wantErr: explain.NotConsidered("c")},
+		{name: "not a URL", args: []string{"node", "a", "--endpoint", "localhost:8080"}, wantErr: `--endpoint "localhost:8080" is not a URL`},
+		{name: "nothing there", args: []string{"node", "a", "--endpoint", "http://127.0.0.1:1"}, wantErr: "is its metrics port forwarded there"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := newExplainCommand()
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&bytes.Buffer{})
+			cmd.SetArgs(tc.args)
+			err := cmd.Execute()
+			switch {
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v, want one with %q", err, tc.wantErr)
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case !strings.Contains(out.String(), tc.want):
+				t.Errorf("printed %q, want %q in it", out.String(), tc.want)
+			}
+		})
+	}
+}
