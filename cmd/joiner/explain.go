@@ -21,8 +21,53 @@ func newExplainCommand() *cobra.Command {
 pass: the same decision code that acts, not a second model of it.`,
 		SilenceUsage: true,
 	}
-	cmd.AddCommand(newExplainNodeCommand())
+	cmd.AddCommand(newExplainNodeCommand(), newExplainPodCommand())
 	return cmd
+}
+
+func newExplainPodCommand() *cobra.Command {
+	var endpoint, output string
+	cmd := &cobra.Command{
+		Use:   "pod NAMESPACE/NAME",
+		Short: "Why a pod is pending: what keeps each NodePool from running it",
+		Long: `explain pod prints why the controller's last provisioning batch left the pod
+pending: for each NodePool, the requirement, taint, limit or size that
+keeps it from running the pod. It asks the controller's metrics port, as
+explain node does.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ns, name, ok := strings.Cut(args[0], "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+				return fmt.Errorf("pod %q: give it as NAMESPACE/NAME, such as default/web-1", args[0])
+			}
+			var p explain.Pod
+			if err := fetch(endpoint, explain.PodsPath+args[0], &p); err != nil {
+				return err
+			}
+			if output == "json" {
+				return printJSON(cmd, p)
+			}
+			_, err := io.WriteString(cmd.OutOrStdout(), describePod(p))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&endpoint, "endpoint", "http://localhost:8080", "the controller's metrics endpoint")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+// describePod is why a pod is pending, as text: each NodePool's reason on
+// a line of its own.
+func describePod(p explain.Pod) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pod %s: pending\n", p.Pod)
+	if len(p.Pools) == 0 {
+		fmt.Fprintf(&b, "  %s\n", p.Reason)
+	}
+	for _, r := range p.Pools {
+		fmt.Fprintf(&b, "  nodepool %q: %s\n", r.NodePool, r.Reason)
+	}
+	fmt.Fprintf(&b, "  decided at %s\n", p.DecidedAt.UTC().Format(time.RFC3339))
+	return b.String()
 }
 
 func newExplainNodeCommand() *cobra.Command {
@@ -44,16 +89,14 @@ cluster, forward the port first:
 (the Deployment is named for the Helm release, karpenter in the install guide).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := fetchExplanation(endpoint, args[0])
-			if err != nil {
+			var n explain.Node
+			if err := fetch(endpoint, explain.Path+url.PathEscape(args[0]), &n); err != nil {
 				return err
 			}
 			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(n)
+				return printJSON(cmd, n)
 			}
-			_, err = io.WriteString(cmd.OutOrStdout(), describe(n))
+			_, err := io.WriteString(cmd.OutOrStdout(), describe(n))
 			return err
 		},
 	}
@@ -62,32 +105,39 @@ cluster, forward the port first:
 	return cmd
 }
 
-// fetchExplanation asks the controller at endpoint about node name.
-func fetchExplanation(endpoint, name string) (explain.Node, error) {
-	var n explain.Node
+// printJSON prints v indented.
+func printJSON(cmd *cobra.Command, v any) error {
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// fetch asks the controller at endpoint for path and decodes its answer
+// into v; a 404's message (the board has nothing on it) is the error.
+func fetch(endpoint, path string, v any) error {
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Scheme == "" || u.Host == "" {
-		return n, fmt.Errorf("--endpoint %q is not a URL: give the controller's metrics endpoint, such as http://localhost:8080", endpoint)
+		return fmt.Errorf("--endpoint %q is not a URL: give the controller's metrics endpoint, such as http://localhost:8080", endpoint)
 	}
 	client := http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get(strings.TrimSuffix(endpoint, "/") + explain.Path + url.PathEscape(name))
+	resp, err := client.Get(strings.TrimSuffix(endpoint, "/") + path)
 	if err != nil {
-		return n, fmt.Errorf("asking the controller at --endpoint %s: %w; is its metrics port forwarded there (kubectl port-forward -n kube-system deploy/karpenter 8080:8080)?", endpoint, err)
+		return fmt.Errorf("asking the controller at --endpoint %s: %w; is its metrics port forwarded there (kubectl port-forward -n kube-system deploy/karpenter 8080:8080)?", endpoint, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
 		var e struct{ Error string }
 		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
-			return n, fmt.Errorf("%s", e.Error)
+			return fmt.Errorf("%s", e.Error)
 		}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return n, fmt.Errorf("the controller at --endpoint %s answered %s; is it Joiner's metrics endpoint?", endpoint, resp.Status)
+		return fmt.Errorf("the controller at --endpoint %s answered %s; is it Joiner's metrics endpoint?", endpoint, resp.Status)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&n); err != nil {
-		return n, fmt.Errorf("the controller's answer: %w", err)
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("the controller's answer: %w", err)
 	}
-	return n, nil
+	return nil
 }
 
 // describe is a verdict as text.

@@ -8,16 +8,21 @@ import (
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/pkg/explain"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
-// TestExplainNode: explain node prints the controller's word on the node,
+// TestExplain: explain node prints the controller's word on the node, explain
+// pod each NodePool's reason for a pending pod,
 // and says what to fix when it has none or cannot be asked.
-func TestExplainNode(t *testing.T) {
+func TestExplain(t *testing.T) {
 	board := &explain.Board{}
 	board.Record(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), []explain.Node{
 		{Node: "a", NodeClaim: "default-a", NodePool: "default", Verdict: explain.Disrupting, Reason: "Underutilized", Move: "replace with c6a.large (on-demand, us-east-1a)", SavingPerHour: 0.2295},
 		{Node: "b", NodeClaim: "default-b", NodePool: "default", Verdict: explain.Kept, Reason: "PDB default/web blocks the eviction of pod default/web-1 (0 disruptions allowed)"},
 	})
+	board.RecordPods(time.Date(2026, 1, 1, 12, 0, 1, 0, time.UTC), []explain.Pod{{Pod: "default/web-1", Reason: "no NodePool can run the pod: ...",
+		Pools: []scheduling.PoolReason{{NodePool: "spot", Reason: `incompatible requirements, key karpenter.sh/capacity-type, karpenter.sh/capacity-type In [on-demand] not in karpenter.sh/capacity-type In [spot]`},
+			{NodePool: "gpu", Reason: `did not tolerate taint nvidia.com/gpu=true:NoSchedule`}}}})
 	srv := httptest.NewServer(board)
 	defer srv.Close()
 	cases := []struct {
@@ -34,6 +39,10 @@ func TestExplainNode(t *testing.T) {
 		{name: "a node the pass did not see", args: []string{"node", "c", "--endpoint", srv.URL}, wantErr: explain.NotConsidered("c")},
 		{name: "not a URL", args: []string{"node", "a", "--endpoint", "localhost:8080"}, wantErr: `--endpoint "localhost:8080" is not a URL`},
 		{name: "nothing there", args: []string{"node", "a", "--endpoint", "http://127.0.0.1:1"}, wantErr: "is its metrics port forwarded there"},
+		{name: "a pending pod", args: []string{"pod", "default/web-1", "--endpoint", srv.URL},
+			want: "pod default/web-1: pending\n  nodepool \"spot\": incompatible requirements, key karpenter.sh/capacity-type, karpenter.sh/capacity-type In [on-demand] not in karpenter.sh/capacity-type In [spot]\n  nodepool \"gpu\": did not tolerate taint nvidia.com/gpu=true:NoSchedule\n  decided at 2026-01-01T12:00:01Z\n"},
+		{name: "a pod not left pending", args: []string{"pod", "default/web-2", "--endpoint", srv.URL}, wantErr: explain.NotPending("default/web-2")},
+		{name: "a pod without its namespace", args: []string{"pod", "web-1", "--endpoint", srv.URL}, wantErr: `give it as NAMESPACE/NAME`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
 // Verdicts a node can get from a disruption pass.
@@ -39,11 +41,44 @@ type Node struct {
 	DecidedAt     time.Time `json:"decidedAt"`
 }
 
-// Board holds the last pass's verdicts. Its zero value is ready.
+// Pod is why the last provisioning batch could not place a pod.
+type Pod struct {
+	// Pod is namespace/name.
+	Pod    string `json:"pod"`
+	Reason string `json:"reason"`
+	// Pools is why each NodePool could not run it, when none could.
+	Pools     []scheduling.PoolReason `json:"nodePools,omitempty"`
+	DecidedAt time.Time               `json:"decidedAt"`
+}
+
+// Board holds the last disruption pass's verdicts and the last
+// provisioning batch's pods left pending. Its zero value is ready.
 type Board struct {
 	mu    sync.RWMutex
 	nodes map[string]Node
 	at    time.Time
+	pods  map[string]Pod
+}
+
+// RecordPods replaces the pods left pending with one batch's.
+func (b *Board) RecordPods(at time.Time, pods []Pod) {
+	m := make(map[string]Pod, len(pods))
+	for _, p := range pods {
+		p.DecidedAt = at
+		m[p.Pod] = p
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pods = m
+}
+
+// Pod is why the last batch left the pod (namespace/name) pending, if it
+// did.
+func (b *Board) Pod(key string) (Pod, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	p, ok := b.pods[key]
+	return p, ok
 }
 
 // Record replaces the board with one pass's verdicts, each decided at at
@@ -86,15 +121,24 @@ func (b *Board) Nodes() ([]Node, time.Time) {
 // node, Path + NAME for one.
 const Path = "/explain/nodes/"
 
+// PodsPath + NAMESPACE/NAME serves why the last batch left a pod pending.
+const PodsPath = "/explain/pods/"
+
 // ServeHTTP serves the board as JSON: GET Path lists every verdict
-// ({"decidedAt": ..., "nodes": [...]}), GET Path+NAME one (404 with a
-// message when the last pass had none for it).
+// ({"decidedAt": ..., "nodes": [...]}), GET Path+NAME one, GET
+// PodsPath+NAMESPACE/NAME a pod left pending (404 with a message when the
+// board has nothing on it).
 func (b *Board) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		http.Error(w, "only GET", http.StatusMethodNotAllowed)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if key, ok := strings.CutPrefix(r.URL.Path, PodsPath); ok {
+		p, found := b.Pod(key)
+		answer(w, p, found, NotPending(key))
+		return
+	}
 	name := strings.TrimPrefix(r.URL.Path, Path)
 	if name == "" {
 		nodes, at := b.Nodes()
@@ -105,12 +149,16 @@ func (b *Board) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, ok := b.Node(name)
-	if !ok {
+	answer(w, n, ok, NotConsidered(name))
+}
+
+// answer writes v, or when not found a 404 whose error says why.
+func answer(w http.ResponseWriter, v any, found bool, why string) {
+	if !found {
 		w.WriteHeader(http.StatusNotFound)
-		_ = json.NewEncoder(w).Encode(map[string]string{"error": NotConsidered(name)})
-		return
+		v = map[string]string{"error": why}
 	}
-	_ = json.NewEncoder(w).Encode(n)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // NotConsidered says why the board has nothing on a node: the last pass
@@ -119,4 +167,10 @@ func (b *Board) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func NotConsidered(name string) string {
 	return "the last disruption pass saw no NodeClaim of node " + name +
 		": Joiner did not launch it, its NodeClaim has not registered it yet, or no pass has run since the controller started"
+}
+
+// NotPending says why the board has nothing on a pod: the last
+// provisioning batch placed it, or did not see it pending.
+func NotPending(key string) string {
+	return "the last provisioning batch left no pod " + key + " pending: it was planned onto a node or a NodeClaim, is bound already, or does not exist (kubectl describe pod shows its events)"
 }

@@ -2,11 +2,14 @@ package explain
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
 // TestBoardServes: the board serves the last pass's verdicts, all or one,
@@ -42,5 +45,34 @@ func TestBoardServes(t *testing.T) {
 				t.Errorf("GET %s: %d %s, want %d with %s", tc.path, resp.StatusCode, body, tc.status, tc.want)
 			}
 		})
+	}
+}
+
+// TestBoardServesPods: a pod the last batch left pending is served with
+// each pool's reason; the next batch's record replaces it.
+func TestBoardServesPods(t *testing.T) {
+	var b Board
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	b.RecordPods(at, []Pod{{Pod: "default/old", Reason: "x"}})
+	b.RecordPods(at, []Pod{{Pod: "default/web-1", Reason: "no NodePool can run the pod", Pools: []scheduling.PoolReason{{NodePool: "spot", Reason: "incompatible requirements"}}}})
+	srv := httptest.NewServer(&b)
+	defer srv.Close()
+	for _, tc := range []struct {
+		key    string
+		status int
+		want   string
+	}{
+		{"default/web-1", 200, `"nodePools":[{"nodePool":"spot","reason":"incompatible requirements"}]`},
+		{"default/old", 404, NotPending("default/old")},
+	} {
+		resp, err := http.Get(srv.URL + PodsPath + tc.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.want) {
+			t.Errorf("GET %s: %d %s, want %d with %s", tc.key, resp.StatusCode, body, tc.status, tc.want)
+		}
 	}
 }

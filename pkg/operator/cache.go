@@ -129,7 +129,7 @@ func trimContainer(c *corev1.Container) {
 // port, as Karpenter does.
 func metricsOptions(opts *Options, board *explain.Board) metricsserver.Options {
 	m := metricsserver.Options{BindAddress: ":" + strconv.Itoa(opts.MetricsPort),
-		ExtraHandlers: map[string]http.Handler{explain.Path: board}}
+		ExtraHandlers: map[string]http.Handler{explain.Path: board, explain.PodsPath: board}}
 	if opts.EnableProfiling {
 		for path, h := range map[string]http.HandlerFunc{
 			"/debug/pprof/":        pprof.Index,

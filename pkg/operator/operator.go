@@ -177,7 +177,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	prov := &provisioning.Provisioner{Client: creates, Cluster: cluster,
+	prov := &provisioning.Provisioner{Client: creates, Cluster: cluster, Board: board,
 		Batcher: batcher, Recorder: recorder, Clock: clk, Resync: resync, Nominations: nominations, Scheduling: sched}
 	if bufferStatus != nil {
 		prov.Buffers = bufferStatus

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/spendcap"
@@ -57,7 +56,7 @@ func (s *solver) placeGroups(groups []*podGroup, settle bool) []PodError {
 					waiting[pg] = err
 					break
 				}
-				failed = append(failed, PodError{Pod: pod, Reason: err.Error()})
+				failed = append(failed, podError(pod, err))
 				pg.remaining--
 			}
 		}
@@ -87,7 +86,7 @@ func (s *solver) placeGroups(groups []*podGroup, settle bool) []PodError {
 	for _, pg := range groups {
 		if err, ok := waiting[pg]; ok {
 			for ; pg.remaining > 0; pg.remaining-- {
-				failed = append(failed, PodError{Pod: pg.pods[len(pg.pods)-pg.remaining], Reason: err.Error()})
+				failed = append(failed, podError(pg.pods[len(pg.pods)-pg.remaining], err))
 			}
 		}
 	}
@@ -159,14 +158,14 @@ func (s *solver) scan(pg *podGroup, pc *podConstraints, nodes []*node, cursor *i
 // openFor opens a new node for the pod in the first NodePool (by weight)
 // that can run it, choosing the instance type by lookahead.
 func (s *solver) openFor(pg *podGroup, pc *podConstraints, pod *corev1.Pod) (*node, error) {
-	var reasons []string
+	var reasons []PoolReason
 	for _, p := range s.pools {
 		n, err := s.openIn(p, pg, pc)
 		if err != nil {
 			// A commitment pool's reason is its NodePool's, or that the
 			// room is used up: the NodePool says it.
 			if p.room == "" {
-				reasons = append(reasons, fmt.Sprintf("nodepool %q: %v", p.name, err))
+				reasons = append(reasons, PoolReason{NodePool: p.name, Reason: err.Error()})
 			}
 			continue
 		}
@@ -176,7 +175,7 @@ func (s *solver) openFor(pg *podGroup, pc *podConstraints, pod *corev1.Pod) (*no
 	if len(reasons) == 0 {
 		return nil, errors.New("no NodePools are ready to launch nodes")
 	}
-	return nil, errors.New("no NodePool can run the pod: " + strings.Join(reasons, "; "))
+	return nil, &noPoolError{pools: reasons}
 }
 
 func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error) {

@@ -15,6 +15,10 @@
 package scheduling
 
 import (
+	"errors"
+	"fmt"
+	"strings"
+
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/requirements"
@@ -123,6 +127,38 @@ type NewNodeClaim struct {
 type PodError struct {
 	Pod    *corev1.Pod
 	Reason string
+	// Pools, when no NodePool could run the pod, is why each could not,
+	// in the order they were tried (the Reason says the same).
+	Pools []PoolReason
+}
+
+// PoolReason is why one NodePool could not run a pod.
+type PoolReason struct {
+	NodePool string `json:"nodePool"`
+	Reason   string `json:"reason"`
+}
+
+// noPoolError is the error of a pod no NodePool can run, with each
+// pool's reason.
+type noPoolError struct{ pools []PoolReason }
+
+func (e *noPoolError) Error() string {
+	parts := make([]string, len(e.pools))
+	for i, r := range e.pools {
+		parts[i] = fmt.Sprintf("nodepool %q: %s", r.NodePool, r.Reason)
+	}
+	return "no NodePool can run the pod: " + strings.Join(parts, "; ")
+}
+
+// podError is the PodError for err, with each pool's reason when err
+// says no NodePool can run the pod.
+func podError(pod *corev1.Pod, err error) PodError {
+	pe := PodError{Pod: pod, Reason: err.Error()}
+	var np *noPoolError
+	if errors.As(err, &np) {
+		pe.Pools = np.pools
+	}
+	return pe
 }
 
 // Price is the expected price of the NodeClaim, $/h.

@@ -2,11 +2,15 @@ package provisioning
 
 import (
 	"fmt"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/test/framework"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestConstraintsEndToEnd runs each constraint, and its counter-case, through
@@ -14,7 +18,8 @@ import (
 // the pods run, or, for pods that must stay pending, once the provisioner's
 // FailedScheduling event says it planned them and found no room.
 func TestConstraintsEndToEnd(t *testing.T) {
-	framework.StartJoiner(t)
+	port := framework.FreePort(t)
+	framework.StartJoiner(t, fmt.Sprintf("METRICS_PORT=%d", port))
 	cases := []struct {
 		name  string
 		setup string
@@ -152,6 +157,26 @@ spec:
 				framework.Eventually(t, time.Minute, "a FailedScheduling event naming both NodePools", func() (bool, string) {
 					out := framework.Kubectl(t, "", "get", "events", "-n", "default", "--field-selector", "reason=FailedScheduling", "-o", "custom-columns=MSG:.message")
 					return strings.Contains(out, `nodepool "default": no instance type has room`) && strings.Contains(out, `nodepool "second": no instance type has room`), framework.TailLines(out, 3)
+				})
+				framework.WantClaims(t, 0)
+			}},
+		{name: "joiner explain pod names the requirement that keeps each NodePool from the pod", app: "armless", pods: 0,
+			setup: strings.Replace(strings.SplitN(framework.PoolAndClass, "---", 2)[1], "name: default}", "name: second}", 1) + "---\n" +
+				framework.Deployment("armless", 1, "250m", "256Mi", "      nodeSelector: {kubernetes.io/arch: arm64}\n"),
+			check: func(t *testing.T) {
+				var pods corev1.PodList
+				if err := framework.Kube.List(t.Context(), &pods, client.InNamespace("default"), client.MatchingLabels{"app": "armless"}); err != nil || len(pods.Items) != 1 {
+					t.Fatalf("%d pods (%v)", len(pods.Items), err)
+				}
+				key := "default/" + pods.Items[0].Name
+				framework.Eventually(t, time.Minute, "explain pod naming kubernetes.io/arch for both NodePools", func() (bool, string) {
+					out, err := exec.Command(framework.Binary, "explain", "pod", key, "--endpoint", fmt.Sprintf("http://127.0.0.1:%d", port)).CombinedOutput()
+					for _, pool := range []string{"default", "second"} {
+						if err != nil || !regexp.MustCompile(`(?m)^  nodepool "`+pool+`": .*kubernetes\.io/arch`).Match(out) {
+							return false, string(out)
+						}
+					}
+					return true, ""
 				})
 				framework.WantClaims(t, 0)
 			}},

@@ -12,6 +12,7 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/buffers"
+	"github.com/joiner-autoscaler/joiner/pkg/explain"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/joiner-autoscaler/joiner/pkg/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
@@ -49,6 +50,9 @@ type Provisioner struct {
 	Buffers interface {
 		Provisioned(ctx context.Context, tallies map[string]*buffers.Tally) error
 	}
+	// Board, when set, gets each batch's pods left pending and why, for
+	// `joiner explain pod` (served on the metrics port).
+	Board *explain.Board
 }
 
 // CreateWorkers is how many NodeClaims a batch creates at once. One at a
@@ -141,6 +145,12 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 	if len(plan.NewNodeClaims) > 0 {
 		logger.Info("computed new nodeclaim(s) to fit pod(s)", "nodeclaims", len(plan.NewNodeClaims), "pods", newPods-len(plan.Unschedulable))
 	}
+	var left []explain.Pod
+	defer func() {
+		if p.Board != nil {
+			p.Board.RecordPods(p.Clock.Now(), left)
+		}
+	}()
 	for _, u := range plan.Unschedulable {
 		if buffers.IsVirtual(u.Pod) {
 			continue // no pod to tell: the buffer's condition says it
@@ -159,6 +169,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 			}
 			reason += "; not ready: " + strings.Join(parts, "; ")
 		}
+		left = append(left, explain.Pod{Pod: u.Pod.Namespace + "/" + u.Pod.Name, Reason: reason, Pools: u.Pools})
 		p.Recorder.Event(u.Pod, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod, "+reason)
 	}
 	if len(snap.NodePools) == 0 && len(problems) > 0 {
