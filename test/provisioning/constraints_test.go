@@ -164,12 +164,13 @@ spec:
 			setup: strings.Replace(strings.SplitN(framework.PoolAndClass, "---", 2)[1], "name: default}", "name: second}", 1) + "---\n" +
 				framework.Deployment("armless", 1, "250m", "256Mi", "      nodeSelector: {kubernetes.io/arch: arm64}\n"),
 			check: func(t *testing.T) {
-				var pods corev1.PodList
-				if err := framework.Kube.List(t.Context(), &pods, client.InNamespace("default"), client.MatchingLabels{"app": "armless"}); err != nil || len(pods.Items) != 1 {
-					t.Fatalf("%d pods (%v)", len(pods.Items), err)
-				}
-				key := "default/" + pods.Items[0].Name
 				framework.Eventually(t, time.Minute, "explain pod naming kubernetes.io/arch for both NodePools", func() (bool, string) {
+					// The Deployment's pod may not be created yet.
+					var pods corev1.PodList
+					if err := framework.Kube.List(t.Context(), &pods, client.InNamespace("default"), client.MatchingLabels{"app": "armless"}); err != nil || len(pods.Items) != 1 {
+						return false, fmt.Sprintf("%d pods (%v)", len(pods.Items), err)
+					}
+					key := "default/" + pods.Items[0].Name
 					out, err := exec.Command(framework.Binary, "explain", "pod", key, "--endpoint", fmt.Sprintf("http://127.0.0.1:%d", port)).CombinedOutput()
 					for _, pool := range []string{"default", "second"} {
 						if err != nil || !regexp.MustCompile(`(?m)^  nodepool "`+pool+`": .*kubernetes\.io/arch`).Match(out) {
