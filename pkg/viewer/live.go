@@ -11,6 +11,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/aws/smithy-go/logging"
 	"github.com/go-logr/logr/funcr"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/api/v1alpha1"
@@ -289,9 +290,12 @@ func NewAWSCommitments(ctx context.Context, clk clock.Clock) CommitmentsFunc {
 }
 
 // credentialed makes the region's AWS clients from the standard chain,
-// or says there are no credentials and what to set.
+// or says there are no credentials and what to set. The SDK's warnings
+// (such as a response body it could not drain) are discarded: written to
+// standard error they land in the middle of the screen, which the
+// terminal UI then never repaints.
 func credentialed(ctx context.Context, region string) (*awsclient.Clients, error) {
-	clients, err := awsclient.New(ctx, awsclient.Options{Region: region})
+	clients, err := awsclient.New(ctx, awsclient.Options{Region: region, Logger: logging.Nop{}})
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go/logging"
 )
 
 // MaxAttempts is how many times one call is tried (the first try included)
@@ -65,6 +66,9 @@ type Options struct {
 	// Region overrides AWS_REGION and the shared config; when both are empty
 	// the region comes from IMDS, as on an EC2 instance.
 	Region string
+	// Logger, when set, takes the SDK's own warnings in place of standard
+	// error: the viewer, which owns the terminal, discards them.
+	Logger logging.Logger
 }
 
 // New loads the default configuration and builds every client.
@@ -74,6 +78,9 @@ func New(ctx context.Context, opts Options) (*Clients, error) {
 	}
 	if opts.Region != "" {
 		loaders = append(loaders, config.WithRegion(opts.Region))
+	}
+	if opts.Logger != nil {
+		loaders = append(loaders, config.WithLogger(opts.Logger))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loaders...)
 	if err != nil {
