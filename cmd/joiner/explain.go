@@ -36,6 +36,9 @@ keeps it from running the pod. It asks the controller's metrics port, as
 explain node does.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			if ns, name, ok := strings.Cut(args[0], "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 				return fmt.Errorf("pod %q: give it as NAMESPACE/NAME, such as default/web-1", args[0])
 			}
@@ -89,6 +92,9 @@ cluster, forward the port first:
 (the Deployment is named for the Helm release, karpenter in the install guide).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			var n explain.Node
 			if err := fetch(endpoint, explain.Path+url.PathEscape(args[0]), &n); err != nil {
 				return err
@@ -103,6 +109,14 @@ cluster, forward the port first:
 	cmd.Flags().StringVar(&endpoint, "endpoint", "http://localhost:8080", "the controller's metrics endpoint")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
+}
+
+// checkOutput refuses an -o other than text or json.
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return fmt.Errorf("-o %q: give text or json", output)
+	}
+	return nil
 }
 
 // printJSON prints v indented.

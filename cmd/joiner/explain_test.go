@@ -39,6 +39,7 @@ func TestExplain(t *testing.T) {
 		{name: "a node the pass did not see", args: []string{"node", "c", "--endpoint", srv.URL}, wantErr: explain.NotConsidered("c")},
 		{name: "not a URL", args: []string{"node", "a", "--endpoint", "localhost:8080"}, wantErr: `--endpoint "localhost:8080" is not a URL`},
 		{name: "nothing there", args: []string{"node", "a", "--endpoint", "http://127.0.0.1:1"}, wantErr: "is its metrics port forwarded there"},
+		{name: "an output it does not write", args: []string{"node", "a", "--endpoint", srv.URL, "-o", "yaml"}, wantErr: `-o "yaml": give text or json`},
 		{name: "a pending pod", args: []string{"pod", "default/web-1", "--endpoint", srv.URL},
 			want: "pod default/web-1: pending\n  nodepool \"spot\": incompatible requirements, key karpenter.sh/capacity-type, karpenter.sh/capacity-type In [on-demand] not in karpenter.sh/capacity-type In [spot]\n  nodepool \"gpu\": did not tolerate taint nvidia.com/gpu=true:NoSchedule\n  decided at 2026-01-01T12:00:01Z\n"},
 		{name: "a pod not left pending", args: []string{"pod", "default/web-2", "--endpoint", srv.URL}, wantErr: explain.NotPending("default/web-2")},
