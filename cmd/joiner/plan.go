@@ -60,6 +60,9 @@ on the bill under the commitments, with the totals.`,
 			if err != nil {
 				return err
 			}
+			if len(objs.PodDisruptionBudgets) > 0 {
+				return fmt.Errorf("PodDisruptionBudget %s/%s: a plan evicts nothing, so PDBs change nothing; remove them from -f, or use joiner simulate, which evicts", objs.PodDisruptionBudgets[0].Namespace, objs.PodDisruptionBudgets[0].Name)
+			}
 			// The controller's settings, from the same flags or variables,
 			// so the plan is the one the controller would make.
 			var settingArgs []string

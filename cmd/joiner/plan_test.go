@@ -95,3 +95,27 @@ func writeTemp(t *testing.T, body string) string {
 	}
 	return file
 }
+
+// TestPlanRefusesPDBs: joiner plan evicts nothing, so a PDB in its input
+// would be accepted and ignored; it is refused, naming simulate.
+func TestPlanRefusesPDBs(t *testing.T) {
+	pdb := filepath.Join(t.TempDir(), "pdb.yaml")
+	if err := os.WriteFile(pdb, []byte("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web}\nspec: {maxUnavailable: 0, selector: {matchLabels: {app: web}}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		err  string
+	}{
+		{"with a PDB", []string{"plan", "-f", "../../pkg/simulate/testdata/nodepool.yaml", "-f", pdb}, "PodDisruptionBudget default/web: a plan evicts nothing"},
+		{"without", []string{"plan", "-f", "../../pkg/simulate/testdata/nodepool.yaml"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := run(t, "", tc.args...)
+			if (tc.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("error %v, want %q", err, tc.err)
+			}
+		})
+	}
+}

@@ -20,6 +20,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,6 +58,13 @@ type Objects struct {
 	// each fared in OverlayVerdicts.
 	NodeOverlays    []*v1alpha1.NodeOverlay
 	OverlayVerdicts map[string]overlay.Verdict
+	// Deployments and Jobs are the workloads as written, besides their
+	// pods: joiner simulate scales them over time.
+	Deployments []*appsv1.Deployment
+	Jobs        []*batchv1.Job
+	// PodDisruptionBudgets protect pods from eviction; only joiner
+	// simulate evicts, so joiner plan refuses them.
+	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
 }
 
 var (
@@ -93,6 +101,16 @@ func LoadFiles(paths []string) (*Objects, error) {
 	return out, nil
 }
 
+// Parse reads every document of r; name says where they came from in
+// errors.
+func Parse(name string, r io.Reader) (*Objects, error) {
+	out := &Objects{}
+	if err := out.load(name, r); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (o *Objects) load(name string, r io.Reader) error {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
 	for index := 0; ; index++ {
@@ -107,10 +125,13 @@ func (o *Objects) load(name string, r io.Reader) error {
 			index--
 			continue
 		}
+		if doc, err = withCRDDefaults(doc); err != nil {
+			return fmt.Errorf("%s, document %d: %w", name, index, err)
+		}
 		obj, gvk, err := strict.Decode(doc, nil, nil)
 		if err != nil {
 			if runtime.IsNotRegisteredError(err) {
-				return fmt.Errorf("%s, document %d: unknown kind: %v; joiner plan reads NodePool, EC2NodeClass, NodeOverlay, Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet, Node, Namespace, LimitRange, PersistentVolumeClaim, PersistentVolume and StorageClass", name, index, err)
+				return fmt.Errorf("%s, document %d: unknown kind: %v; joiner plan reads NodePool, EC2NodeClass, NodeOverlay, Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet, Node, Namespace, LimitRange, PersistentVolumeClaim, PersistentVolume, StorageClass and (joiner simulate only) PodDisruptionBudget", name, index, err)
 			}
 			return fmt.Errorf("%s, document %d: %w", name, index, err)
 		}
@@ -141,6 +162,8 @@ func (o *Objects) add(obj runtime.Object) error {
 		defaultNamespace(&x.ObjectMeta)
 		o.Pods = append(o.Pods, x)
 	case *appsv1.Deployment:
+		defaultNamespace(&x.ObjectMeta)
+		o.Deployments = append(o.Deployments, x)
 		o.expand(x.ObjectMeta, x.Spec.Replicas, x.Spec.Template, func(i int) string { return fmt.Sprintf("%s-%d", x.Name, i) })
 	case *appsv1.StatefulSet:
 		first := len(o.Pods)
@@ -149,6 +172,8 @@ func (o *Objects) add(obj runtime.Object) error {
 	case *appsv1.ReplicaSet:
 		o.expand(x.ObjectMeta, x.Spec.Replicas, x.Spec.Template, func(i int) string { return fmt.Sprintf("%s-%d", x.Name, i) })
 	case *batchv1.Job:
+		defaultNamespace(&x.ObjectMeta)
+		o.Jobs = append(o.Jobs, x)
 		o.expand(x.ObjectMeta, x.Spec.Parallelism, x.Spec.Template, func(i int) string { return fmt.Sprintf("%s-%d", x.Name, i) })
 	case *appsv1.DaemonSet:
 		defaultNamespace(&x.ObjectMeta)
@@ -167,6 +192,9 @@ func (o *Objects) add(obj runtime.Object) error {
 	case *corev1.LimitRange:
 		defaultNamespace(&x.ObjectMeta)
 		o.LimitRanges = append(o.LimitRanges, *x)
+	case *policyv1.PodDisruptionBudget:
+		defaultNamespace(&x.ObjectMeta)
+		o.PodDisruptionBudgets = append(o.PodDisruptionBudgets, x)
 	case *v1alpha1.NodeOverlay:
 		o.NodeOverlays = append(o.NodeOverlays, x)
 	default:
