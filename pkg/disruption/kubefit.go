@@ -141,7 +141,7 @@ func (m *kubeModel) risk(cands []Candidate, repl []*scheduling.NewNodeClaim) flo
 	if len(stranded) == 0 {
 		return 0
 	}
-	trial := scheduling.Snapshot{NodePools: m.snap.NodePools, DaemonSets: m.snap.DaemonSets, Volumes: m.snap.Volumes}
+	trial := scheduling.Snapshot{NodePools: m.snap.NodePools, DaemonSets: m.snap.DaemonSets, Volumes: m.snap.Volumes, Shared: m.snap.Shared}
 	if m.shared == nil {
 		m.shared = scheduling.Share(trial)
 	}

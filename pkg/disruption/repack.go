@@ -88,7 +88,7 @@ func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowe
 	// closed to the set's pods when they only count for topology: both are
 	// worked out once.
 	closed := map[string]*scheduling.Node{}
-	shared := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, Nodes: snap.Nodes, Volumes: snap.Volumes}
+	shared := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, Nodes: snap.Nodes, Volumes: snap.Volumes, Shared: snap.Shared}
 	if kube.interPod {
 		for _, n := range snap.Nodes {
 			cp := *n

@@ -36,6 +36,12 @@ import (
 // Pods that no pattern can cover (a pool limit leaves no room) are carried
 // by an artificial column priced far above any node; Uncovered reports them.
 func Patterns(kinds []Kind, shapes []Shape, limits []Limit, opt PatternOptions) (PatternResult, error) {
+	key := memoKey(kinds, shapes, limits, opt)
+	if key != "" {
+		if res, ok := memo.get(key); ok {
+			return res, nil
+		}
+	}
 	g, err := newPatternGen(kinds, shapes, limits, opt)
 	if err != nil {
 		return PatternResult{}, err
@@ -43,7 +49,11 @@ func Patterns(kinds []Kind, shapes []Shape, limits []Limit, opt PatternOptions) 
 	if g == nil {
 		return PatternResult{Exact: true, Uncovered: make([]float64, len(shapes))}, nil
 	}
-	return g.run()
+	res, err := g.run()
+	if err == nil && key != "" {
+		memo.put(key, res)
+	}
+	return res, err
 }
 
 // Limit caps a sum over nodes, as a NodePool's limits do: every node of kind

@@ -96,12 +96,22 @@ func newNodeBase(in *Node, vols map[string]volumes.Usage) nodeBase {
 // Share builds what plans of snap's NodePools and DaemonSets share, and
 // what snap.Nodes bring to a plan that has them. A plan may have other
 // nodes too; those it works out itself.
+//
+// When snap.Shared is already set (for the same NodePools and DaemonSets),
+// its pools are kept and only the nodes are worked out: a caller that
+// plans many snapshots of one configuration builds the pools once.
 func Share(snap Snapshot) *Shared {
-	s := &solver{topo: newTopology()}
-	s.knownKeys = knownLabelKeys(snap.NodePools)
-	s.buildPools(snap)
-	sh := &Shared{pools: s.pools, daemons: s.daemons, knownKeys: s.knownKeys, domains: s.topo.domains, nextType: s.nextType,
-		nodes: make(map[*Node]nodeBase, len(snap.Nodes))}
+	var sh *Shared
+	if snap.Shared != nil {
+		cp := *snap.Shared
+		sh = &cp
+	} else {
+		s := &solver{topo: newTopology()}
+		s.knownKeys = knownLabelKeys(snap.NodePools)
+		s.buildPools(snap)
+		sh = &Shared{pools: s.pools, daemons: s.daemons, knownKeys: s.knownKeys, domains: s.topo.domains, nextType: s.nextType}
+	}
+	sh.nodes = make(map[*Node]nodeBase, len(snap.Nodes))
 	for _, n := range snap.Nodes {
 		sh.nodes[n] = newNodeBase(n, snap.Volumes)
 	}
