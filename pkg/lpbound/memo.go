@@ -2,6 +2,7 @@ package lpbound
 
 import (
 	"container/list"
+	"crypto/sha256"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -12,9 +13,11 @@ import (
 // disruption loop plans the same sets of pods again on every pass until
 // the cluster changes (and joiner simulate does so thousands of times);
 // Patterns is deterministic, so a remembered result is the result, and
-// only the time differs. The key is the input itself, not a hash of it:
-// no collision can return another problem's patterns.
-var memo = &patternMemo{max: 4096, entries: map[string]*list.Element{}, order: list.New()}
+// only the time differs. The key is the SHA-256 of the whole input (names
+// aside): 32 bytes an entry rather than the input's kilobytes, which in
+// the controller's memory would add up, and a collision is not a risk
+// worth weighing.
+var memo = &patternMemo{max: 2048, entries: map[string]*list.Element{}, order: list.New()}
 
 type patternMemo struct {
 	mu      sync.Mutex
@@ -121,5 +124,6 @@ func memoKey(kinds []Kind, shapes []Shape, limits []Limit, opt PatternOptions) s
 			n(c)
 		}
 	}
-	return string(b)
+	sum := sha256.Sum256(b)
+	return string(sum[:])
 }
