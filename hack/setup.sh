@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs and builds everything the local control plane needs, once:
-# etcd, awscli, tmux, nodejs, npm, coinor-cbc, gcc and skopeo from Debian's packages, the Kubernetes and kwok binaries
+# etcd, awscli, tmux, nodejs, npm, coinor-cbc, gcc, skopeo and chromium from Debian's packages, the Kubernetes and kwok binaries
 # (hack/build-controlplane.sh) and helm (from the Go module proxy), and checks that moto_server (the AWS emulator
 # behind cmd/fake-aws) and cfn-lint are installed. Prints the binaries' paths as name=path lines.
 # Safe to run concurrently: test packages that start together wait on a lock.
@@ -26,6 +26,8 @@ command -v cbc >/dev/null 2>&1 || missing+=(coinor-cbc)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 # skopeo: make image checks that the layout publishes with it.
 command -v skopeo >/dev/null 2>&1 || missing+=(skopeo)
+# chromium: the simulator's test renders report.html headless.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (Debian packages)" >&2
   sudo=""

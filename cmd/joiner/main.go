@@ -105,5 +105,6 @@ Run "joiner --help-settings" to list them.`,
 	root.AddCommand(newViewerCommand())
 	root.AddCommand(newConvertCommand())
 	root.AddCommand(newExplainCommand())
+	root.AddCommand(newSimulateCommand())
 	return root
 }

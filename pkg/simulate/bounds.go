@@ -1,0 +1,123 @@
+package simulate
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// bounds computes the LP lower bound (scheduling.LowerBound) of the pods
+// at each sample, on a goroutine of its own: the bound needs only the
+// pods' templates and counts, not the run's state, so it uses the second
+// core while the run goes on. Equal workloads (a diurnal trace's every
+// day, say) share one computation.
+type bounds struct {
+	mu      sync.Mutex
+	bySig   map[string]float64
+	errs    []string
+	sigs    []string
+	last    string
+	work    chan boundJob
+	done    sync.WaitGroup
+	pending map[string]bool
+}
+
+type boundJob struct {
+	sig  string
+	snap scheduling.Snapshot
+}
+
+func newBounds(s *sim) *bounds {
+	b := &bounds{bySig: map[string]float64{}, work: make(chan boundJob, 1024), pending: map[string]bool{}}
+	b.done.Add(1)
+	go func() {
+		defer b.done.Done()
+		for j := range b.work {
+			v, err := scheduling.LowerBound(j.snap)
+			b.mu.Lock()
+			if err != nil {
+				b.errs = append(b.errs, err.Error())
+			}
+			b.bySig[j.sig] = v
+			b.mu.Unlock()
+		}
+	}()
+	return b
+}
+
+// request notes the bound of the pods now for sample i, computing it
+// unless an equal workload's is known.
+func (b *bounds) request(s *sim, i int) {
+	if !s.boundStale && b.last != "" {
+		b.sigs = append(b.sigs, b.last)
+		return
+	}
+	s.boundStale = false
+	counts := map[string]int{}
+	for _, p := range s.pods {
+		counts[fmt.Sprintf("%s@%d", p.owner.key, p.owner.version)]++
+	}
+	keys := sortedKeys(counts)
+	var sig strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sig, "%s=%d;", k, counts[k])
+	}
+	// The pools' configuration is part of what the bound depends on.
+	for _, name := range sortedKeys(s.pools) {
+		fmt.Fprintf(&sig, "|%s:%s:%p", name, s.poolHash[name], s.pools[name])
+	}
+	key := sig.String()
+	b.last = key
+	b.sigs = append(b.sigs, key)
+	if b.pending[key] {
+		return
+	}
+	b.pending[key] = true
+	snap := scheduling.Snapshot{DaemonSets: s.daemonSets}
+	for _, name := range sortedKeys(s.pools) {
+		snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: s.pools[name], InstanceTypes: s.poolTypes[name]})
+	}
+	byOwner := map[string]*owner{}
+	for _, p := range s.pods {
+		byOwner[fmt.Sprintf("%s@%d", p.owner.key, p.owner.version)] = p.owner
+	}
+	for _, k := range keys {
+		o := byOwner[k]
+		for n := 0; n < counts[k]; n++ {
+			p := &corev1.Pod{ObjectMeta: *o.template.ObjectMeta.DeepCopy(), Spec: *o.template.Spec.DeepCopy()}
+			pods.DefaultRequests(&p.Spec)
+			p.Namespace, p.Name = splitKey(o.key)
+			p.Name = fmt.Sprintf("%s-bound-%d", p.Name, n)
+			snap.Pods = append(snap.Pods, p)
+		}
+	}
+	b.work <- boundJob{sig: key, snap: snap}
+}
+
+// integrate waits for the bounds, fills each sample's, and returns the
+// bound's cost over the run: each sample's bound held for an interval.
+func (b *bounds) integrate(samples []Sample, interval time.Duration) float64 {
+	close(b.work)
+	b.done.Wait()
+	total := 0.0
+	for i := range samples {
+		v := b.bySig[b.sigs[i]]
+		samples[i].BoundPerHour = round(v, 6)
+		total += v * interval.Hours()
+	}
+	return total
+}
+
+// problems are the bound's errors, sorted and deduplicated; integrate
+// has waited for them.
+func (b *bounds) problems() []string {
+	sort.Strings(b.errs)
+	return slices.Compact(b.errs)
+}

@@ -1,0 +1,282 @@
+package simulate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// pendingAdded is a pod that became pending: kube-scheduler tries it at
+// once, and it opens or extends the provisioner's batch.
+func (s *sim) pendingAdded() {
+	s.queueBind()
+	if !s.batchOpen {
+		s.batchOpen, s.batchFirst = true, s.now
+		s.after(s.cfg.Timing.BatchIdle, s.batchCheck)
+	}
+	s.batchLast = s.now
+}
+
+// batchCheck closes the batch once no pod arrived for BatchIdle, or
+// BatchMax after it opened, as the controller's batcher does.
+func (s *sim) batchCheck() {
+	t := s.cfg.Timing
+	closeAt := s.batchLast.Add(t.BatchIdle)
+	if limit := s.batchFirst.Add(t.BatchMax); limit.Before(closeAt) {
+		closeAt = limit
+	}
+	if s.now.Before(closeAt) {
+		s.at(closeAt, s.batchCheck)
+		return
+	}
+	s.batchOpen = false
+	s.provision()
+}
+
+// snapshot is the cluster as the controller's state cache would show it:
+// pending pods, nodes (in-flight ones too) with their pods, the NodePools
+// with what they use, and the commands under way.
+func (s *sim) snapshot(pending []*simPod) scheduling.Snapshot {
+	snap := scheduling.Snapshot{DaemonSets: s.daemonSets, Nominated: map[string]string{}}
+	for _, p := range pending {
+		snap.Pods = append(snap.Pods, p.pod)
+		if p.nominated != "" {
+			if n := s.nodes[p.nominated]; n != nil && !n.gone && !n.deleting {
+				snap.Nominated[p.key] = n.name
+			}
+		}
+	}
+	use := map[string]resources.Resources{}
+	count := map[string]int64{}
+	for _, n := range s.liveNodes() {
+		snap.Nodes = append(snap.Nodes, s.schedulingNode(n))
+		use[n.pool] = use[n.pool].Add(resources.FromResourceList(n.it.Capacity))
+		count[n.pool]++
+	}
+	var key strings.Builder
+	for _, name := range sortedKeys(s.pools) {
+		rl := use[name].ResourceList()
+		rl["nodes"] = *resource.NewQuantity(count[name], resource.DecimalSI)
+		snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: s.pools[name], InstanceTypes: s.typesFor(name), InUse: rl})
+		fmt.Fprintf(&key, "%s %p %s;", name, s.pools[name], resources.ListString(rl))
+	}
+	for _, o := range s.shortNow() {
+		fmt.Fprintf(&key, "%v;", o)
+	}
+	// What every plan of this snapshot shares (pools, types, DaemonSets)
+	// is worked out once for as long as none of it changes, rather than
+	// in each of a pass's hundreds of trial plans.
+	if key.String() != s.sharedKey {
+		s.sharedKey = key.String()
+		s.shared = scheduling.Share(scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets})
+	}
+	snap.Shared = s.shared
+	return snap
+}
+
+// shortNow are the offerings the planner sees as unavailable now, sorted.
+func (s *sim) shortNow() []offering {
+	var out []offering
+	for o, until := range s.unavailable {
+		if s.now.Before(until) {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return fmt.Sprint(out[i]) < fmt.Sprint(out[j]) })
+	return out
+}
+
+// typesFor is pool's types with the offerings a launch found short marked
+// unavailable, as the controller's cache marks them.
+func (s *sim) typesFor(pool string) []*cloudprovider.InstanceType {
+	types := s.poolTypes[pool]
+	if len(s.unavailable) == 0 {
+		return types
+	}
+	out := make([]*cloudprovider.InstanceType, len(types))
+	for i, it := range types {
+		out[i] = it
+		var offers []cloudprovider.Offering
+		changed := false
+		for _, o := range it.Offerings {
+			if until, ok := s.unavailable[offering{it.Name, o.Zone, o.CapacityType}]; ok && s.now.Before(until) && o.Available {
+				o.Available = false
+				changed = true
+			}
+			offers = append(offers, o)
+		}
+		if changed {
+			out[i] = it.WithOfferings(offers)
+		}
+	}
+	return out
+}
+
+// provision plans the pending pods with scheduling.Solve and launches the
+// NodeClaims it asks for; pods it fits on existing nodes are left to
+// kube-scheduler, and those on new nodes are nominated to them.
+func (s *sim) provision() {
+	pending := s.pendingPods()
+	if len(pending) == 0 {
+		return
+	}
+	snap := s.snapshot(pending)
+	plan := scheduling.Solve(snap, s.cfg.Scheduling)
+	s.rec.plans++
+	for key, node := range plan.Existing {
+		if p, n := s.pods[key], s.nodes[node]; p != nil && n != nil && !n.initialized() {
+			p.nominated = n.name
+		}
+	}
+	for _, nc := range plan.NewNodeClaims {
+		n := s.launch(nc, "provisioning")
+		if n == nil {
+			continue
+		}
+		for _, pod := range nc.Pods {
+			if p := s.pods[pod.Namespace+"/"+pod.Name]; p != nil {
+				p.nominated = n.name
+			}
+		}
+	}
+	s.queueBind()
+}
+
+// launch creates a NodeClaim as the cloud provider would: the cheapest
+// available offering of its options that its requirements allow. A
+// shortage refuses it; the offering is then unavailable to plans for three
+// minutes (Karpenter's cache), and its pods are tried again.
+func (s *sim) launch(nc *scheduling.NewNodeClaim, why string) *simNode {
+	var best *cloudprovider.InstanceType
+	var bestOffer cloudprovider.Offering
+	for _, it := range nc.InstanceTypes {
+		for _, o := range it.Offerings {
+			if !o.Available || !nc.Requirements.Allows(corev1.LabelTopologyZone, o.Zone) || !nc.Requirements.Allows(v1.LabelCapacityType, o.CapacityType) {
+				continue
+			}
+			if until, ok := s.unavailable[offering{it.Name, o.Zone, o.CapacityType}]; ok && s.now.Before(until) {
+				continue
+			}
+			if best == nil || o.Price < bestOffer.Price || o.Price == bestOffer.Price && it.Name < best.Name {
+				best, bestOffer = it, o
+			}
+		}
+	}
+	if best == nil {
+		s.rec.launchFailed++
+		return nil
+	}
+	if s.isShort(best.Name, bestOffer) {
+		s.unavailable[offering{best.Name, bestOffer.Zone, bestOffer.CapacityType}] = s.now.Add(3 * time.Minute)
+		s.rec.launchFailed++
+		// The provisioner tries the pods again.
+		s.after(time.Second, s.pendingAdded)
+		return nil
+	}
+	s.nodeSeq++
+	pool := s.pools[nc.NodePool]
+	n := &simNode{name: fmt.Sprintf("%s-%05d", nc.NodePool, s.nodeSeq), pool: nc.NodePool, it: best, offering: bestOffer,
+		launched: s.now, pods: map[string]*simPod{}, hash: s.poolHash[nc.NodePool]}
+	n.labels = map[string]string{}
+	for k, v := range nc.Requirements.Labels() {
+		n.labels[k] = v
+	}
+	for k, v := range pool.Spec.Template.Labels {
+		n.labels[k] = v
+	}
+	for k, v := range best.Labels {
+		n.labels[k] = v
+	}
+	n.labels[corev1.LabelInstanceTypeStable] = best.Name
+	n.labels[corev1.LabelTopologyZone] = bestOffer.Zone
+	n.labels[v1.LabelCapacityType] = bestOffer.CapacityType
+	n.labels[v1.LabelNodePool] = nc.NodePool
+	n.labels[corev1.LabelHostname] = n.name
+	n.taints = append([]corev1.Taint(nil), pool.Spec.Template.Spec.Taints...)
+	s.nodes[n.name] = n
+	s.live++
+	if s.live > s.rec.peak {
+		s.rec.peak = s.live
+	}
+	s.rec.launched(n, why)
+	s.changed()
+	s.after(s.cfg.Timing.Launch+s.cfg.Timing.Initialize, func() {
+		if n.gone || n.deleting {
+			return
+		}
+		n.readyAt, n.lastEvent = s.now, s.now
+		s.changed()
+		s.queueBind()
+	})
+	if after := pool.Spec.Template.Spec.ExpireAfter; !after.IsNever() {
+		s.after(*after.Duration, func() { s.expire(n) })
+	}
+	return n
+}
+
+func (s *sim) isShort(instanceType string, o cloudprovider.Offering) bool {
+	for _, sh := range s.short {
+		if s.now.Before(sh.until) && (sh.InstanceType == "" || sh.InstanceType == instanceType) &&
+			(sh.Zone == "" || sh.Zone == o.Zone) && (sh.CapacityType == "" || sh.CapacityType == o.CapacityType) {
+			return true
+		}
+	}
+	return false
+}
+
+// queueBind runs kube-scheduler once the events of this instant are done.
+func (s *sim) queueBind() {
+	if s.bindQueued {
+		return
+	}
+	s.bindQueued = true
+	s.after(0, s.schedule)
+}
+
+// schedule binds pending pods to initialized nodes with room, as
+// kube-scheduler does within moments. Where a pod goes is where the planner
+// fits it on the existing nodes (its nominated node first); kube-scheduler
+// scores nodes its own way, which docs/simulate.md weighs.
+func (s *sim) schedule() {
+	s.bindQueued = false
+	pending := s.pendingPods()
+	if len(pending) == 0 {
+		return
+	}
+	snap := scheduling.Snapshot{DaemonSets: s.daemonSets, Nominated: map[string]string{}}
+	var ready []*simNode
+	for _, n := range s.liveNodes() {
+		if n.initialized() && !n.deleting && (n.underway == nil || !n.underway.marked) {
+			ready = append(ready, n)
+			snap.Nodes = append(snap.Nodes, s.schedulingNode(n))
+		}
+	}
+	if len(ready) == 0 {
+		return
+	}
+	for _, p := range pending {
+		snap.Pods = append(snap.Pods, p.pod)
+		if p.nominated != "" {
+			snap.Nominated[p.key] = p.nominated
+		}
+	}
+	plan := scheduling.Solve(snap, s.cfg.Scheduling)
+	keys := make([]string, 0, len(plan.Existing))
+	for key := range plan.Existing {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		if p, n := s.pods[key], s.nodes[plan.Existing[key]]; p != nil && n != nil && p.node == nil {
+			s.bind(p, n)
+		}
+	}
+}

@@ -1,0 +1,321 @@
+package simulate
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"math/rand"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/manifests"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// Epoch is when every run starts: a Monday at midnight UTC, so budget
+// schedules fall on the same instants in every run.
+var Epoch = time.Date(2026, time.January, 5, 0, 0, 0, 0, time.UTC)
+
+// Run simulates trace under cfg. progress, when set, is called with the
+// fraction of the trace done.
+func Run(cfg Config, trace *Trace, progress func(float64)) (*Result, error) {
+	s, err := newSim(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Validate(cfg.Objects); err != nil {
+		return nil, err
+	}
+	s.end = s.start.Add(trace.Duration.Duration)
+	for _, e := range trace.Events {
+		e := e
+		s.at(s.start.Add(e.At.Duration), func() { s.apply(e) })
+	}
+	for _, key := range s.ownerNames {
+		o := s.owners[key]
+		for len(o.pods) < o.want {
+			s.newPod(o)
+		}
+	}
+	bounds := newBounds(s)
+	s.at(s.start, func() { s.sample(bounds, progress) })
+	for s.q.Len() > 0 {
+		e := heap.Pop(&s.q).(event)
+		if e.at.After(s.end) {
+			break
+		}
+		s.now = e.at
+		e.fn()
+	}
+	s.now = s.end
+	for _, n := range s.liveNodes() {
+		s.rec.terminated(n, s.end)
+	}
+	boundCost := bounds.integrate(s.rec.samples, cfg.Timing.Sample)
+	if progress != nil {
+		progress(1)
+	}
+	return &Result{Summary: s.rec.summary(cfg.Name, trace.Duration.Duration, boundCost), Samples: s.rec.samples,
+		Decisions: s.rec.decisions, Blocked: s.rec.blockedBy, Problems: bounds.problems()}, nil
+}
+
+// newSim sets the cluster up from cfg's manifests, refusing what the
+// simulator does not model, by name.
+func newSim(cfg Config) (*sim, error) {
+	objs := cfg.Objects
+	var unsupported []string
+	if len(objs.Nodes) > 0 {
+		unsupported = append(unsupported, fmt.Sprintf("Node %s: the simulation starts with no nodes; remove Nodes from -f", objs.Nodes[0].Name))
+	}
+	if len(objs.Claims)+len(objs.Volumes) > 0 {
+		unsupported = append(unsupported, "PersistentVolumeClaims and PersistentVolumes: the simulator does not model volumes yet; remove them from -f")
+	}
+	for _, p := range objs.Pods {
+		if len(pods.ClaimNames(p)) > 0 {
+			unsupported = append(unsupported, fmt.Sprintf("pod %s/%s mounts a PersistentVolumeClaim: the simulator does not model volumes yet", p.Namespace, p.Name))
+			break
+		}
+	}
+	snap, problems := objs.Snapshot(cfg.InstanceTypes)
+	for _, p := range problems {
+		unsupported = append(unsupported, fmt.Sprintf("NodePool %s: %s", p.NodePool, p.Reason))
+	}
+	for _, np := range objs.NodePools {
+		if np.Spec.Replicas != nil {
+			unsupported = append(unsupported, fmt.Sprintf("NodePool %s: spec.replicas (a static NodePool) is not simulated yet; remove it or simulate without it", np.Name))
+		}
+	}
+	if len(unsupported) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(unsupported, "; "))
+	}
+	if len(snap.NodePools) == 0 {
+		return nil, fmt.Errorf("no NodePool in the manifests: add a NodePool and its EC2NodeClass with -f")
+	}
+	if cfg.Timing.Sample <= 0 || cfg.Timing.DisruptionPoll <= 0 || cfg.Timing.BatchIdle <= 0 || cfg.Timing.BatchMax < cfg.Timing.BatchIdle {
+		return nil, fmt.Errorf("timing: sample, disruption poll and batch idle must be positive, and batch max at least batch idle")
+	}
+	s := &sim{cfg: cfg, start: Epoch, now: Epoch, rng: rand.New(rand.NewSource(cfg.Timing.Seed)),
+		pools: map[string]*v1.NodePool{}, poolHash: map[string]string{}, poolTypes: map[string][]*cloudprovider.InstanceType{},
+		owners: map[string]*owner{}, pods: map[string]*simPod{}, nodes: map[string]*simNode{},
+		unavailable: map[offering]time.Time{}, daemonSets: snap.DaemonSets}
+	s.rec = recorder{start: Epoch, evictions: map[string]int{}, disruptions: map[string]int{}, blockedBy: map[string]int{}}
+	for _, p := range snap.NodePools {
+		s.pools[p.NodePool.Name] = p.NodePool
+		s.poolHash[p.NodePool.Name] = p.NodePool.Hash()
+		s.poolTypes[p.NodePool.Name] = p.InstanceTypes
+	}
+	for _, pdb := range objs.PodDisruptionBudgets {
+		s.pdbs = append(s.pdbs, pdb)
+	}
+	for _, d := range objs.Deployments {
+		want := 1
+		if d.Spec.Replicas != nil {
+			want = int(*d.Spec.Replicas)
+		}
+		s.addOwner(&owner{key: d.Namespace + "/" + d.Name, template: d.Spec.Template, want: want})
+	}
+	for _, j := range objs.Jobs {
+		s.addOwner(&owner{key: j.Namespace + "/" + j.Name, template: j.Spec.Template, job: true, parallel: parallelism(j.Spec.Parallelism)})
+	}
+	return s, nil
+}
+
+func (s *sim) addOwner(o *owner) {
+	o.pods = map[string]*simPod{}
+	if _, ok := s.owners[o.key]; !ok {
+		s.ownerNames = append(s.ownerNames, o.key)
+		sort.Strings(s.ownerNames)
+	}
+	s.owners[o.key] = o
+}
+
+// apply carries out one trace event.
+func (s *sim) apply(e Event) {
+	switch {
+	case e.Scale != nil:
+		o := s.owners[e.Scale.Deployment]
+		o.want = e.Scale.Replicas
+		s.reconcile(o)
+	case e.Job != nil:
+		o := s.owners[e.Job.Job]
+		o.runFor = e.Job.RunFor.Duration
+		n := e.Job.Pods
+		if n == 0 {
+			n = o.parallel
+		}
+		for i := 0; i < n; i++ {
+			s.newPod(o)
+		}
+	case e.Apply != "":
+		objs, err := manifests.Parse("apply", strings.NewReader(e.Apply))
+		if err == nil {
+			s.applyObjects(objs)
+		}
+	case e.Interrupt != nil:
+		var spot []*simNode
+		for _, n := range s.liveNodes() {
+			if n.offering.CapacityType == v1.CapacityTypeSpot && !n.deleting {
+				spot = append(spot, n)
+			}
+		}
+		s.rng.Shuffle(len(spot), func(i, j int) { spot[i], spot[j] = spot[j], spot[i] })
+		for i := 0; i < e.Interrupt.SpotNodes && i < len(spot); i++ {
+			s.interrupt(spot[i])
+		}
+	case e.Shortage != nil:
+		s.short = append(s.short, shortage{Shortage: *e.Shortage, until: s.now.Add(e.Shortage.For.Duration)})
+	}
+}
+
+// reconcile makes o's pods number o.want, as the ReplicaSet controller
+// does: it makes new pods, or deletes pending pods first, then those on
+// the nodes running the most of o's pods, then the newest.
+func (s *sim) reconcile(o *owner) {
+	for len(o.pods) < o.want {
+		s.newPod(o)
+	}
+	if len(o.pods) <= o.want {
+		return
+	}
+	perNode := map[*simNode]int{}
+	list := make([]*simPod, 0, len(o.pods))
+	for _, key := range sortedKeys(o.pods) {
+		p := o.pods[key]
+		list = append(list, p)
+		if p.node != nil {
+			perNode[p.node]++
+		}
+	}
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if (a.node == nil) != (b.node == nil) {
+			return a.node == nil
+		}
+		if a.node != nil && perNode[a.node] != perNode[b.node] {
+			return perNode[a.node] > perNode[b.node]
+		}
+		return a.pod.CreationTimestamp.After(b.pod.CreationTimestamp.Time) || a.pod.CreationTimestamp.Equal(&b.pod.CreationTimestamp) && a.key > b.key
+	})
+	for _, p := range list[:len(list)-o.want] {
+		s.removePod(p)
+	}
+}
+
+// applyObjects replaces the manifests' objects of the same kind and name.
+func (s *sim) applyObjects(objs *manifests.Objects) {
+	for _, np := range objs.NodePools {
+		s.pools[np.Name] = np
+		s.poolHash[np.Name] = np.Hash()
+		if _, ok := s.poolTypes[np.Name]; !ok {
+			s.poolTypes[np.Name] = s.cfg.InstanceTypes
+		}
+		s.markDrift(np.Name)
+	}
+	for _, d := range objs.Deployments {
+		key := d.Namespace + "/" + d.Name
+		want := 1
+		if d.Spec.Replicas != nil {
+			want = int(*d.Spec.Replicas)
+		}
+		old := s.owners[key]
+		if old == nil {
+			s.addOwner(&owner{key: key, template: d.Spec.Template, want: want})
+			s.reconcile(s.owners[key])
+			continue
+		}
+		if !equality.Semantic.DeepEqual(old.template, d.Spec.Template) {
+			// A rollout: the old pods go, new ones come.
+			old.template = d.Spec.Template
+			old.version++
+			for _, key := range sortedKeys(old.pods) {
+				s.removePod(old.pods[key])
+			}
+		}
+		old.want = want
+		s.reconcile(old)
+	}
+	for _, j := range objs.Jobs {
+		key := j.Namespace + "/" + j.Name
+		if o := s.owners[key]; o != nil {
+			o.template, o.parallel = j.Spec.Template, parallelism(j.Spec.Parallelism)
+			o.version++
+		} else {
+			s.addOwner(&owner{key: key, template: j.Spec.Template, job: true, parallel: parallelism(j.Spec.Parallelism)})
+		}
+	}
+	for _, pdb := range objs.PodDisruptionBudgets {
+		replaced := false
+		for i, old := range s.pdbs {
+			if old.Namespace == pdb.Namespace && old.Name == pdb.Name {
+				s.pdbs[i], replaced = pdb, true
+			}
+		}
+		if !replaced {
+			s.pdbs = append(s.pdbs, pdb)
+		}
+	}
+	s.changed()
+}
+
+// sample records the cluster now and sends spot interruptions for the
+// interval ahead.
+func (s *sim) sample(b *bounds, progress func(float64)) {
+	sm := Sample{Minutes: s.now.Sub(s.start).Minutes(), ByCapacity: map[string]int{}, ByType: map[string]int{}}
+	for _, n := range s.liveNodes() {
+		sm.Nodes++
+		sm.CostPerHour += n.offering.Price
+		sm.ByCapacity[n.offering.CapacityType]++
+		sm.ByType[n.it.Name]++
+	}
+	sm.CostPerHour = round(sm.CostPerHour, 6)
+	for _, p := range s.pods {
+		sm.Pods++
+		if p.node == nil {
+			sm.Pending++
+		}
+	}
+	b.request(s, len(s.rec.samples))
+	// Pods left pending with no node launching for them (a plan found
+	// none, a launch failed) are tried again, as kube-scheduler's periodic
+	// retry sends the provisioner another pod event.
+	if sm.Pending > 0 && !s.batchOpen {
+		for _, p := range s.pendingPods() {
+			if n := s.nodes[p.nominated]; n == nil || n.gone || n.deleting {
+				s.pendingAdded()
+				break
+			}
+		}
+	}
+	s.rec.samples = append(s.rec.samples, sm)
+	if progress != nil {
+		progress(float64(s.now.Sub(s.start)) / float64(s.end.Sub(s.start)))
+	}
+	t := s.cfg.Timing
+	if rate := t.SpotInterruptionsPerHour; rate > 0 {
+		chance := 1 - math.Exp(-rate*t.Sample.Hours())
+		for _, n := range s.liveNodes() {
+			if n.offering.CapacityType == v1.CapacityTypeSpot && !n.deleting && s.rng.Float64() < chance {
+				at := s.now.Add(time.Duration(s.rng.Int63n(int64(t.Sample))))
+				n := n
+				s.at(at, func() { s.interrupt(n) })
+			}
+		}
+	}
+	s.after(t.Sample, func() { s.sample(b, progress) })
+}
+
+// workloadChanged marks the pods changed: the next sample's bound is
+// computed again.
+func (s *sim) workloadChanged() { s.boundStale = true }
+
+// parallelism is a Job's spec.parallelism, 1 when unset.
+func parallelism(p *int32) int {
+	if p == nil || *p < 1 {
+		return 1
+	}
+	return int(*p)
+}

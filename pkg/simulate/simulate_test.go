@@ -1,0 +1,219 @@
+package simulate
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/manifests"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// pool is a small NodePool for scenarios; %s parts are replaced.
+const pool = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: default
+spec:
+  template:
+    spec:
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [CAPACITY]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m]}
+        - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4"]}
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      EXPIRE
+  disruption:
+    consolidationPolicy: POLICY
+    consolidateAfter: 0s
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: default
+spec:
+  role: KarpenterNodeRole-demo
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+      ANNOTATIONS
+    spec:
+      containers: [{name: web, image: pause, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+`
+
+type scenario struct {
+	capacity, policy, expire, annotations, extra string
+}
+
+func (sc scenario) objects(t *testing.T) *manifests.Objects {
+	t.Helper()
+	r := strings.NewReplacer("CAPACITY", or(sc.capacity, "on-demand"), "POLICY", or(sc.policy, "WhenEmptyOrUnderutilized"),
+		"EXPIRE", or(sc.expire, "expireAfter: 720h"), "ANNOTATIONS", or(sc.annotations, "annotations: {}"))
+	objs, err := manifests.Parse("scenario", strings.NewReader(r.Replace(pool)+sc.extra))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// upAndDown is 40 pods for an hour, then 8 for two.
+func upAndDown() *Trace {
+	return &Trace{Duration: d(3 * time.Hour), Events: []Event{
+		{At: d(0), Scale: &Scale{Deployment: "web", Replicas: 40}},
+		{At: d(time.Hour), Scale: &Scale{Deployment: "web", Replicas: 8}},
+	}}
+}
+
+func run(t *testing.T, objs *manifests.Objects, trace *Trace, timing func(*Timing)) *Result {
+	t.Helper()
+	its, err := catalog.InstanceTypes(catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := DefaultTiming()
+	if timing != nil {
+		timing(&tm)
+	}
+	res, err := Run(Config{Name: "test", Objects: objs, InstanceTypes: its, Timing: tm}, trace, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestScenarios plants one behaviour per case and checks that the run shows it.
+func TestScenarios(t *testing.T) {
+	cases := []struct {
+		name   string
+		sc     scenario
+		trace  func() *Trace
+		timing func(*Timing)
+		check  func(t *testing.T, r *Result)
+	}{{
+		name: "underutilized nodes are replaced after the scale-down", trace: upAndDown,
+		check: func(t *testing.T, r *Result) {
+			if r.Summary.Disruptions["underutilized"]+r.Summary.Disruptions["empty"] == 0 || r.Summary.Evictions == 0 {
+				t.Errorf("no consolidation after the scale-down: %+v", r.Summary)
+			}
+		},
+	}, {
+		name: "WhenEmpty evicts nothing", sc: scenario{policy: "WhenEmpty"}, trace: upAndDown,
+		check: func(t *testing.T, r *Result) {
+			if r.Summary.Evictions != 0 || r.Summary.Disruptions["underutilized"] != 0 {
+				t.Errorf("WhenEmpty evicted pods: %+v", r.Summary)
+			}
+			if r.Blocked["consolidationPolicy is WhenEmpty and"] == 0 {
+				t.Errorf("no pass said WhenEmpty kept a node: %v", r.Blocked)
+			}
+		},
+	}, {
+		name: "a PDB allowing no disruption keeps the nodes", trace: upAndDown,
+		sc: scenario{extra: "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web}\nspec: {maxUnavailable: 0, selector: {matchLabels: {app: web}}}\n"},
+		check: func(t *testing.T, r *Result) {
+			if r.Summary.Evictions != 0 {
+				t.Errorf("evicted %d pods against the PDB", r.Summary.Evictions)
+			}
+			if r.Blocked["PDB default/web blocks the"] == 0 {
+				t.Errorf("no pass named the PDB: %v", r.Blocked)
+			}
+		},
+	}, {
+		name: "do-not-disrupt pods keep their nodes", trace: upAndDown,
+		sc: scenario{annotations: `annotations: {karpenter.sh/do-not-disrupt: "true"}`},
+		check: func(t *testing.T, r *Result) {
+			if r.Summary.Evictions != 0 {
+				t.Errorf("evicted %d do-not-disrupt pods", r.Summary.Evictions)
+			}
+		},
+	}, {
+		name: "expireAfter replaces nodes", sc: scenario{expire: "expireAfter: 1h"}, trace: upAndDown,
+		check: func(t *testing.T, r *Result) {
+			if r.Summary.Disruptions["expired"] == 0 {
+				t.Errorf("no node expired: %+v", r.Summary)
+			}
+		},
+	}, {
+		name: "spot interruptions evict and the pods are provisioned again", sc: scenario{capacity: "spot"},
+		trace:  func() *Trace { return &Trace{Duration: d(2 * time.Hour), Events: upAndDown().Events[:1]} },
+		timing: func(t *Timing) { t.SpotInterruptionsPerHour = 0.5 },
+		check: func(t *testing.T, r *Result) {
+			if r.Summary.EvictionsByReason["interrupted"] == 0 {
+				t.Fatalf("no interruption: %+v", r.Summary)
+			}
+			if last := r.Samples[len(r.Samples)-1]; last.Pending != 0 || last.Pods != 40 {
+				t.Errorf("pods not running again at the end: %+v", last)
+			}
+		},
+	}, {
+		name: "a capacity shortage fails the launch, and the plan avoids the offering",
+		trace: func() *Trace {
+			tr := upAndDown()
+			tr.Events = append([]Event{{At: d(0), Shortage: &Shortage{CapacityType: "on-demand", Zone: "us-east-1a", For: d(time.Hour)}}}, tr.Events...)
+			return tr
+		},
+		check: func(t *testing.T, r *Result) {
+			if r.Summary.LaunchesFailed == 0 {
+				t.Errorf("no launch failed: %+v", r.Summary)
+			}
+			if r.Samples[30].Pending != 0 {
+				t.Errorf("pods still pending after 30 minutes: %+v", r.Samples[30])
+			}
+		},
+	}, {
+		name: "a NodePool change drifts its nodes",
+		trace: func() *Trace {
+			tr := upAndDown()
+			tr.Events = append(tr.Events[:1], Event{At: d(30 * time.Minute), Apply: strings.Split(strings.NewReplacer("CAPACITY", "on-demand", "POLICY", "WhenEmpty",
+				"EXPIRE", "expireAfter: 700h").Replace(pool), "---")[0]})
+			return tr
+		},
+		check: func(t *testing.T, r *Result) {
+			if r.Summary.Disruptions["drifted"] == 0 {
+				t.Errorf("no node drifted: %+v", r.Summary)
+			}
+		},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.check(t, run(t, c.sc.objects(t), c.trace(), c.timing))
+		})
+	}
+}
+
+// TestRunIsRepeatable: the same inputs give the same run, which is what
+// makes two configurations' difference theirs.
+func TestRunIsRepeatable(t *testing.T) {
+	sc := scenario{capacity: "spot"}
+	timing := func(t *Timing) { t.SpotInterruptionsPerHour = 0.3 }
+	a := run(t, sc.objects(t), upAndDown(), timing)
+	b := run(t, sc.objects(t), upAndDown(), timing)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("two runs differ:\n%+v\n%+v", a.Summary, b.Summary)
+	}
+	if a.Summary.TotalCost < a.Summary.LPBoundCost {
+		t.Errorf("cost $%.2f below its lower bound $%.2f", a.Summary.TotalCost, a.Summary.LPBoundCost)
+	}
+}
+
+func d(x time.Duration) metav1.Duration { return metav1.Duration{Duration: x} }

@@ -1,0 +1,197 @@
+package simulate
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/joiner-autoscaler/joiner/pkg/manifests"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Trace is a workload over time: what happens to the cluster's workloads
+// and configuration, and when. docs/simulate.md gives its format.
+type Trace struct {
+	// Duration is how long to simulate; the last event's time when zero.
+	Duration metav1.Duration `json:"duration,omitempty"`
+	Events   []Event         `json:"events"`
+}
+
+// Event is one change at At after the start. Exactly one of its changes
+// is set.
+type Event struct {
+	At metav1.Duration `json:"at"`
+	// Scale sets a Deployment's replicas.
+	Scale *Scale `json:"scale,omitempty"`
+	// Job starts a Job's pods, each running for a while.
+	Job *JobRun `json:"job,omitempty"`
+	// Apply replaces a NodePool, EC2NodeClass, Deployment, Job or PDB of
+	// the manifests by name (a NodePool's change drifts its nodes), or
+	// adds it.
+	Apply string `json:"apply,omitempty"`
+	// Interrupt sends spot interruption warnings.
+	Interrupt *Interrupt `json:"interrupt,omitempty"`
+	// Shortage makes offerings unavailable for a while, as EC2's
+	// InsufficientInstanceCapacity does.
+	Shortage *Shortage `json:"shortage,omitempty"`
+}
+
+// Scale sets Deployment (NAMESPACE/NAME, or NAME in default) to Replicas.
+type Scale struct {
+	Deployment string `json:"deployment"`
+	Replicas   int    `json:"replicas"`
+}
+
+// JobRun starts Pods pods of Job (NAMESPACE/NAME), each running RunFor once
+// bound; 0 Pods means the Job's parallelism.
+type JobRun struct {
+	Job    string          `json:"job"`
+	Pods   int             `json:"pods,omitempty"`
+	RunFor metav1.Duration `json:"runFor"`
+}
+
+// Interrupt warns SpotNodes spot nodes, chosen by the seed.
+type Interrupt struct {
+	SpotNodes int `json:"spotNodes"`
+}
+
+// Shortage makes every offering matching its non-empty fields unavailable
+// for For.
+type Shortage struct {
+	InstanceType string          `json:"instanceType,omitempty"`
+	Zone         string          `json:"zone,omitempty"`
+	CapacityType string          `json:"capacityType,omitempty"`
+	For          metav1.Duration `json:"for"`
+}
+
+// ReadTrace reads a trace file (YAML or JSON).
+func ReadTrace(path string) (*Trace, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var t Trace
+	if err := yaml.UnmarshalStrict(raw, &t); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &t, nil
+}
+
+// Validate checks the trace against the manifests, naming the event and
+// field at fault, and sorts the events by time.
+func (t *Trace) Validate(objs *manifests.Objects) error {
+	deployments, jobs := map[string]bool{}, map[string]bool{}
+	for _, d := range objs.Deployments {
+		deployments[d.Namespace+"/"+d.Name] = true
+	}
+	for _, j := range objs.Jobs {
+		jobs[j.Namespace+"/"+j.Name] = true
+	}
+	var errs []string
+	for i := range t.Events {
+		e := &t.Events[i]
+		where := fmt.Sprintf("events[%d] (at %s)", i, e.At.Duration)
+		set := 0
+		for _, on := range []bool{e.Scale != nil, e.Job != nil, e.Apply != "", e.Interrupt != nil, e.Shortage != nil} {
+			if on {
+				set++
+			}
+		}
+		if set != 1 {
+			errs = append(errs, fmt.Sprintf("%s: set exactly one of scale, job, apply, interrupt or shortage (%d set)", where, set))
+			continue
+		}
+		if e.At.Duration < 0 {
+			errs = append(errs, fmt.Sprintf("%s.at: must not be negative", where))
+		}
+		switch {
+		case e.Scale != nil:
+			e.Scale.Deployment = qualified(e.Scale.Deployment)
+			if e.Scale.Replicas < 0 {
+				errs = append(errs, fmt.Sprintf("%s.scale.replicas: must not be negative", where))
+			}
+			if !deployments[e.Scale.Deployment] && !t.applies("Deployment", e.Scale.Deployment, i) {
+				errs = append(errs, fmt.Sprintf("%s.scale.deployment: Deployment %s is not in the manifests; add it with -f or fix the name", where, e.Scale.Deployment))
+			}
+		case e.Job != nil:
+			e.Job.Job = qualified(e.Job.Job)
+			if !jobs[e.Job.Job] && !t.applies("Job", e.Job.Job, i) {
+				errs = append(errs, fmt.Sprintf("%s.job.job: Job %s is not in the manifests; add it with -f or fix the name", where, e.Job.Job))
+			}
+			if e.Job.RunFor.Duration <= 0 {
+				errs = append(errs, fmt.Sprintf("%s.job.runFor: must be positive, such as 20m", where))
+			}
+			if e.Job.Pods < 0 {
+				errs = append(errs, fmt.Sprintf("%s.job.pods: must not be negative", where))
+			}
+		case e.Apply != "":
+			if _, err := manifests.Parse(fmt.Sprintf("%s.apply", where), strings.NewReader(e.Apply)); err != nil {
+				errs = append(errs, err.Error())
+			}
+		case e.Interrupt != nil:
+			if e.Interrupt.SpotNodes <= 0 {
+				errs = append(errs, fmt.Sprintf("%s.interrupt.spotNodes: must be positive", where))
+			}
+		case e.Shortage != nil:
+			if e.Shortage.For.Duration <= 0 {
+				errs = append(errs, fmt.Sprintf("%s.shortage.for: must be positive, such as 30m", where))
+			}
+			if e.Shortage.InstanceType == "" && e.Shortage.Zone == "" && e.Shortage.CapacityType == "" {
+				errs = append(errs, fmt.Sprintf("%s.shortage: set at least one of instanceType, zone and capacityType", where))
+			}
+		}
+	}
+	if t.Duration.Duration < 0 {
+		errs = append(errs, "duration: must not be negative")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("trace: %s", strings.Join(errs, "; "))
+	}
+	sort.SliceStable(t.Events, func(i, j int) bool { return t.Events[i].At.Duration < t.Events[j].At.Duration })
+	if t.Duration.Duration == 0 && len(t.Events) > 0 {
+		t.Duration.Duration = t.Events[len(t.Events)-1].At.Duration
+	}
+	if t.Duration.Duration == 0 {
+		return fmt.Errorf("trace: duration: set how long to simulate, such as 24h (the trace has no events to end it)")
+	}
+	return nil
+}
+
+// applies reports whether an event before index i applies kind
+// NAMESPACE/NAME.
+func (t *Trace) applies(kind, name string, i int) bool {
+	for _, e := range t.Events[:i] {
+		if e.Apply == "" {
+			continue
+		}
+		objs, err := manifests.Parse("apply", strings.NewReader(e.Apply))
+		if err != nil {
+			continue
+		}
+		switch kind {
+		case "Deployment":
+			for _, d := range objs.Deployments {
+				if d.Namespace+"/"+d.Name == name {
+					return true
+				}
+			}
+		case "Job":
+			for _, j := range objs.Jobs {
+				if j.Namespace+"/"+j.Name == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// qualified is name with the default namespace when it has none.
+func qualified(name string) string {
+	if strings.Contains(name, "/") {
+		return name
+	}
+	return "default/" + name
+}

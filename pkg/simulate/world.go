@@ -1,0 +1,249 @@
+package simulate
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// sim is one run's cluster.
+type sim struct {
+	cfg   Config
+	start time.Time
+	now   time.Time
+	end   time.Time
+	q     queue
+	seq   int
+	rng   *rand.Rand
+
+	pools    map[string]*v1.NodePool
+	poolHash map[string]string
+	// poolTypes are each pool's instance types, NodeOverlays applied.
+	poolTypes  map[string][]*cloudprovider.InstanceType
+	pdbs       []*policyv1.PodDisruptionBudget
+	daemonSets []*corev1.Pod
+	owners     map[string]*owner
+	ownerNames []string
+
+	pods    map[string]*simPod
+	nodes   map[string]*simNode
+	podSeq  int
+	nodeSeq int
+
+	// unavailable are offerings a launch found short, until when: the
+	// planner's view, as the controller's unavailable-offerings cache.
+	unavailable map[offering]time.Time
+	// short are the trace's shortages: what EC2 refuses, until when.
+	short []shortage
+
+	batchOpen  bool
+	batchFirst time.Time
+	batchLast  time.Time
+	bindQueued bool
+	passQueued bool
+	dirty      bool
+	commands   []*command
+	// shared is scheduling.Share of the pools as sharedKey describes them.
+	shared    *scheduling.Shared
+	sharedKey string
+	// boundStale: the pods changed since the last sample's bound.
+	boundStale bool
+	live       int
+
+	rec recorder
+}
+
+// owner is a Deployment, Job or bare pod: what makes pods and, when they
+// are evicted, makes them again.
+type owner struct {
+	key      string
+	template corev1.PodTemplateSpec
+	// want is the Deployment's replicas; a Job's pods are made once.
+	want int
+	job  bool
+	// runFor is how long a Job's pods run once bound; parallel is its
+	// spec.parallelism, the pods a job event starts by default.
+	runFor   time.Duration
+	parallel int
+	// version counts template changes, for the bound's cache.
+	version int
+	pods    map[string]*simPod
+}
+
+type simPod struct {
+	pod   *corev1.Pod
+	key   string
+	owner *owner
+	node  *simNode
+	// pendingSince is when the pod last became pending.
+	pendingSince time.Time
+	// nominated is the in-flight node the provisioner launched for it.
+	nominated string
+	// doneAt ends a Job's pod, once bound.
+	doneAt time.Time
+}
+
+type simNode struct {
+	name      string
+	pool      string
+	it        *cloudprovider.InstanceType
+	offering  cloudprovider.Offering
+	labels    map[string]string
+	taints    []corev1.Taint
+	launched  time.Time
+	readyAt   time.Time // zero until initialized
+	lastEvent time.Time
+	pods      map[string]*simPod
+	// deleting: marked by a command, interrupted or expired; it takes no
+	// new pods. gone: terminated, and its cost stopped.
+	deleting bool
+	gone     bool
+	drifted  time.Time
+	hash     string
+	// underway is the command this node is a candidate of, if any.
+	underway *command
+}
+
+type offering struct{ instanceType, zone, capacityType string }
+
+type shortage struct {
+	Shortage
+	until time.Time
+}
+
+func (n *simNode) initialized() bool { return !n.readyAt.IsZero() }
+
+// schedulingNode is n as the planner sees it.
+func (s *sim) schedulingNode(n *simNode) *scheduling.Node {
+	sn := &scheduling.Node{Name: n.name, Labels: n.labels, Taints: n.taints, Allocatable: n.it.Allocatable,
+		NodePool: n.pool, InFlight: !n.initialized(), MarkedForDeletion: n.deleting || n.underway != nil && n.underway.marked,
+		AttachLimits: n.it.AttachLimits}
+	for _, key := range sortedKeys(n.pods) {
+		sn.Pods = append(sn.Pods, n.pods[key].pod)
+	}
+	return sn
+}
+
+// newPod makes a pod of o, pending from now.
+func (s *sim) newPod(o *owner) *simPod {
+	s.podSeq++
+	p := &corev1.Pod{ObjectMeta: *o.template.ObjectMeta.DeepCopy(), Spec: *o.template.Spec.DeepCopy()}
+	pods.DefaultRequests(&p.Spec)
+	ns, name := splitKey(o.key)
+	p.Namespace, p.Name = ns, fmt.Sprintf("%s-%06d", name, s.podSeq)
+	p.UID = types.UID("uid-" + p.Name)
+	p.CreationTimestamp = metav1.NewTime(s.now)
+	p.Status.Phase = corev1.PodPending
+	sp := &simPod{pod: p, key: p.Namespace + "/" + p.Name, owner: o, pendingSince: s.now}
+	s.pods[sp.key] = sp
+	o.pods[sp.key] = sp
+	s.workloadChanged()
+	s.pendingAdded()
+	return sp
+}
+
+// bind puts p on n, as kube-scheduler's binding and the kubelet's start.
+func (s *sim) bind(p *simPod, n *simNode) {
+	p.node = n
+	p.nominated = ""
+	p.pod.Spec.NodeName = n.name
+	p.pod.Status.Phase = corev1.PodRunning
+	p.pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	n.pods[p.key] = p
+	s.podEvent(n)
+	s.rec.pending(s.now.Sub(p.pendingSince))
+	if p.owner.job {
+		p.doneAt = s.now.Add(p.owner.runFor)
+		s.at(p.doneAt, func() {
+			if s.pods[p.key] == p {
+				s.removePod(p)
+			}
+		})
+	}
+}
+
+// removePod deletes p (scaled down, finished, or evicted before its owner
+// makes another).
+func (s *sim) removePod(p *simPod) {
+	delete(s.pods, p.key)
+	delete(p.owner.pods, p.key)
+	if p.node != nil {
+		delete(p.node.pods, p.key)
+		s.podEvent(p.node)
+	}
+	s.workloadChanged()
+}
+
+// evict removes p from its node; its owner makes a new pod, pending.
+func (s *sim) evict(p *simPod, reason string) {
+	s.rec.evicted(reason)
+	s.removePod(p)
+	// A Job's pod evicted before it finished starts over.
+	if !p.owner.job || p.doneAt.After(s.now) {
+		s.newPod(p.owner)
+	}
+}
+
+// podEvent is a pod bound to or gone from n: consolidateAfter counts from
+// the last one, as the NodeClaim's lastPodEventTime does.
+func (s *sim) podEvent(n *simNode) {
+	n.lastEvent = s.now
+	s.changed()
+}
+
+// changed marks the cluster as changed: the next disruption poll decides
+// again, and pending pods may find room.
+func (s *sim) changed() {
+	s.dirty = true
+	s.queuePass()
+}
+
+// pendingPods are the pods no node runs, by key.
+func (s *sim) pendingPods() []*simPod {
+	var out []*simPod
+	for _, key := range sortedKeys(s.pods) {
+		if p := s.pods[key]; p.node == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// liveNodes are the nodes not yet terminated, by name.
+func (s *sim) liveNodes() []*simNode {
+	out := make([]*simNode, 0, len(s.nodes))
+	for _, name := range sortedKeys(s.nodes) {
+		if n := s.nodes[name]; !n.gone {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func splitKey(key string) (string, string) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i], key[i+1:]
+		}
+	}
+	return "default", key
+}
