@@ -23,7 +23,7 @@ import (
 func newPlanCommand() *cobra.Command {
 	var files, zones []string
 	var region, output, commitmentsPath string
-	policies := map[string]*string{}
+	var policies map[string]*string
 	cmd := &cobra.Command{
 		Use:   "plan -f FILE...",
 		Short: "Show, offline, the NodeClaims Joiner would create for some manifests",
@@ -63,15 +63,7 @@ on the bill under the commitments, with the totals.`,
 			if len(objs.PodDisruptionBudgets) > 0 {
 				return fmt.Errorf("PodDisruptionBudget %s/%s: a plan evicts nothing, so PDBs change nothing; remove them from -f, or use joiner simulate, which evicts", objs.PodDisruptionBudgets[0].Namespace, objs.PodDisruptionBudgets[0].Name)
 			}
-			// The controller's settings, from the same flags or variables,
-			// so the plan is the one the controller would make.
-			var settingArgs []string
-			for name, v := range policies {
-				if cmd.Flags().Changed(name) {
-					settingArgs = append(settingArgs, "--"+name+"="+*v)
-				}
-			}
-			opts, err := operator.ParsePlanning(settingArgs, os.Getenv)
+			opts, err := planningSettings(cmd, policies)
 			if err != nil {
 				return err
 			}
@@ -104,9 +96,7 @@ on the bill under the commitments, with the totals.`,
 	cmd.Flags().StringSliceVar(&zones, "zones", nil, "catalog zones (default: <region>a,b,c)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	cmd.Flags().StringVar(&commitmentsPath, "commitments", "", "a YAML file of the account's Reserved Instances and Savings Plans (docs/cost.md): the plan fills them first, and prices NodeClaims on the bill")
-	for _, ps := range operator.PlanningSettings() {
-		policies[ps.Flag] = cmd.Flags().String(ps.Flag, ps.Default, fmt.Sprintf("%s (env %s)", ps.Usage, ps.Env))
-	}
+	policies = planningFlags(cmd)
 	return cmd
 }
 
@@ -232,4 +222,26 @@ func printTable(w io.Writer, doc Document, problems []state.NodePoolProblem) {
 		}
 		tw.Flush()
 	}
+}
+
+// planningFlags adds the controller's planning settings to cmd as flags.
+func planningFlags(cmd *cobra.Command) map[string]*string {
+	policies := map[string]*string{}
+	for _, ps := range operator.PlanningSettings() {
+		policies[ps.Flag] = cmd.Flags().String(ps.Flag, ps.Default, fmt.Sprintf("%s (env %s)", ps.Usage, ps.Env))
+	}
+	return policies
+}
+
+// planningSettings are the controller's planning settings from the flags
+// planningFlags added, or their variables, so that an offline plan is the
+// one the controller would make.
+func planningSettings(cmd *cobra.Command, policies map[string]*string) (scheduling.Options, error) {
+	var args []string
+	for name, v := range policies {
+		if cmd.Flags().Changed(name) {
+			args = append(args, "--"+name+"="+*v)
+		}
+	}
+	return operator.ParsePlanning(args, os.Getenv)
 }

@@ -25,7 +25,7 @@ func newSimulateCommand() *cobra.Command {
 	var peak int
 	var duration time.Duration
 	t := simulate.DefaultTiming()
-	policies := map[string]*string{}
+	var policies map[string]*string
 	cmd := &cobra.Command{
 		Use:   "simulate -f MANIFEST... (--trace FILE | --generate diurnal|burst|walk) --out DIR",
 		Short: "Replay a workload over simulated time through Joiner's own decisions, and report cost, nodes and disruptions",
@@ -61,13 +61,7 @@ disruption command).`,
 			if (tracePath == "") == (generate == "") {
 				return fmt.Errorf("give exactly one of --trace FILE and --generate %s", strings.Join(simulate.Generators, "|"))
 			}
-			var settingArgs []string
-			for name, v := range policies {
-				if cmd.Flags().Changed(name) {
-					settingArgs = append(settingArgs, "--"+name+"="+*v)
-				}
-			}
-			sched, err := operator.ParsePlanning(settingArgs, os.Getenv)
+			sched, err := planningSettings(cmd, policies)
 			if err != nil {
 				return err
 			}
@@ -154,9 +148,7 @@ disruption command).`,
 	f.DurationVar(&t.Drain, "drain-delay", t.Drain, "from a node's pods being evicted to its instance terminating")
 	f.DurationVar(&t.Sample, "sample", t.Sample, "interval of the time series")
 	f.Float64Var(&t.SpotInterruptionsPerHour, "spot-interruptions-per-hour", 0, "chance per hour that AWS interrupts each spot instance")
-	for _, ps := range operator.PlanningSettings() {
-		policies[ps.Flag] = f.String(ps.Flag, ps.Default, fmt.Sprintf("%s (env %s)", ps.Usage, ps.Env))
-	}
+	policies = planningFlags(cmd)
 	return cmd
 }
 
