@@ -21,7 +21,7 @@ func newExplainCommand() *cobra.Command {
 pass: the same decision code that acts, not a second model of it.`,
 		SilenceUsage: true,
 	}
-	cmd.AddCommand(newExplainNodeCommand(), newExplainPodCommand())
+	cmd.AddCommand(newExplainNodeCommand(), newExplainNodeClaimCommand(), newExplainPodCommand(), newExplainNodePoolCommand())
 	return cmd
 }
 

@@ -19,6 +19,7 @@ func TestExplain(t *testing.T) {
 	board.Record(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), []explain.Node{
 		{Node: "a", NodeClaim: "default-a", NodePool: "default", Verdict: explain.Disrupting, Reason: "Underutilized", Move: "replace with c6a.large (on-demand, us-east-1a)", SavingPerHour: 0.2295},
 		{Node: "b", NodeClaim: "default-b", NodePool: "default", Verdict: explain.Kept, Reason: "PDB default/web blocks the eviction of pod default/web-1 (0 disruptions allowed)"},
+		{Node: "s", NodeClaim: "spot-s", NodePool: "spot", Verdict: explain.Kept, Reason: "consolidateAfter (5m) has not passed"},
 	})
 	board.RecordPods(time.Date(2026, 1, 1, 12, 0, 1, 0, time.UTC), []explain.Pod{{Pod: "default/web-1", Reason: "no NodePool can run the pod: ...",
 		Pools: []scheduling.PoolReason{{NodePool: "spot", Reason: `incompatible requirements, key karpenter.sh/capacity-type, karpenter.sh/capacity-type In [on-demand] not in karpenter.sh/capacity-type In [spot]`},
@@ -43,6 +44,14 @@ func TestExplain(t *testing.T) {
 		{name: "a pending pod", args: []string{"pod", "default/web-1", "--endpoint", srv.URL},
 			want: "pod default/web-1: pending\n  nodepool \"spot\": incompatible requirements, key karpenter.sh/capacity-type, karpenter.sh/capacity-type In [on-demand] not in karpenter.sh/capacity-type In [spot]\n  nodepool \"gpu\": did not tolerate taint nvidia.com/gpu=true:NoSchedule\n  decided at 2026-01-01T12:00:01Z\n"},
 		{name: "a pod not left pending", args: []string{"pod", "default/web-2", "--endpoint", srv.URL}, wantErr: explain.NotPending("default/web-2")},
+		{name: "a NodeClaim", args: []string{"nodeclaim", "default-b", "--endpoint", srv.URL},
+			want: "node b (NodeClaim default-b, NodePool default)\n  kept: PDB default/web"},
+		{name: "a NodeClaim the pass did not see", args: []string{"nodeclaim", "default-z", "--endpoint", srv.URL}, wantErr: "saw no node of NodeClaim default-z"},
+		{name: "a NodePool", args: []string{"nodepool", "default", "--endpoint", srv.URL},
+			want: "nodepool default: 2 node(s) in the last disruption pass (2026-01-01T12:00:00Z)\n  next disruption (Underutilized, now): node a, replace with c6a.large (on-demand, us-east-1a), saving $0.2295/hour\n  node b kept: PDB default/web blocks"},
+		{name: "a NodePool with nothing to do", args: []string{"nodepool", "spot", "--endpoint", srv.URL},
+			want: "  next disruption: none; every node stays\n  node s kept: consolidateAfter (5m) has not passed\n"},
+		{name: "a NodePool the pass did not see", args: []string{"nodepool", "gpu", "--endpoint", srv.URL}, wantErr: "saw no node of NodePool gpu"},
 		{name: "a pod without its namespace", args: []string{"pod", "web-1", "--endpoint", srv.URL}, wantErr: `give it as NAMESPACE/NAME`},
 	}
 	for _, tc := range cases {
