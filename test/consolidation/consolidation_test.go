@@ -126,6 +126,8 @@ func TestEmptinessAndProtection(t *testing.T) {
 		want string
 		// wantEvent is the DisruptionBlocked reason a kept node gets.
 		wantEvent string
+		// annotateNode puts karpenter.sh/do-not-disrupt on the Node once up.
+		annotateNode bool
 	}{
 		{name: "an empty node is removed", pool: pool("WhenEmptyOrUnderutilized", "5s", "10%"),
 			workload: framework.Deployment("web", 2, "1", "1Gi", ""), scaleTo: 0, want: "removed"},
@@ -140,6 +142,14 @@ func TestEmptinessAndProtection(t *testing.T) {
 		{name: "do-not-disrupt on a pod blocks consolidation", pool: pool("WhenEmptyOrUnderutilized", "5s", "10%"),
 			workload: strings.Replace(framework.Deployment("web", 3, "1", "1Gi", ""), "metadata: {labels: {app: web}}", "metadata: {labels: {app: web}, annotations: {karpenter.sh/do-not-disrupt: \"true\"}}", 1),
 			scaleTo:  1, want: "kept", wantEvent: "has \"karpenter.sh/do-not-disrupt: true\""},
+		{name: "do-not-disrupt with a duration on a pod blocks consolidation", pool: pool("WhenEmptyOrUnderutilized", "5s", "10%"),
+			workload: strings.Replace(framework.Deployment("web", 3, "1", "1Gi", ""), "metadata: {labels: {app: web}}", "metadata: {labels: {app: web}, annotations: {karpenter.sh/do-not-disrupt: \"1h\"}}", 1),
+			scaleTo:  1, want: "kept", wantEvent: "has \"karpenter.sh/do-not-disrupt: 1h\""},
+		{name: "do-not-disrupt on the Node blocks consolidation", pool: pool("WhenEmptyOrUnderutilized", "5s", "10%"),
+			workload: framework.Deployment("web", 3, "1", "1Gi", ""), scaleTo: 1, annotateNode: true,
+			want: "kept", wantEvent: "node has \"karpenter.sh/do-not-disrupt: true\""},
+		{name: "a node no cheaper type can replace is kept", pool: pool("WhenEmptyOrUnderutilized", "5s", "10%"),
+			workload: framework.Deployment("web", 1, "1", "1Gi", ""), scaleTo: 1, want: "kept", wantEvent: "no cheaper replacement"},
 		{name: "a PDB allowing no eviction keeps the node", pool: pool("WhenEmptyOrUnderutilized", "5s", "10%"),
 			workload: framework.Deployment("web", 3, "1", "1Gi", "") + `---
 apiVersion: policy/v1
@@ -162,6 +172,9 @@ spec:
 				n, _ := framework.Running(t, map[string]string{"app": "web"})
 				return n > 0, fmt.Sprint(n)
 			})
+			if tc.annotateNode {
+				framework.Kubectl(t, "", "annotate", "node", old.Status.NodeName, v1.AnnotationDoNotDisrupt+"=true")
+			}
 			// The control case: what explain says the move is, while the
 			// controller makes it.
 			moves := make(chan string, 1)
