@@ -1,7 +1,7 @@
 # The two commands the README gives are `make demo` and `make test`.
 SHELL := /bin/bash
 
-.PHONY: race demo test soak chaos scale scale-down optimum optimum-random optimum-random-commitments optimum-commitments reliability fuzz bench-aws least-privilege karpenter-e2e image generate verify-generated setup down fmt
+.PHONY: race demo test simulate-fidelity soak chaos scale scale-down optimum optimum-random optimum-random-commitments optimum-commitments reliability fuzz bench-aws least-privilege karpenter-e2e image generate verify-generated setup down fmt
 
 ## demo: set everything up and run the demo on a local control plane, with
 ## Joiner's aws provider against the local AWS endpoint (cmd/fake-aws)
@@ -33,11 +33,22 @@ test: setup
 
 ## race: the race detector over the packages that run goroutines of their
 ## own (the operator's wiring, the controllers, the planner, the cluster
-## state, the AWS provider); .ci/run runs it after make test. Its time is in
+## state, the AWS provider, the simulator and its LP-bound goroutine);
+## .ci/run runs it after make test. Its time is in
 ## docs/long-tests.md.
-RACE_PACKAGES = ./pkg/operator/... ./pkg/controllers/... ./pkg/scheduling/... ./pkg/state/... ./pkg/cloudprovider/aws/...
+RACE_PACKAGES = ./pkg/operator/... ./pkg/controllers/... ./pkg/scheduling/... ./pkg/state/... ./pkg/cloudprovider/aws/... ./pkg/simulate/...
 race: setup
 	go test -race -count=1 -p 2 -timeout 40m $(RACE_PACKAGES)
+
+## simulate-fidelity: one generated 2-hour trace (a random walk of 20
+## Deployments, peak 150 pods) replayed live on the local control plane with
+## kwok and Joiner, six times faster (consolidateAfter 10s), and in joiner
+## simulate; node-hours, cost, evictions and peak nodes of both go to
+## .cache/fidelity.md and the log (-tags fidelity, test/simulate). About 25
+## minutes; docs/simulate.md has the figures.
+simulate-fidelity: setup
+	go vet -tags fidelity ./test/simulate/
+	FIDELITY_OUT=$(abspath .cache) go test -tags fidelity -count=1 -timeout 60m -v -run '^TestFidelity$$' ./test/simulate/
 
 ## soak: the steady-state test's full 30-minute watch (-tags long), outside
 ## make test; about 40 minutes. docs/long-tests.md has its figures.

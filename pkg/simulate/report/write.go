@@ -3,7 +3,6 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"html/template"
 	"os"
 	"path/filepath"
 	"sort"
@@ -59,7 +58,7 @@ func Write(dir, trace string, results []*simulate.Result) error {
 		if err != nil {
 			return err
 		}
-		page.Plots = append(page.Plots, plotData{Title: p.Title, Name: p.Name, SVG: template.HTML(svg)})
+		page.Plots = append(page.Plots, plotData{Title: p.Title, Name: p.Name, SVG: string(svg)})
 	}
 	for _, r := range results {
 		c := configData{Name: r.Summary.Config, Decisions: r.Decisions}
@@ -83,7 +82,7 @@ func Write(dir, trace string, results []*simulate.Result) error {
 		return err
 	}
 	defer f.Close()
-	if err := pageTemplate.Execute(f, page); err != nil {
+	if err := writePage(f, page); err != nil {
 		return fmt.Errorf("writing report.html: %w", err)
 	}
 	return f.Close()
@@ -101,7 +100,9 @@ type pageData struct {
 
 type plotData struct {
 	Title, Name string
-	SVG         template.HTML
+	// SVG is the plot's own SVG file, written by gonum/plot: trusted
+	// markup, put in the page as it is.
+	SVG string
 }
 
 type configData struct {
@@ -115,54 +116,3 @@ type blockedData struct {
 	Why    string
 	Passes int
 }
-
-var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"money": func(v float64) string { return fmt.Sprintf("$%.2f", v) },
-	"hours": func(m float64) string { return fmt.Sprintf("%02d:%02d", int(m)/60, int(m)%60) },
-	"price": func(v float64) string { return fmt.Sprintf("$%.4f/h", v) },
-	"reasons": func(m map[string]int) string {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		out := ""
-		for i, k := range keys {
-			if i > 0 {
-				out += ", "
-			}
-			out += fmt.Sprintf("%s %d", k, m[k])
-		}
-		if out == "" {
-			return "none"
-		}
-		return out
-	},
-}).Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>joiner simulate</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin:1em 0}
-td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}
-th:first-child,td:first-child{text-align:left}
-figure{margin:1.5em 0}
-figure svg{width:100%;max-width:1000px;height:auto}
-</style></head><body>
-<h1>joiner simulate</h1>
-<p>Trace: {{.Trace}}</p>
-<h2>Summary</h2>
-<table id="summary">
-<tr><th>configuration</th><th>total cost</th><th>LP bound</th><th>above bound</th><th>node-hours</th><th>peak nodes</th><th>evictions</th><th>pending p50 (s)</th><th>pending p99 (s)</th><th>disruptions</th></tr>
-{{range .Configs}}<tr><td>{{.Config}}</td><td class="totalCost">{{money .TotalCost}}</td><td class="lpBoundCost">{{money .LPBoundCost}}</td><td>{{money .CostAboveBound}}</td><td class="nodeHours">{{printf "%.2f" .NodeHours}}</td><td class="peakNodes">{{.PeakNodes}}</td><td class="evictions">{{.Evictions}}</td><td>{{.PendingSecondsP50}}</td><td>{{.PendingSecondsP99}}</td><td>{{reasons .Disruptions}}</td></tr>
-{{end}}</table>
-{{range .Plots}}<figure id="{{.Name}}">{{.SVG}}</figure>
-{{end}}
-{{range .Details}}<h2>{{.Name}}: disruption commands</h2>
-<table><tr><th>at</th><th>reason</th><th>nodes</th><th>replacements</th><th>saving</th></tr>
-{{range .Decisions}}<tr><td>{{hours .Minutes}}</td><td>{{.Reason}}</td><td>{{range .Nodes}}{{.}} {{end}}</td><td>{{range .Replacements}}{{.}} {{end}}</td><td>{{price .Savings}}</td></tr>
-{{end}}</table>{{if .More}}<p>and {{.More}} more (results.json has them all).</p>{{end}}
-<h3>Why nodes were left alone (passes)</h3>
-<table><tr><th>reason</th><th>passes</th></tr>{{range .Blocked}}<tr><td>{{.Why}}</td><td>{{.Passes}}</td></tr>{{end}}</table>
-{{end}}
-</body></html>
-`))
