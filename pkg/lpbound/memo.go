@@ -13,11 +13,14 @@ import (
 // disruption loop plans the same sets of pods again on every pass until
 // the cluster changes (and joiner simulate does so thousands of times);
 // Patterns is deterministic, so a remembered result is the result, and
-// only the time differs. The key is the SHA-256 of the whole input (names
-// aside): 32 bytes an entry rather than the input's kilobytes, which in
-// the controller's memory would add up, and a collision is not a risk
-// worth weighing.
-var memo = &patternMemo{max: 2048, entries: map[string]*list.Element{}, order: list.New()}
+// only the time differs.
+//
+// It keeps 512 results: a pass's problems recur in the next pass, not a
+// day later, and each result holds its patterns (some kilobytes), which
+// the controller's memory limit counts. The key is the SHA-256 of the
+// whole input (names aside), 32 bytes rather than the input's kilobytes;
+// a collision is not a risk worth weighing.
+var memo = &patternMemo{max: 512, entries: map[string]*list.Element{}, order: list.New()}
 
 type patternMemo struct {
 	mu      sync.Mutex
