@@ -102,15 +102,17 @@ func (b *bounds) request(s *sim, i int) {
 }
 
 // integrate waits for the bounds, fills each sample's, and returns the
-// bound's cost over the run: each sample's bound held for an interval.
-func (b *bounds) integrate(samples []Sample, interval time.Duration) float64 {
+// bound's cost over the run: each sample's bound held until the next
+// sample or the end of the run, whichever comes first.
+func (b *bounds) integrate(samples []Sample, interval, duration time.Duration) float64 {
 	close(b.work)
 	b.done.Wait()
 	total := 0.0
 	for i := range samples {
 		v := b.bySig[b.sigs[i]]
 		samples[i].BoundPerHour = round(v, 6)
-		total += v * interval.Hours()
+		held := min(interval.Hours(), duration.Hours()-samples[i].Minutes/60)
+		total += v * max(held, 0)
 	}
 	return total
 }

@@ -48,24 +48,17 @@ func (s *sim) pass() {
 	snap := s.snapshot(pending)
 	// The commands under way: their candidates take no pods, and once
 	// their replacements are up their pods count as moving.
-	underway, moving := map[string]bool{}, map[string]bool{}
-	for _, c := range s.commands {
-		up := true
-		for _, r := range c.replacements {
-			up = up && r.initialized()
-		}
-		for _, cand := range c.cmd.Candidates {
-			underway[cand.Node] = true
-			moving[cand.Node] = up
-		}
-	}
+	underway, moving := s.underwayBut(nil)
 	pdbs := s.pdbStatus()
 	if len(underway) > 0 {
 		snap = state.Disrupting(snap, underway, moving, pdbs, s.now)
 	}
+	// A nomination protects a node while the pods still wait for it to
+	// come up; once it has, kube-scheduler binds them or they go back to
+	// the provisioner, as the controller's nominations lapse.
 	waiting := map[string][]string{}
 	for _, p := range pending {
-		if p.nominated != "" {
+		if n := s.nodes[p.nominated]; n != nil && !n.initialized() {
 			waiting[p.nominated] = append(waiting[p.nominated], p.key)
 		}
 	}
@@ -155,24 +148,44 @@ func (s *sim) startCommand(cmd disruption.Command) {
 
 // drainCommand evicts the candidates' pods and terminates them.
 func (s *sim) drainCommand(c *command) {
+	for _, r := range c.replacements {
+		if r.gone || r.deleting {
+			// A replacement interrupted or expired before it
+			// initialized: the controller's wait for it fails, and the
+			// command is abandoned.
+			s.abandon(c)
+			return
+		}
+	}
 	cands := c.cmd.Candidates
+	// Tainted first, as the controller taints a deletion's candidates
+	// before its recheck: pending pods then claim no room on them.
+	c.marked = true
 	if len(c.cmd.Replacements) == 0 {
 		// Pods that arrived meanwhile may have taken the room: check
 		// again, as the controller's recheck does.
 		snap := s.snapshot(s.pendingPods())
-		if others := s.otherUnderway(c); len(others) > 0 {
-			snap = state.Disrupting(snap, others, others, s.pdbStatus(), s.now)
+		if others, moving := s.underwayBut(c); len(others) > 0 {
+			snap = state.Disrupting(snap, others, moving, s.pdbStatus(), s.now)
 		}
 		goes, _ := disruption.Recheck(snap, c.cmd, s.cfg.Scheduling)
 		for _, cand := range cands[goes:] {
 			s.nodes[cand.Node].underway = nil
 		}
+		if goes < len(cands) {
+			// The nodes kept back are candidates again.
+			s.changed()
+		}
 		cands = cands[:goes]
 	}
-	c.marked = true
 	reason := strings.ToLower(string(c.cmd.Reason))
 	for _, cand := range cands {
 		n := s.nodes[cand.Node]
+		if n.deleting || n.gone {
+			// Interrupted or expired while the command waited: counted
+			// and drained already.
+			continue
+		}
 		s.rec.disrupted(reason)
 		s.drain(n, reason)
 	}
@@ -182,6 +195,11 @@ func (s *sim) drainCommand(c *command) {
 func (s *sim) abandon(c *command) {
 	for _, cand := range c.cmd.Candidates {
 		s.nodes[cand.Node].underway = nil
+	}
+	// The replacements already launched go, as the controller's
+	// dropReplacements deletes them.
+	for _, r := range c.replacements {
+		s.terminate(r)
 	}
 	s.finish(c)
 	s.changed()
@@ -299,18 +317,25 @@ func (s *sim) markDrift(pool string) {
 	}
 }
 
-// otherUnderway are the candidates of the commands under way but c.
-func (s *sim) otherUnderway(c *command) map[string]bool {
-	out := map[string]bool{}
-	for _, x := range s.commands {
-		if x == c {
+// underwayBut are the candidates of the commands under way but except,
+// and which of them are moving: those whose replacements have all
+// initialized, as the controller's withUnderway has them.
+func (s *sim) underwayBut(except *command) (nodes, moving map[string]bool) {
+	nodes, moving = map[string]bool{}, map[string]bool{}
+	for _, c := range s.commands {
+		if c == except {
 			continue
 		}
-		for _, cand := range x.cmd.Candidates {
-			out[cand.Node] = true
+		up := true
+		for _, r := range c.replacements {
+			up = up && r.initialized()
+		}
+		for _, cand := range c.cmd.Candidates {
+			nodes[cand.Node] = true
+			moving[cand.Node] = up
 		}
 	}
-	return out
+	return nodes, moving
 }
 
 // admits reports whether np's requirements still admit a node with labels.

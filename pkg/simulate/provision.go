@@ -45,7 +45,7 @@ func (s *sim) batchCheck() {
 // pending pods, nodes (in-flight ones too) with their pods, the NodePools
 // with what they use, and the commands under way.
 func (s *sim) snapshot(pending []*simPod) scheduling.Snapshot {
-	snap := scheduling.Snapshot{DaemonSets: s.daemonSets, Nominated: map[string]string{}}
+	snap := scheduling.Snapshot{DaemonSets: s.daemonSets, Nominated: map[string]string{}, Namespaces: s.namespaces}
 	for _, p := range pending {
 		snap.Pods = append(snap.Pods, p.pod)
 		if p.nominated != "" {
@@ -251,7 +251,7 @@ func (s *sim) schedule() {
 	if len(pending) == 0 {
 		return
 	}
-	snap := scheduling.Snapshot{DaemonSets: s.daemonSets, Nominated: map[string]string{}}
+	snap := scheduling.Snapshot{DaemonSets: s.daemonSets, Nominated: map[string]string{}, Namespaces: s.namespaces}
 	var ready []*simNode
 	for _, n := range s.liveNodes() {
 		if n.initialized() && !n.deleting && (n.underway == nil || !n.underway.marked) {

@@ -16,8 +16,8 @@ type Result struct {
 	Samples []Sample `json:"samples"`
 	// Decisions are the disruption commands, in order.
 	Decisions []Decision `json:"decisions"`
-	// Blocked counts, per reason a node was left alone, the passes that
-	// gave it (the reason's first words, before any name).
+	// Blocked counts, per reason a node was left alone (its first four
+	// words), the nodes each pass gave it to, summed over passes.
 	Blocked map[string]int `json:"blocked"`
 	// Problems are errors of the LP bound's computation, if any: the
 	// bound of those samples is 0.

@@ -55,7 +55,11 @@ func Run(cfg Config, trace *Trace, progress func(float64)) (*Result, error) {
 	for _, n := range s.liveNodes() {
 		s.rec.terminated(n, s.end)
 	}
-	boundCost := bounds.integrate(s.rec.samples, cfg.Timing.Sample)
+	// Pods still pending count with their wait so far.
+	for _, p := range s.pendingPods() {
+		s.rec.pending(s.end.Sub(p.pendingSince))
+	}
+	boundCost := bounds.integrate(s.rec.samples, cfg.Timing.Sample, trace.Duration.Duration)
 	if progress != nil {
 		progress(1)
 	}
@@ -80,6 +84,9 @@ func newSim(cfg Config) (*sim, error) {
 			break
 		}
 	}
+	if len(objs.Pods) > podsOf(objs) {
+		unsupported = append(unsupported, "pods other than Deployments' and Jobs' (bare Pods, ReplicaSets, StatefulSets): the simulator scales Deployments and runs Jobs; give those workloads as Deployments, or remove them from -f")
+	}
 	snap, problems := objs.Snapshot(cfg.InstanceTypes)
 	for _, p := range problems {
 		unsupported = append(unsupported, fmt.Sprintf("NodePool %s: %s", p.NodePool, p.Reason))
@@ -101,7 +108,7 @@ func newSim(cfg Config) (*sim, error) {
 	s := &sim{cfg: cfg, start: Epoch, now: Epoch, rng: rand.New(rand.NewSource(cfg.Timing.Seed)),
 		pools: map[string]*v1.NodePool{}, poolHash: map[string]string{}, poolTypes: map[string][]*cloudprovider.InstanceType{},
 		owners: map[string]*owner{}, pods: map[string]*simPod{}, nodes: map[string]*simNode{},
-		unavailable: map[offering]time.Time{}, daemonSets: snap.DaemonSets}
+		unavailable: map[offering]time.Time{}, daemonSets: snap.DaemonSets, namespaces: snap.Namespaces}
 	s.rec = recorder{start: Epoch, evictions: map[string]int{}, disruptions: map[string]int{}, blockedBy: map[string]int{}}
 	for _, p := range snap.NodePools {
 		s.pools[p.NodePool.Name] = p.NodePool
@@ -207,6 +214,9 @@ func (s *sim) reconcile(o *owner) {
 
 // applyObjects replaces the manifests' objects of the same kind and name.
 func (s *sim) applyObjects(objs *manifests.Objects) {
+	if len(objs.NodePools) > 0 {
+		s.workloadChanged()
+	}
 	for _, np := range objs.NodePools {
 		s.pools[np.Name] = np
 		s.poolHash[np.Name] = np.Hash()
@@ -279,12 +289,21 @@ func (s *sim) sample(b *bounds, progress func(float64)) {
 		}
 	}
 	b.request(s, len(s.rec.samples))
+	// A budget's schedule opens and closes windows with no change in the
+	// cluster: decide again each sample while any pool has one.
+	for _, np := range s.pools {
+		for _, bd := range np.Spec.Disruption.Budgets {
+			if bd.Schedule != nil {
+				s.changed()
+			}
+		}
+	}
 	// Pods left pending with no node launching for them (a plan found
 	// none, a launch failed) are tried again, as kube-scheduler's periodic
 	// retry sends the provisioner another pod event.
 	if sm.Pending > 0 && !s.batchOpen {
 		for _, p := range s.pendingPods() {
-			if n := s.nodes[p.nominated]; n == nil || n.gone || n.deleting {
+			if n := s.nodes[p.nominated]; n == nil || n.gone || n.deleting || n.initialized() {
 				s.pendingAdded()
 				break
 			}

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -147,6 +148,24 @@ func TestScenarios(t *testing.T) {
 			}
 		},
 	}, {
+		name: "do-not-disrupt for 30m protects for 30 minutes from the pod's start", trace: upAndDown,
+		sc: scenario{annotations: `annotations: {karpenter.sh/do-not-disrupt: "30m"}`},
+		check: func(t *testing.T, r *Result) {
+			if r.Summary.Evictions == 0 {
+				t.Errorf("nothing evicted after the protection ended: %+v", r.Summary)
+			}
+		},
+	}, {
+		name: "the bound's cost covers the run's duration",
+		trace: func() *Trace {
+			return &Trace{Duration: d(time.Hour), Events: upAndDown().Events[:1]}
+		},
+		check: func(t *testing.T, r *Result) {
+			if want := r.Samples[1].BoundPerHour; math.Abs(r.Summary.LPBoundCost-want) > 1e-3 {
+				t.Errorf("LP bound cost $%.4f over an hour of a constant bound of $%.4f/h", r.Summary.LPBoundCost, want)
+			}
+		},
+	}, {
 		name: "expireAfter replaces nodes", sc: scenario{expire: "expireAfter: 1h"}, trace: upAndDown,
 		check: func(t *testing.T, r *Result) {
 			if r.Summary.Disruptions["expired"] == 0 {
@@ -217,3 +236,31 @@ func TestRunIsRepeatable(t *testing.T) {
 }
 
 func d(x time.Duration) metav1.Duration { return metav1.Duration{Duration: x} }
+
+// TestRefusedAtStart: what the simulator does not model is refused with
+// the fix, rather than left out of the run.
+func TestRefusedAtStart(t *testing.T) {
+	cases := []struct {
+		name, extra string
+		trace       *Trace
+		want        string
+	}{
+		{"a bare pod", "---\napiVersion: v1\nkind: Pod\nmetadata: {name: lone}\nspec: {containers: [{name: c, image: pause}]}\n", upAndDown(),
+			"bare Pods, ReplicaSets, StatefulSets"},
+		{"an EC2NodeClass applied mid-run", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute),
+			Apply: "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: default}\nspec: {role: r, amiSelectorTerms: [{alias: al2023@latest}], subnetSelectorTerms: [{tags: {a: b}}], securityGroupSelectorTerms: [{tags: {a: b}}]}\n"}}},
+			"events[0] (at 1m0s).apply: only NodePools, Deployments, Jobs and PodDisruptionBudgets"},
+	}
+	its, err := catalog.InstanceTypes(catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Run(Config{Name: "test", Objects: scenario{extra: c.extra}.objects(t), InstanceTypes: its, Timing: DefaultTiming()}, c.trace, nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one with %q", err, c.want)
+			}
+		})
+	}
+}

@@ -27,9 +27,8 @@ type Event struct {
 	Scale *Scale `json:"scale,omitempty"`
 	// Job starts a Job's pods, each running for a while.
 	Job *JobRun `json:"job,omitempty"`
-	// Apply replaces a NodePool, EC2NodeClass, Deployment, Job or PDB of
-	// the manifests by name (a NodePool's change drifts its nodes), or
-	// adds it.
+	// Apply replaces a NodePool, Deployment, Job or PDB of the manifests
+	// by name (a NodePool's change drifts its nodes), or adds it.
 	Apply string `json:"apply,omitempty"`
 	// Interrupt sends spot interruption warnings.
 	Interrupt *Interrupt `json:"interrupt,omitempty"`
@@ -127,8 +126,12 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 				errs = append(errs, fmt.Sprintf("%s.job.pods: must not be negative", where))
 			}
 		case e.Apply != "":
-			if _, err := manifests.Parse(fmt.Sprintf("%s.apply", where), strings.NewReader(e.Apply)); err != nil {
+			objs, err := manifests.Parse(fmt.Sprintf("%s.apply", where), strings.NewReader(e.Apply))
+			if err != nil {
 				errs = append(errs, err.Error())
+			} else if len(objs.EC2NodeClasses)+len(objs.DaemonSets)+len(objs.NodeOverlays)+len(objs.Nodes)+len(objs.Namespaces)+len(objs.LimitRanges)+
+				len(objs.Claims)+len(objs.Volumes)+len(objs.StorageClasses) > 0 || len(objs.Pods) > podsOf(objs) {
+				errs = append(errs, fmt.Sprintf("%s.apply: only NodePools, Deployments, Jobs and PodDisruptionBudgets are applied during a run; give the others with -f", where))
 			}
 		case e.Interrupt != nil:
 			if e.Interrupt.SpotNodes <= 0 {
@@ -194,4 +197,19 @@ func qualified(name string) string {
 		return name
 	}
 	return "default/" + name
+}
+
+// podsOf is how many pods objs' Deployments and Jobs make.
+func podsOf(objs *manifests.Objects) int {
+	n := 0
+	for _, d := range objs.Deployments {
+		n++
+		if d.Spec.Replicas != nil {
+			n += int(*d.Spec.Replicas) - 1
+		}
+	}
+	for _, j := range objs.Jobs {
+		n += parallelism(j.Spec.Parallelism)
+	}
+	return n
 }

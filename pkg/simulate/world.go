@@ -53,6 +53,9 @@ type sim struct {
 	passQueued bool
 	dirty      bool
 	commands   []*command
+	// namespaces are the manifests' namespaces' labels, as the planner's
+	// Snapshot.Namespaces has them.
+	namespaces map[string]map[string]string
 	// shared is scheduling.Share of the pools as sharedKey describes them.
 	shared    *scheduling.Shared
 	sharedKey string
@@ -139,6 +142,8 @@ func (s *sim) newPod(o *owner) *simPod {
 	s.podSeq++
 	p := &corev1.Pod{ObjectMeta: *o.template.ObjectMeta.DeepCopy(), Spec: *o.template.Spec.DeepCopy()}
 	pods.DefaultRequests(&p.Spec)
+	p.Namespace = o.namespace()
+	p = pods.WithLimitRanges(p, s.cfg.Objects.LimitRanges)
 	ns, name := splitKey(o.key)
 	p.Namespace, p.Name = ns, fmt.Sprintf("%s-%06d", name, s.podSeq)
 	p.UID = types.UID("uid-" + p.Name)
@@ -158,6 +163,13 @@ func (s *sim) bind(p *simPod, n *simNode) {
 	p.nominated = ""
 	p.pod.Spec.NodeName = n.name
 	p.pod.Status.Phase = corev1.PodRunning
+	started := metav1.NewTime(s.now)
+	p.pod.Status.StartTime = &started
+	// A do-not-disrupt of a duration ends with no change in the cluster:
+	// decide again then.
+	if d, err := time.ParseDuration(p.pod.Annotations[v1.AnnotationDoNotDisrupt]); err == nil && d > 0 {
+		s.after(d, s.changed)
+	}
 	p.pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	n.pods[p.key] = p
 	s.podEvent(n)
@@ -246,4 +258,10 @@ func splitKey(key string) (string, string) {
 		}
 	}
 	return "default", key
+}
+
+// namespace is the owner's namespace.
+func (o *owner) namespace() string {
+	ns, _ := splitKey(o.key)
+	return ns
 }

@@ -48,7 +48,7 @@ figure svg{width:100%;max-width:1000px;height:auto}
 		if d.More > 0 {
 			fmt.Fprintf(b, "<p>and %d more (results.json has them all).</p>\n", d.More)
 		}
-		b.WriteString("<h3>Why nodes were left alone (passes)</h3>\n<table><tr><th>reason</th><th>passes</th></tr>")
+		b.WriteString("<h3>Why nodes were left alone (nodes × passes)</h3>\n<table><tr><th>reason</th><th>nodes × passes</th></tr>")
 		for _, x := range d.Blocked {
 			fmt.Fprintf(b, "<tr><td>%s</td><td>%d</td></tr>", e(x.Why), x.Passes)
 		}
