@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/joiner-autoscaler/joiner/config/crd"
+	"github.com/joiner-autoscaler/joiner/config"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -46,7 +46,7 @@ func crdDefaults(kind string, doc []byte) ([]byte, error) {
 
 var loadSchemas = sync.OnceValues(func() (map[string]*structuralschema.Structural, error) {
 	out := map[string]*structuralschema.Structural{}
-	for _, raw := range [][]byte{crd.NodePools, crd.NodeClaims, crd.EC2NodeClasses} {
+	for _, raw := range [][]byte{config.NodePools, config.NodeClaims, config.EC2NodeClasses} {
 		var def apiextensionsv1.CustomResourceDefinition
 		if err := yaml.Unmarshal(raw, &def); err != nil {
 			return nil, err
