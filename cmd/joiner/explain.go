@@ -53,8 +53,7 @@ explain node does.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&endpoint, "endpoint", "http://localhost:8080", "the controller's metrics endpoint")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	explainFlags(cmd, &endpoint, &output)
 	return cmd
 }
 
@@ -106,9 +105,14 @@ cluster, forward the port first:
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&endpoint, "endpoint", "http://localhost:8080", "the controller's metrics endpoint")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	explainFlags(cmd, &endpoint, &output)
 	return cmd
+}
+
+// explainFlags are every explain command's --endpoint and -o.
+func explainFlags(cmd *cobra.Command, endpoint, output *string) {
+	cmd.Flags().StringVar(endpoint, "endpoint", "http://localhost:8080", "the controller's metrics endpoint")
+	cmd.Flags().StringVarP(output, "output", "o", "text", "text or json")
 }
 
 // checkOutput refuses an -o other than text or json.

@@ -42,8 +42,7 @@ func newExplainNodeClaimCommand() *cobra.Command {
 			return fmt.Errorf("the last disruption pass saw no node of NodeClaim %s: it has no initialized node yet, or no pass has run since the controller started (kubectl get nodeclaim %s shows its state)", args[0], args[0])
 		},
 	}
-	cmd.Flags().StringVar(&endpoint, "endpoint", "http://localhost:8080", "the controller's metrics endpoint")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	explainFlags(cmd, &endpoint, &output)
 	return cmd
 }
 
@@ -80,8 +79,7 @@ ends (the next disruption), and for every other node why it stays.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&endpoint, "endpoint", "http://localhost:8080", "the controller's metrics endpoint")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	explainFlags(cmd, &endpoint, &output)
 	return cmd
 }
 
