@@ -86,7 +86,7 @@ func TestConvertLegacySeed(t *testing.T) {
 		}
 	}
 
-	claims := framework.NodeClaims(t)
+	claims := framework.Registered(t)
 	if len(claims) == 0 {
 		t.Fatal("pods run but there is no NodeClaim")
 	}

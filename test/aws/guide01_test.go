@@ -55,7 +55,7 @@ func TestGuide01SpotArmInSeoul(t *testing.T) {
 		return n == 2, fmt.Sprintf("%d running on %v", n, nodes)
 	})
 
-	claims := framework.NodeClaims(t)
+	claims := framework.Registered(t)
 	if len(claims) != 1 {
 		t.Fatalf("%d NodeClaims for two small pods, want 1", len(claims))
 	}

@@ -40,7 +40,7 @@ func TestGuide02SpotTainted(t *testing.T) {
 	})
 
 	ec2c := ec2Client(t)
-	claims := framework.NodeClaims(t)
+	claims := framework.Registered(t)
 	if len(claims) == 0 {
 		t.Fatal("pods run but there is no NodeClaim")
 	}

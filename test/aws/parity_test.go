@@ -121,11 +121,9 @@ func TestPlacementGroup(t *testing.T) {
 		n, _ := framework.Running(t, map[string]string{"app": "grouped"})
 		return n == 1, fmt.Sprintf("%d running", n)
 	})
-	claims := framework.NodeClaims(t)
-	if len(claims) != 1 {
-		t.Fatalf("%d NodeClaims; want one", len(claims))
-	}
-	nc := claims[0]
+	// The pod can run before the NodeClaim's status names its Node (kwok
+	// readies the Node first), so wait for the claim to be initialized.
+	nc := framework.Initialized(t, 1)[0]
 	if got := nc.Labels["karpenter.k8s.aws/placement-group-id"]; got != pgID {
 		t.Fatalf("NodeClaim label placement-group-id %q, want %s", got, pgID)
 	}

@@ -42,3 +42,23 @@ func Initialized(t testing.TB, n int) []v1.NodeClaim {
 	})
 	return claims
 }
+
+// Registered waits until at least one NodeClaim exists and every one
+// names its Node, and returns them. A pod can run before its NodeClaim's
+// status is written, since kwok readies the Node first, so a test that
+// reads status.nodeName after seeing pods run waits here.
+func Registered(t testing.TB) []v1.NodeClaim {
+	t.Helper()
+	var claims []v1.NodeClaim
+	Eventually(t, time.Minute, "every NodeClaim names its Node", func() (bool, string) {
+		claims = NodeClaims(t)
+		named := 0
+		for _, nc := range claims {
+			if nc.Status.NodeName != "" {
+				named++
+			}
+		}
+		return len(claims) > 0 && named == len(claims), fmt.Sprintf("%d of %d", named, len(claims))
+	})
+	return claims
+}
