@@ -48,6 +48,10 @@ type Options struct {
 	AllowedEmpty map[string]int
 	// AllowedDrift is the same for drifted nodes (Decide only).
 	AllowedDrift map[string]int
+	// BudgetNotes name, by reason and NodePool, the budget that binds
+	// (see Binding), for the reason a node its budget keeps is given.
+	// SetBudgets fills them with the Allowed maps.
+	BudgetNotes map[v1.DisruptionReason]map[string]string
 	// Policy is each NodePool's consolidationPolicy.
 	Policy map[string]v1.ConsolidationPolicy
 	// SpotToSpot allows replacing a spot node with a cheaper spot node.
@@ -214,15 +218,15 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 		}
 	}
 
-	takeFrom := func(budget map[string]int, c Candidate) bool {
+	takeFrom := func(budget map[string]int, reason v1.DisruptionReason, c Candidate) bool {
 		if budget[c.NodePool] <= 0 {
-			d.Skipped[c.Node] = fmt.Sprintf("the disruption budget of nodepool %q allows no more disruptions now", c.NodePool)
+			d.Skipped[c.Node] = opts.budgetReason(c.NodePool, reason)
 			return false
 		}
 		budget[c.NodePool]--
 		return true
 	}
-	take := func(c Candidate) bool { return takeFrom(allowed, c) }
+	take := func(c Candidate) bool { return takeFrom(allowed, v1.DisruptionReasonUnderutilized, c) }
 
 	if len(empty) > 0 {
 		cmd := Command{Reason: v1.DisruptionReasonEmpty}
@@ -236,7 +240,7 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 				d.Skipped[e.c.Node] = SavesNothingReason
 				continue
 			}
-			if !takeFrom(allowedEmpty, e.c) {
+			if !takeFrom(allowedEmpty, v1.DisruptionReasonEmpty, e.c) {
 				continue
 			}
 			if _, err := cluster.Remove(e.c.Node); err == nil {

@@ -1,7 +1,6 @@
 package disruption
 
 import (
-	"fmt"
 	"sort"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -56,11 +55,11 @@ func Decide(snap scheduling.Snapshot, cands []Candidate, opts Options) Decision 
 			return Decision{Commands: d.Commands[:1], Skipped: d.Skipped}
 		}
 	}
-	staticCmd, staticSkipped, ok := StaticDrift(snap, ofStatic, opts.AllowedDrift, opts.Scheduling)
+	staticCmd, staticSkipped, ok := StaticDrift(snap, ofStatic, opts)
 	if ok {
 		return Decision{Commands: []Command{staticCmd}, Skipped: staticSkipped}
 	}
-	cmd, driftSkipped, ok := Drift(snap, cands, opts.AllowedDrift, opts.Scheduling)
+	cmd, driftSkipped, ok := Drift(snap, cands, opts)
 	for node, why := range staticSkipped {
 		driftSkipped[node] = why
 	}
@@ -96,7 +95,8 @@ func Decide(snap scheduling.Snapshot, cands []Candidate, opts Options) Decision 
 // than one per candidate), and runs it beside other commands: the next
 // pass, a moment later, drifts what the budgets allow beyond it. It says
 // why each drifted node it passes over stays.
-func Drift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, sched scheduling.Options) (Command, map[string]string, bool) {
+func Drift(snap scheduling.Snapshot, cands []Candidate, opts Options) (Command, map[string]string, bool) {
+	allowed, sched := opts.AllowedDrift, opts.Scheduling
 	skipped := map[string]string{}
 	var drifted []Candidate
 	for _, c := range cands {
@@ -135,7 +135,7 @@ func Drift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, 
 			continue
 		}
 		if allowed[c.NodePool]-taken[c.NodePool] <= 0 {
-			skipped[c.Node] = fmt.Sprintf("drifted, but the disruption budget of nodepool %q allows no more disruptions now", c.NodePool)
+			skipped[c.Node] = "drifted, but " + opts.budgetReason(c.NodePool, v1.DisruptionReasonDrifted)
 			continue
 		}
 		r, err := cluster.TryRemove(c.Node)

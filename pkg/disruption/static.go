@@ -18,7 +18,8 @@ import (
 // never replaced, as in Karpenter). A pool with more nodes than replicas
 // is left to scale down first. It returns the command of the first pool
 // with work, and why each drifted static node it passes over stays.
-func StaticDrift(snap scheduling.Snapshot, cands []Candidate, allowed map[string]int, sched scheduling.Options) (Command, map[string]string, bool) {
+func StaticDrift(snap scheduling.Snapshot, cands []Candidate, opts Options) (Command, map[string]string, bool) {
+	allowed, sched := opts.AllowedDrift, opts.Scheduling
 	skipped := map[string]string{}
 	total, active := map[string]int64{}, map[string]int64{}
 	for _, n := range snap.Nodes {
@@ -61,7 +62,7 @@ func StaticDrift(snap scheduling.Snapshot, cands []Candidate, allowed map[string
 			room, why = 0, fmt.Sprintf("drifted, but static nodepool %q has more nodes than its %d replicas and scales down first", np.Name, *np.Spec.Replicas)
 		}
 		if b := int64(allowed[np.Name]); b < room {
-			room, why = max(b, 0), fmt.Sprintf("drifted, but the disruption budget of nodepool %q allows no more disruptions now", np.Name)
+			room, why = max(b, 0), "drifted, but "+opts.budgetReason(np.Name, v1.DisruptionReasonDrifted)
 		}
 		if q, ok := np.Spec.Limits[v1.ResourceNodes]; ok {
 			if headroom := q.Value() - total[np.Name]; headroom < room {

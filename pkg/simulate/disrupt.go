@@ -62,8 +62,7 @@ func (s *sim) pass() {
 			waiting[p.nominated] = append(waiting[p.nominated], p.key)
 		}
 	}
-	opts := disruption.Options{Allowed: map[string]int{}, AllowedEmpty: map[string]int{}, AllowedDrift: map[string]int{},
-		SpotToSpot: s.cfg.SpotToSpot, Scheduling: s.cfg.Scheduling}
+	opts := disruption.Options{SpotToSpot: s.cfg.SpotToSpot, Scheduling: s.cfg.Scheduling}
 	var cands []disruption.Candidate
 	var budget []disruption.BudgetNode
 	for _, n := range s.liveNodes() {
@@ -97,15 +96,12 @@ func (s *sim) pass() {
 			disruption.Protected(c, node, nil, nil, waiting[n.name], s.now) == ""
 		cands = append(cands, c)
 	}
-	counts := disruption.CountBudgets(budget)
-	for name, np := range s.pools {
-		for reason, into := range map[v1.DisruptionReason]map[string]int{
-			v1.DisruptionReasonUnderutilized: opts.Allowed, v1.DisruptionReasonEmpty: opts.AllowedEmpty, v1.DisruptionReasonDrifted: opts.AllowedDrift,
-		} {
-			n, _ := disruption.Remaining(np, reason, counts[name], s.now)
-			into[name] = n
-		}
+	var pools []*v1.NodePool
+	for _, name := range sortedKeys(s.pools) {
+		pools = append(pools, s.pools[name])
 	}
+	// Budgets that cannot be read were refused at start.
+	_ = opts.SetBudgets(pools, disruption.CountBudgets(budget), s.now)
 	s.rec.passes++
 	if len(cands) == 0 {
 		return

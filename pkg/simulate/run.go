@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/manifests"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -94,6 +95,11 @@ func newSim(cfg Config) (*sim, error) {
 	for _, np := range objs.NodePools {
 		if np.Spec.Replicas != nil {
 			unsupported = append(unsupported, fmt.Sprintf("NodePool %s: spec.replicas (a static NodePool) is not simulated yet; remove it or simulate without it", np.Name))
+		}
+		// The controller would allow no disruption and log it at every
+		// pass; a simulation of that says nothing.
+		if _, err := disruption.Allowed(np, v1.DisruptionReasonUnderutilized, 0, Epoch); err != nil {
+			unsupported = append(unsupported, fmt.Sprintf("NodePool %s: %v", np.Name, err))
 		}
 	}
 	if len(unsupported) > 0 {

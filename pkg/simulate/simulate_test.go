@@ -244,12 +244,15 @@ func TestRefusedAtStart(t *testing.T) {
 		name, extra string
 		trace       *Trace
 		want        string
+		policy      string
 	}{
 		{"a bare pod", "---\napiVersion: v1\nkind: Pod\nmetadata: {name: lone}\nspec: {containers: [{name: c, image: pause}]}\n", upAndDown(),
-			"bare Pods, ReplicaSets, StatefulSets"},
+			"bare Pods, ReplicaSets, StatefulSets", ""},
 		{"an EC2NodeClass applied mid-run", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute),
 			Apply: "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: default}\nspec: {role: r, amiSelectorTerms: [{alias: al2023@latest}], subnetSelectorTerms: [{tags: {a: b}}], securityGroupSelectorTerms: [{tags: {a: b}}]}\n"}}},
-			"events[0] (at 1m0s).apply: only NodePools, Deployments, Jobs and PodDisruptionBudgets"},
+			"events[0] (at 1m0s).apply: only NodePools, Deployments, Jobs and PodDisruptionBudgets", ""},
+		{"a budget whose schedule cron cannot read", "", upAndDown(), `NodePool default: spec.disruption.budgets[0]: invalid schedule "61 * * * *"`,
+			"WhenEmptyOrUnderutilized\n    budgets: [{nodes: \"0\", schedule: \"61 * * * *\", duration: 1h}]"},
 	}
 	its, err := catalog.InstanceTypes(catalog.Options{})
 	if err != nil {
@@ -257,7 +260,7 @@ func TestRefusedAtStart(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Run(Config{Name: "test", Objects: scenario{extra: c.extra}.objects(t), InstanceTypes: its, Timing: DefaultTiming()}, c.trace, nil)
+			_, err := Run(Config{Name: "test", Objects: scenario{extra: c.extra, policy: c.policy}.objects(t), InstanceTypes: its, Timing: DefaultTiming()}, c.trace, nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %v, want one with %q", err, c.want)
 			}

@@ -274,8 +274,7 @@ func (c *Controller) prune(snap scheduling.Snapshot) {
 // price, and why each may not be disrupted) and the options of this round:
 // budgets left per pool and reason, spot-to-spot, caution.
 func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending []*corev1.Pod) ([]*candidateInfo, disruption.Options, error) {
-	opts := disruption.Options{Allowed: map[string]int{}, AllowedEmpty: map[string]int{}, AllowedDrift: map[string]int{},
-		SpotToSpot: c.SpotToSpot, Cautious: c.caution.Cautious(c.Clock.Now()), Scheduling: c.Scheduling}
+	opts := disruption.Options{SpotToSpot: c.SpotToSpot, Cautious: c.caution.Cautious(c.Clock.Now()), Scheduling: c.Scheduling}
 	// The cache's own NodeClaims: candidates are read, named in events and
 	// deleted, never changed in place (see state.Cluster.Snapshot).
 	claims, err := c.Cluster.NodeClaims(ctx)
@@ -378,16 +377,14 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 	sort.Slice(out, func(i, j int) bool { return out[i].cand.Node < out[j].cand.Node })
 	counts := disruption.CountBudgets(budgetNodes)
 	now := c.Clock.Now()
+	var pools []*v1.NodePool
 	for _, p := range append(append([]scheduling.NodePool(nil), snap.NodePools...), snap.Static...) {
-		np := p.NodePool
-		for reason, into := range map[v1.DisruptionReason]map[string]int{
-			v1.DisruptionReasonUnderutilized: opts.Allowed, v1.DisruptionReasonEmpty: opts.AllowedEmpty, v1.DisruptionReasonDrifted: opts.AllowedDrift,
-		} {
-			n, err := disruption.Remaining(np, reason, counts[np.Name], now)
-			if err != nil {
-				log.FromContext(ctx).Error(err, "invalid disruption budget; allowing no disruption", "NodePool", map[string]string{"name": np.Name})
-			}
-			into[np.Name] = n
+		pools = append(pools, p.NodePool)
+	}
+	errs := opts.SetBudgets(pools, counts, now)
+	for _, np := range pools {
+		if err := errs[np.Name]; err != nil {
+			log.FromContext(ctx).Error(err, "invalid disruption budget; allowing no disruption", "NodePool", map[string]string{"name": np.Name})
 		}
 	}
 	return out, opts, nil
