@@ -16,6 +16,10 @@ const inFlightPrefix = "nodeclaim/"
 // InFlightName is the snapshot's name for a NodeClaim without a node.
 func InFlightName(nodeClaim string) string { return inFlightPrefix + nodeClaim }
 
+// InFlightClaim is the NodeClaim a snapshot node name made by InFlightName
+// stands for, if it is one.
+func InFlightClaim(name string) (string, bool) { return strings.CutPrefix(name, inFlightPrefix) }
+
 // Nominations remember which NodeClaims and nodes the provisioner launched,
 // or chose, for which pending pods. Until kube-scheduler binds those pods,
 // such a node looks empty, or emptier than it is, and voluntary disruption
@@ -81,7 +85,7 @@ func (n *Nominations) NominateNode(name string, pods ...*corev1.Pod) {
 // NominateSnapshotNode records a nomination for a node as a snapshot names
 // it: a node, or an in-flight NodeClaim (InFlightName).
 func (n *Nominations) NominateSnapshotNode(name string, pods ...*corev1.Pod) {
-	if claim, ok := strings.CutPrefix(name, inFlightPrefix); ok {
+	if claim, ok := InFlightClaim(name); ok {
 		n.NominateNodeClaim(claim, pods...)
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -107,10 +106,7 @@ func TestGuide03ScaleDown(t *testing.T) {
 func TestEmptinessAndProtection(t *testing.T) {
 	port := framework.FreePort(t)
 	j := framework.StartJoiner(t, "DISRUPTION_POLL=2s", "LOG_LEVEL=debug", fmt.Sprintf("METRICS_PORT=%d", port))
-	explainNode := func(name string) (string, error) {
-		out, err := exec.Command(framework.Binary, "explain", "node", name, "--endpoint", fmt.Sprintf("http://127.0.0.1:%d", port)).CombinedOutput()
-		return string(out), err
-	}
+	explainNode := explainer(port)
 	pool := func(policy, after, budget string) string {
 		return strings.Replace(framework.PoolAndClass, "  template:\n",
 			fmt.Sprintf("  disruption: {consolidationPolicy: %s, consolidateAfter: %s, budgets: [{nodes: %q}]}\n  template:\n", policy, after, budget), 1)
@@ -242,26 +238,7 @@ spec:
 						return got == "True/Consolidatable", got
 					})
 				}
-				// Decisions run one at a time, each logging "evaluated
-				// consolidation" once it has decided and before it acts: the
-				// second line from now is a decision begun after now, and
-				// the third shows that one has been carried out.
-				from := j.Count("evaluated consolidation")
-				framework.Eventually(t, time.Minute, "three more consolidation decisions", func() (bool, string) {
-					n := j.Count("evaluated consolidation") - from
-					return n >= 3 || disrupted(), fmt.Sprintf("%d so far", n)
-				})
-				claims := framework.NodeClaims(t)
-				if len(claims) != 1 || claims[0].Name != old.Name || claims[0].DeletionTimestamp != nil {
-					t.Fatalf("the node was disrupted: %d claims", len(claims))
-				}
-				if j.Decided(old.Name, old.Status.NodeName) {
-					t.Fatalf("a disruption of the node was decided")
-				}
-				out, err := explainNode(old.Status.NodeName)
-				if err != nil || !strings.Contains(out, "kept: ") || !strings.Contains(out, tc.wantEvent) {
-					t.Errorf("joiner explain node %s: %v\n%s\nwant it kept for %q", old.Status.NodeName, err, out, tc.wantEvent)
-				}
+				stillKept(t, j, old, explainNode, tc.wantEvent)
 			}
 		})
 	}

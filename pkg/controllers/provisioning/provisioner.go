@@ -212,7 +212,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", created[i].Name)
 		}
 	}
-	p.nominateExisting(realPods(pending), plan.Existing)
+	p.nominateExisting(ctx, realPods(pending), plan.Existing)
 	if p.Buffers != nil {
 		if err := p.Buffers.Provisioned(ctx, buffers.Tallies(plan, pending)); err != nil {
 			logger.Error(err, "updating CapacityBuffer provisioning status")
@@ -234,8 +234,10 @@ func realPods(in []*corev1.Pod) []*corev1.Pod {
 
 // nominateExisting records the existing nodes and in-flight NodeClaims the
 // plan counts on for pending pods. Every batch while the pods wait renews
-// it, so a node launched for them stays protected until they bind.
-func (p *Provisioner) nominateExisting(pending []*corev1.Pod, existing map[string]string) {
+// it, so a node launched for them stays protected until they bind. Each
+// pod is told where it should go, in Karpenter's Nominated event
+// ("nodeclaim/NAME, node/NAME"); the recorder says it once per window.
+func (p *Provisioner) nominateExisting(ctx context.Context, pending []*corev1.Pod, existing map[string]string) {
 	if p.Nominations == nil || len(existing) == 0 {
 		return
 	}
@@ -245,8 +247,25 @@ func (p *Provisioner) nominateExisting(pending []*corev1.Pod, existing map[strin
 			byNode[node] = append(byNode[node], pod)
 		}
 	}
+	claimOf := map[string]string{}
+	if claims, err := p.Cluster.NodeClaims(ctx); err == nil {
+		for _, nc := range claims {
+			if nc.Status.NodeName != "" {
+				claimOf[nc.Status.NodeName] = nc.Name
+			}
+		}
+	}
 	for node, pods := range byNode {
 		p.Nominations.NominateSnapshotNode(node, pods...)
+		where := "node/" + node
+		if claim, ok := state.InFlightClaim(node); ok {
+			where = "nodeclaim/" + claim
+		} else if claim, ok := claimOf[node]; ok {
+			where = "nodeclaim/" + claim + ", node/" + node
+		}
+		for _, pod := range pods {
+			p.Recorder.Event(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: "+where)
+		}
 	}
 }
 

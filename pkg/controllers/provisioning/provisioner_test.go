@@ -221,6 +221,17 @@ func TestProvisionerNominates(t *testing.T) {
 	if n := len(w.claims(t)); n != 1 {
 		t.Fatalf("the second batch launched again: %d nodeclaims", n)
 	}
+	// Each batch tells the pod where it should go, as Karpenter's
+	// Nominated event does: the launch, then the NodeClaim in flight.
+	told := 0
+	for rec := w.p.Recorder.(*record.FakeRecorder); len(rec.Events) > 0; {
+		if e := <-rec.Events; e == "Normal Nominated Pod should schedule on: nodeclaim/"+first {
+			told++
+		}
+	}
+	if told != 2 {
+		t.Fatalf("p-0 was told where to go %d times in two batches, want 2", told)
+	}
 	w.fc.Step(15 * time.Second)
 	if got := w.p.Nominations.For("", first); len(got) != 1 {
 		t.Fatalf("the second batch did not renew the nomination: %v", got)
