@@ -73,6 +73,19 @@ var (
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "eligible_nodes",
 		Help: "Nodes the last disruption pass could disrupt for each reason (empty, underutilized, drifted).",
 	}, []string{"reason"})
+	// NodePoolAllowedDisruptions and NodePoolNodesConsumingBudgets are set
+	// on every disruption pass, for each NodePool and reason (Empty,
+	// Underutilized, Drifted), as Karpenter's are: what the budgets allow
+	// before the nodes already disrupting (2147483647 when no budget
+	// applies), and those nodes.
+	NodePoolAllowedDisruptions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "allowed_disruptions",
+		Help: "Nodes of a NodePool its disruption budgets let be disrupting at once, by NodePool and reason.",
+	}, []string{"nodepool", "reason"})
+	NodePoolNodesConsumingBudgets = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "nodes_consuming_budgets",
+		Help: "Nodes of a NodePool that use up its disruption budgets (NotReady, or being disrupted), by NodePool and reason.",
+	}, []string{"nodepool", "reason"})
 	// The allocation controller's three histograms are what Karpenter's
 	// getting-started "allocation" dashboard still queries, from before
 	// NodePools; Karpenter no longer serves them, Joiner does, so that
@@ -179,5 +192,5 @@ func init() {
 		NodesCreated, NodesTerminated, NodesTerminationDuration, PodsStartupDuration,
 		DisruptionDecisions, DisruptionEligibleNodes, AllocationScheduling, AllocationBinpacking, AllocationBind,
 		CloudProviderDuration, CloudProviderErrors, InstanceLaunchFailures, InstanceTerminationFailures, BatchTime, BatchSize,
-		EC2NodeClassUserDataBytes)
+		EC2NodeClassUserDataBytes, NodePoolAllowedDisruptions, NodePoolNodesConsumingBudgets)
 }

@@ -382,6 +382,7 @@ func (c *Controller) read(ctx context.Context, snap scheduling.Snapshot, pending
 		pools = append(pools, p.NodePool)
 	}
 	errs := opts.SetBudgets(pools, counts, now)
+	c.reportBudgets(pools, counts, now)
 	for _, np := range pools {
 		if err := errs[np.Name]; err != nil {
 			log.FromContext(ctx).Error(err, "invalid disruption budget; allowing no disruption", "NodePool", map[string]string{"name": np.Name})

@@ -1,0 +1,36 @@
+package disruption
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/metrics"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// reportBudgets tells, as Karpenter does on every pass, what each
+// NodePool's budgets allow for each reason: the allowed_disruptions and
+// nodes_consuming_budgets gauges, and a DisruptionBlocked event on a pool
+// with nodes whose budgets allow none ("No allowed disruptions for
+// disruption reason Underutilized due to blocking budget"), which the
+// recorder gives once per window.
+func (c *Controller) reportBudgets(pools []*v1.NodePool, counts map[string]disruption.PoolCount, now time.Time) {
+	for _, np := range pools {
+		count := counts[np.Name]
+		for _, reason := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonUnderutilized, v1.DisruptionReasonDrifted} {
+			allowed, err := disruption.Allowed(np, reason, count.Total, now)
+			if err != nil {
+				allowed = 0
+			}
+			metrics.NodePoolAllowedDisruptions.WithLabelValues(np.Name, string(reason)).Set(float64(min(allowed, math.MaxInt32)))
+			metrics.NodePoolNodesConsumingBudgets.WithLabelValues(np.Name, string(reason)).Set(float64(count.Disrupting))
+			if count.Total > 0 && allowed == 0 && c.Recorder != nil {
+				c.Recorder.Event(np, corev1.EventTypeNormal, "DisruptionBlocked",
+					fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", reason))
+			}
+		}
+	}
+}
