@@ -6,15 +6,14 @@ import (
 	"sort"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/kubesched"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/taints"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/klog/v2"
 )
 
 // Joiner plans where displaced pods could go, but kube-scheduler decides
@@ -30,11 +29,8 @@ import (
 // strands pods the cluster ends cheaper than it was, and no sequence of
 // commands can cycle.
 
-type kubeNode struct {
-	node  *corev1.Node
-	alloc resources.Resources
-	free  resources.Resources
-}
+// kubeNode is a node the displaced pods may land on.
+type kubeNode = kubesched.Node
 
 // kubeModel holds what every risk check of one decision shares: the nodes
 // pods may land on, with their free room, and the pods' requests.
@@ -72,12 +68,11 @@ func newKubeModel(snap scheduling.Snapshot) *kubeModel {
 		free := alloc
 		for _, p := range n.Pods {
 			free = free.Sub(m.req(p))
-			a := p.Spec.Affinity
-			if len(p.Spec.TopologySpreadConstraints) > 0 || (a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)) {
+			if kubesched.InterPod(p) {
 				m.interPod = true
 			}
 		}
-		m.nodes = append(m.nodes, kubeNode{node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}, Spec: corev1.NodeSpec{Taints: n.Taints}}, alloc: alloc, free: free})
+		m.nodes = append(m.nodes, kubeNode{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}, Spec: corev1.NodeSpec{Taints: n.Taints}}, Alloc: alloc, Free: free})
 	}
 	// Most room first, so the cap keeps the likeliest targets.
 	sort.SliceStable(m.nodes, func(i, j int) bool { return roomy(m.nodes[i]) > roomy(m.nodes[j]) })
@@ -85,10 +80,10 @@ func newKubeModel(snap scheduling.Snapshot) *kubeModel {
 }
 
 func roomy(n kubeNode) float64 {
-	if n.alloc.CPU <= 0 || n.alloc.Memory <= 0 {
+	if n.Alloc.CPU <= 0 || n.Alloc.Memory <= 0 {
 		return 0
 	}
-	return float64(n.free.CPU)/float64(n.alloc.CPU) + float64(n.free.Memory)/float64(n.alloc.Memory)
+	return float64(n.Free.CPU)/float64(n.Alloc.CPU) + float64(n.Free.Memory)/float64(n.Alloc.Memory)
 }
 
 func (m *kubeModel) req(p *corev1.Pod) resources.Resources {
@@ -108,7 +103,7 @@ func (m *kubeModel) targets(removed map[string]bool, repl []*scheduling.NewNodeC
 		if len(out) == kubeTargetCap {
 			break
 		}
-		if !removed[n.node.Name] {
+		if !removed[n.Node.Name] {
 			out = append(out, n)
 		}
 	}
@@ -124,7 +119,7 @@ func (m *kubeModel) targets(removed map[string]bool, repl []*scheduling.NewNodeC
 			free = free.Add(m.req(p))
 		}
 		name := fmt.Sprintf("replacement-%d", i)
-		out = append(out, kubeNode{node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: m.taints[nc.NodePool]}}, alloc: alloc, free: free})
+		out = append(out, kubeNode{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: m.taints[nc.NodePool]}}, Alloc: alloc, Free: free})
 	}
 	return out
 }
@@ -217,7 +212,7 @@ func (m *kubeModel) stranded(groups [][]*corev1.Pod, targets []kubeNode) []*core
 	for _, order := range [][]*corev1.Pod{merged, turns} {
 		free := make([]resources.Resources, len(targets))
 		for i, t := range targets {
-			free[i] = t.free
+			free[i] = t.Free
 		}
 		var stranded []*corev1.Pod
 		strandedSize := 0.0
@@ -228,7 +223,7 @@ func (m *kubeModel) stranded(groups [][]*corev1.Pod, targets []kubeNode) []*core
 			best, bestScore := -1, -1.0
 			for ti := range targets {
 				f := &free[ti]
-				if req.CPU > f.CPU || req.Memory > f.Memory || req.Pods > f.Pods || req.Ephemeral > f.Ephemeral || (req.Ext != nil && !req.Fits(*f)) {
+				if !kubesched.Fits(req, *f) {
 					continue
 				}
 				if row[ti] == unknown {
@@ -237,14 +232,14 @@ func (m *kubeModel) stranded(groups [][]*corev1.Pod, targets []kubeNode) []*core
 						affinity[pi] = &a
 					}
 					row[ti] = no
-					if admits(*affinity[pi], p, targets[ti].node) {
+					if kubesched.Admits(*affinity[pi], p, targets[ti].Node) {
 						row[ti] = yes
 					}
 				}
 				if row[ti] != yes {
 					continue
 				}
-				if s := kubeScore(req, *f, targets[ti].alloc); s > bestScore {
+				if s := kubesched.Score(req, *f, targets[ti].Alloc); s > bestScore {
 					best, bestScore = ti, s
 				}
 			}
@@ -253,11 +248,7 @@ func (m *kubeModel) stranded(groups [][]*corev1.Pod, targets []kubeNode) []*core
 				strandedSize += float64(req.CPU)/1000 + float64(req.Memory)/(1<<30)/4
 				continue
 			}
-			f := &free[best]
-			f.CPU, f.Memory, f.Pods, f.Ephemeral = f.CPU-req.CPU, f.Memory-req.Memory, f.Pods-req.Pods, f.Ephemeral-req.Ephemeral
-			if req.Ext != nil {
-				*f = f.Sub(resources.Resources{Ext: req.Ext})
-			}
+			kubesched.Take(&free[best], req)
 		}
 		if strandedSize > worstSize {
 			worst, worstSize = stranded, strandedSize
@@ -268,33 +259,6 @@ func (m *kubeModel) stranded(groups [][]*corev1.Pod, targets []kubeNode) []*core
 
 // before is EvictFirst on the model's cached requests.
 func (m *kubeModel) before(a, b *corev1.Pod) bool { return larger(m.req(a), m.req(b)) }
-
-// kubeScore is the default profile's resource scoring: least allocated plus
-// balanced allocation, for CPU and memory after placing the pod.
-func kubeScore(req, free, alloc resources.Resources) float64 {
-	if alloc.CPU <= 0 || alloc.Memory <= 0 {
-		return 0
-	}
-	cpu := float64(free.CPU-req.CPU) / float64(alloc.CPU)
-	mem := float64(free.Memory-req.Memory) / float64(alloc.Memory)
-	diff := cpu - mem
-	if diff < 0 {
-		diff = -diff
-	}
-	return (cpu+mem)/2 + (1 - diff/2)
-}
-
-// admits checks a pod's node selector, required node affinity (aff, worked
-// out once per pod) and taints.
-func admits(aff nodeaffinity.RequiredNodeAffinity, p *corev1.Pod, n *corev1.Node) bool {
-	if ok, _ := aff.Match(n); !ok {
-		return false
-	}
-	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
-		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	}, false)
-	return !untolerated
-}
 
 // movingPods are the pods each of the named nodes would displace.
 func movingPods(snap scheduling.Snapshot, names map[string]bool) [][]*corev1.Pod {

@@ -14,7 +14,7 @@ import (
 func TestKubeFits(t *testing.T) {
 	target := func(name, cpu string, taints ...corev1.Taint) kubeNode {
 		free := resources.FromResourceList(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")})
-		return kubeNode{node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"zone": name}}, Spec: corev1.NodeSpec{Taints: taints}}, alloc: free, free: free}
+		return kubeNode{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"zone": name}}, Spec: corev1.NodeSpec{Taints: taints}}, Alloc: free, Free: free}
 	}
 	noSchedule := corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}
 	tolerating := pod("tolerating", "1", "1Gi")

@@ -170,3 +170,11 @@ func keyCompatible(a, b requirements.Requirements, k string, p *requirements.Req
 	}
 	return nil
 }
+
+// DaemonOverhead is what the DaemonSets (daemonSets, one pod of each) that
+// run on n request there and n.Pods do not already hold: the room their
+// pods take as soon as the node is up. The simulator, whose nodes carry
+// no DaemonSet pods, takes it from what its kube-scheduler may bind.
+func DaemonOverhead(daemonSets []*corev1.Pod, n *Node) resources.Resources {
+	return pendingDaemons(buildDaemons(daemonSets), n, n.Taints)
+}

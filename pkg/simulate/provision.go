@@ -8,10 +8,13 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/kubesched"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // pendingAdded is a pod that became pending: kube-scheduler tries it at
@@ -242,25 +245,61 @@ func (s *sim) queueBind() {
 }
 
 // schedule binds pending pods to initialized nodes with room, as
-// kube-scheduler does within moments. Where a pod goes is where the planner
-// fits it on the existing nodes (its nominated node first); kube-scheduler
-// scores nodes its own way, which docs/simulate.md weighs.
+// kube-scheduler does within moments: the longest pending first, each to
+// the node its default profile scores highest (kubesched.Pick: least
+// allocated and balanced), which spreads pods where the planner packs them.
+// Pods whose place depends on other pods (pod affinity, anti-affinity,
+// topology spread) or on host ports, which that scoring does not model, go
+// where the planner fits them on the ready nodes instead.
 func (s *sim) schedule() {
 	s.bindQueued = false
 	pending := s.pendingPods()
 	if len(pending) == 0 {
 		return
 	}
-	snap := scheduling.Snapshot{DaemonSets: s.daemonSets, Nominated: map[string]string{}, Namespaces: s.namespaces}
 	var ready []*simNode
+	var nodes []kubesched.Node
 	for _, n := range s.liveNodes() {
-		if n.initialized() && !n.deleting && (n.underway == nil || !n.underway.marked) {
-			ready = append(ready, n)
-			snap.Nodes = append(snap.Nodes, s.schedulingNode(n))
+		if !n.initialized() || n.deleting || (n.underway != nil && n.underway.marked) {
+			continue
 		}
+		sn := s.schedulingNode(n)
+		alloc := resources.FromResourceList(n.it.Allocatable)
+		free := alloc.Sub(scheduling.DaemonOverhead(s.daemonSets, sn))
+		for _, p := range sn.Pods {
+			free = free.Sub(resources.PodRequests(p))
+		}
+		ready = append(ready, n)
+		nodes = append(nodes, kubesched.Node{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: n.labels}, Spec: corev1.NodeSpec{Taints: n.taints}},
+			Alloc: alloc, Free: free})
 	}
 	if len(ready) == 0 {
 		return
+	}
+	sort.SliceStable(pending, func(i, j int) bool { return pending[i].pendingSince.Before(pending[j].pendingSince) })
+	var planned []*simPod
+	for _, p := range pending {
+		if kubesched.InterPod(p.pod) || len(pods.HostPorts(p.pod)) > 0 {
+			planned = append(planned, p)
+			continue
+		}
+		req := resources.PodRequests(p.pod)
+		if i := kubesched.Pick(p.pod, req, nodes); i >= 0 {
+			kubesched.Take(&nodes[i].Free, req)
+			s.bind(p, ready[i])
+		}
+	}
+	if len(planned) > 0 {
+		s.bindPlanned(planned, ready)
+	}
+}
+
+// bindPlanned binds pods where the planner fits them on the ready nodes,
+// their nominated node first.
+func (s *sim) bindPlanned(pending []*simPod, ready []*simNode) {
+	snap := scheduling.Snapshot{DaemonSets: s.daemonSets, Nominated: map[string]string{}, Namespaces: s.namespaces}
+	for _, n := range ready {
+		snap.Nodes = append(snap.Nodes, s.schedulingNode(n))
 	}
 	for _, p := range pending {
 		snap.Pods = append(snap.Pods, p.pod)
