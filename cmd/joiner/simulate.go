@@ -128,6 +128,7 @@ disruption command).`,
 			return nil
 		},
 	}
+	cmd.AddCommand(newRecordCommand())
 	f := cmd.Flags()
 	f.StringSliceVarP(&files, "filename", "f", nil, "manifests: NodePools, EC2NodeClasses, DaemonSets, Deployments, Jobs, PodDisruptionBudgets")
 	f.StringArrayVar(&compare, "compare", nil, "a manifest whose objects replace -f's of the same kind and name: one more configuration to run")
@@ -171,20 +172,21 @@ func progress(w io.Writer, what string) func(float64) {
 // writeGenerated writes a generated trace and the workloads it added, so
 // that the run can be repeated with --trace.
 func writeGenerated(dir string, trace *simulate.Trace, added []any) error {
-	raw, err := yaml.Marshal(trace)
-	if err != nil {
+	if err := writeYAML(filepath.Join(dir, "trace.yaml"), trace); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "trace.yaml"), raw, 0o644); err != nil {
-		return err
-	}
+	return writeYAML(filepath.Join(dir, "workload.yaml"), added...)
+}
+
+// writeYAML writes objs to path as YAML documents.
+func writeYAML(path string, objs ...any) error {
 	var docs []string
-	for _, obj := range added {
+	for _, obj := range objs {
 		raw, err := yaml.Marshal(obj)
 		if err != nil {
 			return err
 		}
 		docs = append(docs, string(raw))
 	}
-	return os.WriteFile(filepath.Join(dir, "workload.yaml"), []byte(strings.Join(docs, "---\n")), 0o644)
+	return os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o644)
 }

@@ -32,6 +32,10 @@ func TestSimulate(t *testing.T) {
 		{"bad peak", []string{"simulate", "-f", simPool, "--generate", "walk", "--peak", "0", "--out", out}, "--peak 0: must be positive"},
 		{"unknown deployment", []string{"simulate", "-f", simPool, "--trace", badTrace, "--out", out}, "events[0] (at 0s).scale.deployment: Deployment default/nope is not in the manifests"},
 		{"bad gate", []string{"simulate", "-f", simPool, "--generate", "walk", "--feature-gates", "Nope=true", "--out", out}, "--feature-gates"},
+		{"record without out", []string{"simulate", "record", "--audit-log", badTrace}, "--out: give the directory"},
+		{"record an audit log for a while", []string{"simulate", "record", "--audit-log", badTrace, "--for", "1h", "--out", out}, "--for applies to watching a cluster"},
+		{"record what is not an audit log", []string{"simulate", "record", "--audit-log", badTrace, "--out", out}, "audit log line 1"},
+		{"record a missing audit log", []string{"simulate", "record", "--audit-log", filepath.Join(dir, "nope.log"), "--out", out}, "--audit-log: open"},
 		{"runs", []string{"simulate", "-f", simPool, "--generate", "walk", "--peak", "40", "--duration", "2h", "--out", out}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

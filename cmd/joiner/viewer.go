@@ -1,14 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/charmbracelet/colorprofile"
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
 	"github.com/joiner-autoscaler/joiner/pkg/viewer"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -46,13 +44,9 @@ The flags are eks-node-viewer's.`,
 			if err != nil {
 				return err
 			}
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			if f.kubeconfig != "" {
-				rules.ExplicitPath = f.kubeconfig
-			}
-			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+			cfg, err := kubeConfig(f.kubeconfig, f.context)
 			if err != nil {
-				return fmt.Errorf("kubeconfig (--kubeconfig %q, --context %q): %w; kubectl config get-contexts lists the contexts", f.kubeconfig, f.context, err)
+				return err
 			}
 			return viewer.Run(ctrl.SetupSignalHandler(), viewer.Config{Rest: cfg, Scheme: operator.Scheme(), Options: opts, Style: style})
 		},

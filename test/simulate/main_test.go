@@ -1,8 +1,7 @@
-//go:build fidelity
-
-// Package simulate measures joiner simulate's fidelity (make
-// simulate-fidelity): one trace replayed live, on the local control plane
-// with kwok and Joiner, and in the simulator, with the figures compared.
+// Package simulate checks joiner simulate against a live cluster: `joiner
+// simulate record` recording the local control plane, and (with -tags
+// fidelity, make simulate-fidelity) one trace replayed live, with kwok
+// and Joiner, and in the simulator, with the figures compared.
 package simulate
 
 import (

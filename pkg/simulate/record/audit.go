@@ -1,0 +1,132 @@
+package record
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+)
+
+// ReadAudit records the workload changes of an API server audit log (the
+// JSON lines of audit.k8s.io/v1 Events that --audit-log-path writes): the
+// trace starts at its first event. It reads the successful writes, at
+// their ResponseComplete stage, of Deployments (their scale subresource
+// too), Jobs (and their status, for how long they ran) and NodePools. An
+// object's response body (level RequestResponse) is read where the log
+// has it, else the request's: a patch at level Request gives only what it
+// changed, which for a Deployment's replicas is enough. It returns the
+// recording, ended at the log's last event.
+func ReadAudit(in io.Reader) (*Recording, time.Time, error) {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var rec *Recording
+	var last time.Time
+	line, used := 0, 0
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var ev auditv1.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return nil, last, fmt.Errorf("audit log line %d: %v; give the JSON lines the API server's --audit-log-path writes (--audit-log-format=json)", line, err)
+		}
+		at := ev.StageTimestamp.Time
+		if rec == nil {
+			rec = New(at)
+		}
+		if at.After(last) {
+			last = at
+		}
+		if ev.Stage != auditv1.StageResponseComplete || ev.ObjectRef == nil || (ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 300) {
+			continue
+		}
+		if ev.Verb != "create" && ev.Verb != "update" && ev.Verb != "patch" {
+			continue
+		}
+		body := ev.ResponseObject
+		if body == nil {
+			body = ev.RequestObject
+		}
+		if body == nil {
+			continue
+		}
+		ref := ev.ObjectRef
+		if ok, err := recordAudit(rec, at, ev.Verb, ref, body); err != nil {
+			return nil, last, fmt.Errorf("audit log line %d (%s %s %s/%s): %v", line, ev.Verb, ref.Resource, ref.Namespace, ref.Name, err)
+		} else if ok {
+			used++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, last, err
+	}
+	if used == 0 {
+		return nil, last, fmt.Errorf("the audit log has no successful write of a Deployment, Job or NodePool with its body: log them at level Request or RequestResponse (the audit policy's rules for group apps resources deployments and deployments/scale, batch jobs and jobs/status, karpenter.sh nodepools)")
+	}
+	return rec, last, nil
+}
+
+// recordAudit records one write; ok reports that it was one the trace uses.
+func recordAudit(rec *Recording, at time.Time, verb string, ref *auditv1.ObjectReference, body *runtime.Unknown) (bool, error) {
+	switch {
+	case ref.APIGroup == "apps" && ref.Resource == "deployments" && ref.Subresource == "scale":
+		var scale struct {
+			Spec struct {
+				Replicas *int `json:"replicas"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(body.Raw, &scale); err != nil || scale.Spec.Replicas == nil {
+			return false, err
+		}
+		rec.Scale(at, ref.Namespace, ref.Name, *scale.Spec.Replicas)
+	case ref.APIGroup == "apps" && ref.Resource == "deployments" && ref.Subresource == "":
+		var d appsv1.Deployment
+		if err := json.Unmarshal(body.Raw, &d); err != nil {
+			return false, err
+		}
+		if d.Name == "" {
+			d.Name, d.Namespace = ref.Name, ref.Namespace
+		}
+		if len(d.Spec.Template.Spec.Containers) == 0 {
+			// A patch: only what it changed.
+			if d.Spec.Replicas == nil {
+				return false, nil
+			}
+			rec.Scale(at, d.Namespace, d.Name, int(*d.Spec.Replicas))
+			return true, nil
+		}
+		rec.Deployment(at, &d, verb == "create")
+	case ref.APIGroup == "batch" && ref.Resource == "jobs":
+		var j batchv1.Job
+		if err := json.Unmarshal(body.Raw, &j); err != nil {
+			return false, err
+		}
+		if j.Name == "" {
+			j.Name, j.Namespace = ref.Name, ref.Namespace
+		}
+		if len(j.Spec.Template.Spec.Containers) == 0 {
+			return false, nil
+		}
+		rec.Job(at, &j)
+	case ref.APIGroup == v1.Group && ref.Resource == "nodepools" && ref.Subresource == "":
+		var np v1.NodePool
+		if err := json.Unmarshal(body.Raw, &np); err != nil {
+			return false, err
+		}
+		if len(np.Spec.Template.Spec.Requirements) == 0 && np.Spec.Template.Spec.NodeClassRef == nil {
+			return false, nil
+		}
+		rec.NodePool(at, &np)
+	default:
+		return false, nil
+	}
+	return true, nil
+}

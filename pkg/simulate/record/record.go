@@ -1,0 +1,255 @@
+// Package record turns what a cluster's workloads did into a trace for
+// `joiner simulate`: the Deployments' replicas over time, the Jobs that ran
+// and for how long, and the NodePools' changes. It reads them from a live
+// cluster's watch stream (Watch) or from an API server audit log
+// (ReadAudit); both feed a Recording, which writes the trace and the
+// manifests it refers to.
+package record
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/simulate"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Recording accumulates a cluster's workload changes from start. It is
+// safe for the informers' goroutines to feed at once.
+type Recording struct {
+	mu    sync.Mutex
+	start time.Time
+	// events are the trace's, in the order seen; Finish sorts them.
+	events []simulate.Event
+	// replicas is each Deployment's last count; deployments their first
+	// full object, the template the run starts from.
+	replicas    map[string]int
+	deployments map[string]*appsv1.Deployment
+	jobs        map[string]*job
+	nodePools   map[string]*v1.NodePool
+	// others are objects the run needs as they were at the start
+	// (EC2NodeClasses), by kind/namespace/name.
+	others map[string]any
+}
+
+type job struct {
+	obj     *batchv1.Job
+	created time.Time
+	// done is when it completed or failed; zero while it runs.
+	done time.Time
+}
+
+// New starts a recording at start: the trace's time zero.
+func New(start time.Time) *Recording {
+	return &Recording{start: start, replicas: map[string]int{}, deployments: map[string]*appsv1.Deployment{},
+		jobs: map[string]*job{}, nodePools: map[string]*v1.NodePool{}, others: map[string]any{}}
+}
+
+func key(ns, name string) string { return ns + "/" + name }
+
+// since is at as a trace time: never before the start.
+func (r *Recording) since(at time.Time) metav1.Duration {
+	if at.Before(r.start) {
+		return metav1.Duration{}
+	}
+	return metav1.Duration{Duration: at.Sub(r.start).Round(time.Second)}
+}
+
+// Deployment records a Deployment seen at at. The first sight of it gives
+// its template; the run starts it at its replicas then, or at none when it
+// was created during the recording (created), with a scale event at its
+// creation. Later sights record changes of its replicas.
+func (r *Recording) Deployment(at time.Time, d *appsv1.Deployment, created bool) {
+	replicas := 1
+	if d.Spec.Replicas != nil {
+		replicas = int(*d.Spec.Replicas)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := key(d.Namespace, d.Name)
+	if _, seen := r.deployments[k]; !seen {
+		cp := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: clean(d.ObjectMeta), Spec: *d.Spec.DeepCopy()}
+		cp.Spec.Template.ObjectMeta = clean(cp.Spec.Template.ObjectMeta)
+		start := int32(replicas)
+		if created {
+			start = 0
+		}
+		cp.Spec.Replicas = &start
+		r.deployments[k] = cp
+		if _, scaled := r.replicas[k]; !scaled {
+			r.replicas[k] = int(start)
+		}
+	}
+	r.scale(at, k, replicas)
+}
+
+// Scale records a Deployment's replicas at at when only the count is
+// known: an audit log's write to the scale subresource, or a patch.
+func (r *Recording) Scale(at time.Time, ns, name string, replicas int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.scale(at, key(ns, name), replicas)
+}
+
+func (r *Recording) scale(at time.Time, k string, replicas int) {
+	if last, ok := r.replicas[k]; ok && last == replicas {
+		return
+	}
+	r.replicas[k] = replicas
+	r.events = append(r.events, simulate.Event{At: r.since(at), Scale: &simulate.Scale{Deployment: k, Replicas: replicas}})
+}
+
+// Job records a Job seen at at: from its first sight its pods, and once
+// it has completed or failed, how long it ran. A Job still running when
+// the recording ends ran until then.
+func (r *Recording) Job(at time.Time, j *batchv1.Job) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := key(j.Namespace, j.Name)
+	seen := r.jobs[k]
+	if seen == nil {
+		cp := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: clean(j.ObjectMeta), Spec: *j.Spec.DeepCopy()}
+		cp.Spec.Template.ObjectMeta = clean(cp.Spec.Template.ObjectMeta)
+		// The Job controller's own selector and labels are its, not the
+		// user's: the run makes the pods itself.
+		cp.Spec.Selector, cp.Spec.ManualSelector = nil, nil
+		for _, l := range []string{"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"} {
+			delete(cp.Spec.Template.Labels, l)
+		}
+		created := at
+		if !j.CreationTimestamp.IsZero() && !j.CreationTimestamp.Time.Before(r.start) {
+			created = j.CreationTimestamp.Time
+		}
+		seen = &job{obj: cp, created: created}
+		r.jobs[k] = seen
+	}
+	if seen.done.IsZero() {
+		for _, c := range j.Status.Conditions {
+			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == "True" {
+				seen.done = at
+				if j.Status.CompletionTime != nil {
+					seen.done = j.Status.CompletionTime.Time
+				} else if !c.LastTransitionTime.IsZero() {
+					seen.done = c.LastTransitionTime.Time
+				}
+			}
+		}
+	}
+}
+
+// NodePool records a NodePool seen at at: its first sight is the run's
+// starting manifest, and each later change of its spec an apply event.
+func (r *Recording) NodePool(at time.Time, np *v1.NodePool) {
+	cp := &v1.NodePool{TypeMeta: metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: "NodePool"}, ObjectMeta: clean(np.ObjectMeta), Spec: *np.Spec.DeepCopy()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last, seen := r.nodePools[np.Name]
+	r.nodePools[np.Name] = cp
+	if !seen {
+		r.others["NodePool/"+key("", np.Name)] = cp
+		return
+	}
+	if equality.Semantic.DeepEqual(last.Spec, cp.Spec) {
+		return
+	}
+	raw, err := yaml.Marshal(cp)
+	if err != nil {
+		return
+	}
+	r.events = append(r.events, simulate.Event{At: r.since(at), Apply: string(raw)})
+}
+
+// Object records an object the run needs as it was at the start, such as
+// an EC2NodeClass; kind names it.
+func (r *Recording) Object(kind, ns, name string, obj any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.others[kind+"/"+key(ns, name)]; !ok {
+		r.others[kind+"/"+key(ns, name)] = obj
+	}
+}
+
+// Finish ends the recording at end: the trace (events in time order, its
+// duration end less start) and the manifests its events refer to, each
+// as it was at the start: the workload (the Deployments, and the Jobs,
+// templates the run starts from its job events) and the configuration
+// (the NodePools and the other objects).
+func (r *Recording) Finish(end time.Time) (trace *simulate.Trace, workload, config []any, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !end.After(r.start) {
+		return nil, nil, nil, fmt.Errorf("the recording ends (%s) before it starts (%s): record for longer", end.Format(time.RFC3339), r.start.Format(time.RFC3339))
+	}
+	events := append([]simulate.Event(nil), r.events...)
+	for _, k := range slices.Sorted(maps.Keys(r.jobs)) {
+		j := r.jobs[k]
+		done := j.done
+		if done.IsZero() || done.After(end) {
+			done = end
+		}
+		pods := 1
+		if j.obj.Spec.Parallelism != nil {
+			pods = int(*j.obj.Spec.Parallelism)
+		}
+		if c := j.obj.Spec.Completions; c != nil && int(*c) < pods {
+			pods = int(*c)
+		}
+		events = append(events, simulate.Event{At: r.since(j.created),
+			Job: &simulate.JobRun{Job: k, Pods: pods, RunFor: metav1.Duration{Duration: max(done.Sub(j.created).Round(time.Second), time.Second)}}})
+	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].At.Duration < events[j].At.Duration })
+	trace = &simulate.Trace{Duration: metav1.Duration{Duration: end.Sub(r.start).Round(time.Second)}, Events: events}
+	for _, k := range slices.Sorted(maps.Keys(r.deployments)) {
+		workload = append(workload, r.deployments[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.jobs)) {
+		workload = append(workload, r.jobs[k].obj)
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.others)) {
+		config = append(config, r.others[k])
+	}
+	return trace, workload, config, nil
+}
+
+// Unknown are the Deployments the trace scales whose manifests the
+// recording never saw (an audit log that only shows them scaled): the run
+// needs them with -f.
+func (r *Recording) Unknown() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for k := range r.replicas {
+		if _, ok := r.deployments[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// clean is an object's metadata as a manifest gives it: its name,
+// namespace, labels and the annotations that are not the API server's or
+// kubectl's bookkeeping.
+func clean(m metav1.ObjectMeta) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, Labels: m.Labels}
+	for k, v := range m.Annotations {
+		if k == "kubectl.kubernetes.io/last-applied-configuration" || k == "deployment.kubernetes.io/revision" || strings.HasPrefix(k, "karpenter.sh/nodepool-hash") {
+			continue
+		}
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[k] = v
+	}
+	return out
+}
