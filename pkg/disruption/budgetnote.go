@@ -51,9 +51,10 @@ func (o Options) budgetReason(pool string, reason v1.DisruptionReason) string {
 }
 
 // Binding names the budget that sets a NodePool's limit for reason at now
-// (the first of the smallest), with its window when it is scheduled, and
-// how many of the pool's nodes are disrupting already. Empty when no
-// budget applies.
+// (the first of the smallest), with its window when it is scheduled; or a
+// budget that cannot be read, which allows nothing. Empty when no budget
+// applies. It leaves out the pool's counts, which change with every node:
+// the reason is given in an event each time it changes.
 func Binding(np *v1.NodePool, reason v1.DisruptionReason, count PoolCount, now time.Time) string {
 	best, bestN := -1, math.MaxInt
 	for i, b := range np.Spec.Disruption.Budgets {
@@ -61,12 +62,15 @@ func Binding(np *v1.NodePool, reason v1.DisruptionReason, count PoolCount, now t
 			continue
 		}
 		active, err := Active(b, now)
-		if err != nil || !active {
+		if err != nil {
+			return fmt.Sprintf("budgets[%d] cannot be read (%v), and allows nothing until it is fixed", i, err)
+		}
+		if !active {
 			continue
 		}
 		n, err := budgetNodes(b.Nodes, count.Total)
 		if err != nil {
-			continue
+			return fmt.Sprintf("budgets[%d].nodes cannot be read (%v), and allows nothing until it is fixed", i, err)
 		}
 		if n < bestN {
 			best, bestN = i, n
@@ -76,32 +80,43 @@ func Binding(np *v1.NodePool, reason v1.DisruptionReason, count PoolCount, now t
 		return ""
 	}
 	b := np.Spec.Disruption.Budgets[best]
-	note := fmt.Sprintf("budgets[%d] (nodes: %q", best, b.Nodes)
-	if b.Schedule != nil && b.Duration != nil {
-		from, until := window(*b.Schedule, b.Duration.Duration, now)
-		note += fmt.Sprintf(", schedule: %q, duration: %s) is active from %s until %s", *b.Schedule, b.Duration.Duration,
-			from.Format(time.RFC3339), until.Format(time.RFC3339))
-	} else {
-		note += ")"
+	if b.Schedule == nil || b.Duration == nil {
+		return fmt.Sprintf("budgets[%d] (nodes: %q)", best, b.Nodes)
 	}
-	note += fmt.Sprintf(" and allows %d of the pool's %d node(s)", bestN, count.Total)
-	if count.Disrupting > 0 {
-		note += fmt.Sprintf(", %d of which are disrupting already", count.Disrupting)
+	from, until, open := window(*b.Schedule, b.Duration.Duration, now)
+	note := fmt.Sprintf("budgets[%d] (nodes: %q, schedule: %q, duration: %s) is active from %s until %s", best, b.Nodes, *b.Schedule, b.Duration.Duration,
+		from.Format(time.RFC3339), until.Format(time.RFC3339))
+	if open {
+		note += " at least (its windows overlap)"
 	}
 	return note
 }
 
-// window is the active window of a scheduled budget that is active at now:
-// from its latest schedule hit at or before now, for duration.
-func window(schedule string, duration time.Duration, now time.Time) (from, until time.Time) {
+// windowSteps bounds how many schedule hits window follows.
+const windowSteps = 1000
+
+// window is the active period of a scheduled budget that is active at now:
+// from the earliest schedule hit whose window covers now, until the end of
+// the windows that follow without a gap. open reports that they overlap
+// beyond windowSteps hits (an hourly schedule with a 3h duration never
+// closes), until being then where the search stopped.
+func window(schedule string, duration time.Duration, now time.Time) (from, until time.Time, open bool) {
 	sched, err := cron.ParseStandard("TZ=UTC " + schedule)
 	if err != nil {
-		return time.Time{}, time.Time{}
+		return time.Time{}, time.Time{}, false
 	}
 	now = now.UTC()
-	hit := sched.Next(now.Add(-duration))
-	for next := sched.Next(hit); !next.After(now); next = sched.Next(hit) {
-		hit = next
+	from = sched.Next(now.Add(-duration))
+	if from.IsZero() {
+		return time.Time{}, time.Time{}, false
 	}
-	return hit, hit.Add(duration)
+	until = from.Add(duration)
+	for range windowSteps {
+		next := sched.Next(until.Add(-time.Nanosecond))
+		if next.IsZero() || next.After(until) {
+			return from, until, false
+		}
+		until = next.Add(duration)
+	}
+	return from, until, true
 }

@@ -68,7 +68,29 @@ func Active(b v1.Budget, now time.Time) (bool, error) {
 	}
 	now = now.UTC()
 	next := sched.Next(now.Add(-b.Duration.Duration))
+	if next.IsZero() {
+		// cron finds no time in the next five years, such as for
+		// "0 0 30 2 *" (February 30th). Karpenter reads the zero time as
+		// a hit and the budget as always active; it is the schedule that
+		// is wrong.
+		return false, fmt.Errorf("schedule %q never fires; give one that does, such as \"0 9 * * mon-fri\"", *b.Schedule)
+	}
 	return !next.After(now), nil
+}
+
+// Validate checks every budget of np as a pass reads it, whatever the
+// time and reason: its schedule and its nodes. A budget that cannot be
+// read allows nothing, so the simulator refuses it at the start.
+func Validate(np *v1.NodePool, now time.Time) error {
+	for i, b := range np.Spec.Disruption.Budgets {
+		if _, err := Active(b, now); err != nil {
+			return fmt.Errorf("spec.disruption.budgets[%d]: %w", i, err)
+		}
+		if _, err := budgetNodes(b.Nodes, 0); err != nil {
+			return fmt.Errorf("spec.disruption.budgets[%d].nodes: %w", i, err)
+		}
+	}
+	return nil
 }
 
 func budgetNodes(value string, total int) (int, error) {

@@ -42,6 +42,7 @@ func TestAllowed(t *testing.T) {
 		{name: "weekday schedule not today", np: pool(v1.Budget{Nodes: "0", Schedule: str("0 0 * * 6"), Duration: dur(24 * time.Hour)}), nodes: 10, want: math.MaxInt},
 		{name: "reason-scoped budget applies to its reason", np: pool(v1.Budget{Nodes: "0", Reasons: []v1.DisruptionReason{v1.DisruptionReasonDrifted}}), reason: v1.DisruptionReasonDrifted, nodes: 10, want: 0},
 		{name: "reason-scoped budget ignores other reasons", np: pool(v1.Budget{Nodes: "0", Reasons: []v1.DisruptionReason{v1.DisruptionReasonDrifted}}), reason: v1.DisruptionReasonUnderutilized, nodes: 10, want: math.MaxInt},
+		{name: "a schedule that never fires fails closed", np: pool(v1.Budget{Nodes: "5", Schedule: str("0 0 30 2 *"), Duration: dur(time.Hour)}), nodes: 10, want: 0, wantErr: true},
 		{name: "bad schedule fails closed", np: pool(v1.Budget{Nodes: "5", Schedule: str("every day"), Duration: dur(time.Hour)}), nodes: 10, want: 0, wantErr: true},
 	}
 	for _, tc := range cases {

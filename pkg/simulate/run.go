@@ -98,7 +98,7 @@ func newSim(cfg Config) (*sim, error) {
 		}
 		// The controller would allow no disruption and log it at every
 		// pass; a simulation of that says nothing.
-		if _, err := disruption.Allowed(np, v1.DisruptionReasonUnderutilized, 0, Epoch); err != nil {
+		if err := disruption.Validate(np, Epoch); err != nil {
 			unsupported = append(unsupported, fmt.Sprintf("NodePool %s: %v", np.Name, err))
 		}
 	}

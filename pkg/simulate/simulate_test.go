@@ -253,6 +253,12 @@ func TestRefusedAtStart(t *testing.T) {
 			"events[0] (at 1m0s).apply: only NodePools, Deployments, Jobs and PodDisruptionBudgets", ""},
 		{"a budget whose schedule cron cannot read", "", upAndDown(), `NodePool default: spec.disruption.budgets[0]: invalid schedule "61 * * * *"`,
 			"WhenEmptyOrUnderutilized\n    budgets: [{nodes: \"0\", schedule: \"61 * * * *\", duration: 1h}]"},
+		{"a drift budget whose schedule never fires", "", upAndDown(), `NodePool default: spec.disruption.budgets[1]: schedule "0 0 30 2 *" never fires`,
+			"WhenEmptyOrUnderutilized\n    budgets: [{nodes: \"10%\"}, {nodes: \"0\", reasons: [Drifted], schedule: \"0 0 30 2 *\", duration: 1h}]"},
+		{"a NodePool applied with a budget that cannot be read", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute),
+			Apply: strings.Split(strings.NewReplacer("CAPACITY", "on-demand", "POLICY", "WhenEmptyOrUnderutilized\n    budgets: [{nodes: \"0\", schedule: \"61 * * * *\", duration: 1h}]",
+				"EXPIRE", "expireAfter: 720h").Replace(pool), "---")[0]}}},
+			`events[0] (at 1m0s).apply: NodePool default: spec.disruption.budgets[0]: invalid schedule "61 * * * *"`, ""},
 	}
 	its, err := catalog.InstanceTypes(catalog.Options{})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/manifests"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -132,6 +133,12 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 			} else if len(objs.EC2NodeClasses)+len(objs.DaemonSets)+len(objs.NodeOverlays)+len(objs.Nodes)+len(objs.Namespaces)+len(objs.LimitRanges)+
 				len(objs.Claims)+len(objs.Volumes)+len(objs.StorageClasses) > 0 || len(objs.Pods) > podsOf(objs) {
 				errs = append(errs, fmt.Sprintf("%s.apply: only NodePools, Deployments, Jobs and PodDisruptionBudgets are applied during a run; give the others with -f", where))
+			} else {
+				for _, np := range objs.NodePools {
+					if err := disruption.Validate(np, Epoch); err != nil {
+						errs = append(errs, fmt.Sprintf("%s.apply: NodePool %s: %v", where, np.Name, err))
+					}
+				}
 			}
 		case e.Interrupt != nil:
 			if e.Interrupt.SpotNodes <= 0 {

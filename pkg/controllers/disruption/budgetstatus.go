@@ -8,6 +8,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -18,6 +19,18 @@ import (
 // disruption reason Underutilized due to blocking budget"), which the
 // recorder gives once per window.
 func (c *Controller) reportBudgets(pools []*v1.NodePool, counts map[string]disruption.PoolCount, now time.Time) {
+	// A NodePool gone since the last pass leaves the gauges.
+	current := map[string]bool{}
+	for _, np := range pools {
+		current[np.Name] = true
+	}
+	for name := range c.reported {
+		if !current[name] {
+			metrics.NodePoolAllowedDisruptions.DeletePartialMatch(prometheus.Labels{"nodepool": name})
+			metrics.NodePoolNodesConsumingBudgets.DeletePartialMatch(prometheus.Labels{"nodepool": name})
+		}
+	}
+	c.reported = current
 	for _, np := range pools {
 		count := counts[np.Name]
 		for _, reason := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonUnderutilized, v1.DisruptionReasonDrifted} {

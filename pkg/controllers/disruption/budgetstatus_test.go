@@ -3,6 +3,12 @@ package disruption
 import (
 	"strings"
 	"testing"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/joiner-autoscaler/joiner/pkg/metrics"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -47,5 +53,44 @@ func TestReportBudgets(t *testing.T) {
 				t.Errorf("the pool's blocking-budget event: %v, want %v; events:\n%s", got, tc.wantEvent, ev)
 			}
 		})
+	}
+}
+
+// TestReportBudgetsForgetsDeletedPools: a NodePool gone since the last
+// pass leaves both gauges; one still there keeps them, the nodes
+// consuming its budgets counted.
+func TestReportBudgetsForgetsDeletedPools(t *testing.T) {
+	c := &Controller{}
+	kept, gone := &v1.NodePool{}, &v1.NodePool{}
+	kept.Name, gone.Name = "kept-pool", "gone-pool"
+	counts := map[string]disruption.PoolCount{"kept-pool": {Total: 4, Disrupting: 1}, "gone-pool": {Total: 2}}
+	c.reportBudgets([]*v1.NodePool{kept, gone}, counts, time.Now())
+	c.reportBudgets([]*v1.NodePool{kept}, counts, time.Now())
+	series := func(pool string) int {
+		n := 0
+		for _, vec := range []*prometheus.GaugeVec{metrics.NodePoolAllowedDisruptions, metrics.NodePoolNodesConsumingBudgets} {
+			ch := make(chan prometheus.Metric, 100)
+			vec.Collect(ch)
+			close(ch)
+			for m := range ch {
+				var out dto.Metric
+				_ = m.Write(&out)
+				for _, l := range out.Label {
+					if l.GetName() == "nodepool" && l.GetValue() == pool {
+						n++
+					}
+				}
+			}
+		}
+		return n
+	}
+	if n := series("gone-pool"); n != 0 {
+		t.Errorf("the deleted pool still has %d series", n)
+	}
+	if n := series("kept-pool"); n != 6 {
+		t.Errorf("the kept pool has %d series, want 6 (two gauges, three reasons)", n)
+	}
+	if got := testutil.ToFloat64(metrics.NodePoolNodesConsumingBudgets.WithLabelValues("kept-pool", "Drifted")); got != 1 {
+		t.Errorf("nodes_consuming_budgets = %v, want the 1 disrupting", got)
 	}
 }

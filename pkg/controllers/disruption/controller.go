@@ -63,6 +63,8 @@ type Controller struct {
 	explained map[string]string
 	// unweighed are the nodes the last read left out of the pass, and why.
 	unweighed map[string]unweighedNode
+	// reported are the NodePools whose budget gauges the last pass set.
+	reported map[string]bool
 	caution   disruption.Caution
 	underway  underway
 }
