@@ -65,8 +65,8 @@ type Controller struct {
 	unweighed map[string]unweighedNode
 	// reported are the NodePools whose budget gauges the last pass set.
 	reported map[string]bool
-	caution   disruption.Caution
-	underway  underway
+	caution  disruption.Caution
+	underway underway
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
