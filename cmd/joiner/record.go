@@ -95,10 +95,10 @@ log, the NodePools it shows created). Replay with:
 			if err := writeYAML(filepath.Join(out, "workload.yaml"), workload...); err != nil {
 				return err
 			}
-			if len(pools) > 0 {
-				if err := writeYAML(filepath.Join(out, "cluster.yaml"), pools...); err != nil {
-					return err
-				}
+			// Written even when empty, so that the replay command stands and
+			// no older recording's file is read in its place.
+			if err := writeYAML(filepath.Join(out, "cluster.yaml"), pools...); err != nil {
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "recorded %s: %d events, %d Deployments and Jobs, and %d NodePools and other objects, into %s\n",
 				trace.Duration.Duration, len(trace.Events), len(workload), len(pools), out)

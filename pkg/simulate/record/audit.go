@@ -21,8 +21,11 @@ import (
 // too), Jobs (and their status, for how long they ran) and NodePools. An
 // object's response body (level RequestResponse) is read where the log
 // has it, else the request's: a patch at level Request gives only what it
-// changed, which for a Deployment's replicas is enough. It returns the
-// recording, ended at the log's last event.
+// changed, which for a Deployment's replicas is enough (a JSON patch is
+// skipped, and so are patches of Jobs and NodePools without a response
+// body). A deleted Deployment scales to none; a deleted Job stops. A
+// NodePool created in the log is applied then. It returns the recording,
+// ended at the log's last event.
 func ReadAudit(in io.Reader) (*Recording, time.Time, error) {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -48,18 +51,33 @@ func ReadAudit(in io.Reader) (*Recording, time.Time, error) {
 		if ev.Stage != auditv1.StageResponseComplete || ev.ObjectRef == nil || (ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 300) {
 			continue
 		}
+		ref := ev.ObjectRef
+		if ev.Verb == "delete" {
+			// A deleted Deployment's pods go; a deleted Job's stop.
+			switch {
+			case ref.APIGroup == "apps" && ref.Resource == "deployments" && ref.Subresource == "":
+				rec.Scale(at, ref.Namespace, ref.Name, 0)
+				used++
+			case ref.APIGroup == "batch" && ref.Resource == "jobs" && ref.Subresource == "":
+				rec.JobGone(at, ref.Namespace, ref.Name)
+			}
+			continue
+		}
 		if ev.Verb != "create" && ev.Verb != "update" && ev.Verb != "patch" {
 			continue
 		}
-		body := ev.ResponseObject
+		// A body is whole in a response, and in the request of a create or
+		// an update; a patch's request holds only what it changes.
+		body, whole := ev.ResponseObject, true
 		if body == nil {
-			body = ev.RequestObject
+			body, whole = ev.RequestObject, ev.Verb != "patch"
 		}
-		if body == nil {
+		if body == nil || len(body.Raw) == 0 || body.Raw[0] == '[' {
+			// Nothing to read, or a JSON patch, whose operations are not
+			// the object.
 			continue
 		}
-		ref := ev.ObjectRef
-		if ok, err := recordAudit(rec, at, ev.Verb, ref, body); err != nil {
+		if ok, err := recordAudit(rec, at, ev.Verb, ref, body, whole); err != nil {
 			return nil, last, fmt.Errorf("audit log line %d (%s %s %s/%s): %v", line, ev.Verb, ref.Resource, ref.Namespace, ref.Name, err)
 		} else if ok {
 			used++
@@ -74,8 +92,10 @@ func ReadAudit(in io.Reader) (*Recording, time.Time, error) {
 	return rec, last, nil
 }
 
-// recordAudit records one write; ok reports that it was one the trace uses.
-func recordAudit(rec *Recording, at time.Time, verb string, ref *auditv1.ObjectReference, body *runtime.Unknown) (bool, error) {
+// recordAudit records one write; ok reports that it was one the trace
+// uses. A body that is not whole (a patch's request) gives a Deployment's
+// replicas, if it sets them, and nothing else.
+func recordAudit(rec *Recording, at time.Time, verb string, ref *auditv1.ObjectReference, body *runtime.Unknown, whole bool) (bool, error) {
 	switch {
 	case ref.APIGroup == "apps" && ref.Resource == "deployments" && ref.Subresource == "scale":
 		var scale struct {
@@ -95,8 +115,7 @@ func recordAudit(rec *Recording, at time.Time, verb string, ref *auditv1.ObjectR
 		if d.Name == "" {
 			d.Name, d.Namespace = ref.Name, ref.Namespace
 		}
-		if len(d.Spec.Template.Spec.Containers) == 0 {
-			// A patch: only what it changed.
+		if !whole {
 			if d.Spec.Replicas == nil {
 				return false, nil
 			}
@@ -112,7 +131,7 @@ func recordAudit(rec *Recording, at time.Time, verb string, ref *auditv1.ObjectR
 		if j.Name == "" {
 			j.Name, j.Namespace = ref.Name, ref.Namespace
 		}
-		if len(j.Spec.Template.Spec.Containers) == 0 {
+		if !whole {
 			return false, nil
 		}
 		rec.Job(at, &j)
@@ -121,10 +140,10 @@ func recordAudit(rec *Recording, at time.Time, verb string, ref *auditv1.ObjectR
 		if err := json.Unmarshal(body.Raw, &np); err != nil {
 			return false, err
 		}
-		if len(np.Spec.Template.Spec.Requirements) == 0 && np.Spec.Template.Spec.NodeClassRef == nil {
+		if !whole {
 			return false, nil
 		}
-		rec.NodePool(at, &np)
+		rec.NodePool(at, &np, verb == "create")
 	default:
 		return false, nil
 	}

@@ -38,8 +38,10 @@ type Recording struct {
 	jobs        map[string]*job
 	nodePools   map[string]*v1.NodePool
 	// others are objects the run needs as they were at the start
-	// (EC2NodeClasses), by kind/namespace/name.
+	// (EC2NodeClasses), by kind/namespace/name; seen those created during
+	// the recording, which are apply events instead.
 	others map[string]any
+	seen   map[string]bool
 }
 
 type job struct {
@@ -52,7 +54,7 @@ type job struct {
 // New starts a recording at start: the trace's time zero.
 func New(start time.Time) *Recording {
 	return &Recording{start: start, replicas: map[string]int{}, deployments: map[string]*appsv1.Deployment{},
-		jobs: map[string]*job{}, nodePools: map[string]*v1.NodePool{}, others: map[string]any{}}
+		jobs: map[string]*job{}, nodePools: map[string]*v1.NodePool{}, others: map[string]any{}, seen: map[string]bool{}}
 }
 
 func key(ns, name string) string { return ns + "/" + name }
@@ -117,6 +119,10 @@ func (r *Recording) Job(at time.Time, j *batchv1.Job) {
 	defer r.mu.Unlock()
 	k := key(j.Namespace, j.Name)
 	seen := r.jobs[k]
+	if done := finishedAt(j, at); seen == nil && !done.IsZero() && done.Before(r.start) {
+		// It ran before the recording: nothing of it is in the trace.
+		return
+	}
 	if seen == nil {
 		cp := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: clean(j.ObjectMeta), Spec: *j.Spec.DeepCopy()}
 		cp.Spec.Template.ObjectMeta = clean(cp.Spec.Template.ObjectMeta)
@@ -126,43 +132,92 @@ func (r *Recording) Job(at time.Time, j *batchv1.Job) {
 		for _, l := range []string{"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"} {
 			delete(cp.Spec.Template.Labels, l)
 		}
+		// From its creation, or from the start for a Job that was running
+		// before it.
 		created := at
-		if !j.CreationTimestamp.IsZero() && !j.CreationTimestamp.Time.Before(r.start) {
+		if !j.CreationTimestamp.IsZero() {
 			created = j.CreationTimestamp.Time
+			if created.Before(r.start) {
+				created = r.start
+			}
 		}
 		seen = &job{obj: cp, created: created}
 		r.jobs[k] = seen
 	}
 	if seen.done.IsZero() {
-		for _, c := range j.Status.Conditions {
-			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == "True" {
-				seen.done = at
-				if j.Status.CompletionTime != nil {
-					seen.done = j.Status.CompletionTime.Time
-				} else if !c.LastTransitionTime.IsZero() {
-					seen.done = c.LastTransitionTime.Time
-				}
-			}
-		}
+		seen.done = finishedAt(j, at)
 	}
 }
 
+// JobGone records that a Job was deleted at at: its pods stop then, if
+// they had not finished.
+func (r *Recording) JobGone(at time.Time, ns, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if seen := r.jobs[key(ns, name)]; seen != nil && seen.done.IsZero() {
+		seen.done = at
+	}
+}
+
+// finishedAt is when a Job completed or failed (at, when it does not say);
+// zero while it runs.
+func finishedAt(j *batchv1.Job, at time.Time) time.Time {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == "True" {
+			switch {
+			case j.Status.CompletionTime != nil:
+				return j.Status.CompletionTime.Time
+			case !c.LastTransitionTime.IsZero():
+				return c.LastTransitionTime.Time
+			}
+			return at
+		}
+	}
+	return time.Time{}
+}
+
 // NodePool records a NodePool seen at at: its first sight is the run's
-// starting manifest, and each later change of its spec an apply event.
-func (r *Recording) NodePool(at time.Time, np *v1.NodePool) {
+// starting manifest, unless it was created after the recording began
+// (created), which is an apply event then; each later change of its spec
+// is an apply event.
+func (r *Recording) NodePool(at time.Time, np *v1.NodePool, created bool) {
 	cp := &v1.NodePool{TypeMeta: metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: "NodePool"}, ObjectMeta: clean(np.ObjectMeta), Spec: *np.Spec.DeepCopy()}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	last, seen := r.nodePools[np.Name]
 	r.nodePools[np.Name] = cp
-	if !seen {
+	switch {
+	case !seen && (!created || !at.After(r.start)):
 		r.others["NodePool/"+key("", np.Name)] = cp
-		return
+	case seen && equality.Semantic.DeepEqual(last.Spec, cp.Spec):
+	default:
+		r.apply(at, cp)
 	}
-	if equality.Semantic.DeepEqual(last.Spec, cp.Spec) {
-		return
+}
+
+// first reports whether the object of kind is new to the recording, and
+// remembers it.
+func (r *Recording) first(kind, ns, name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := kind + "/" + key(ns, name)
+	if _, ok := r.others[k]; ok || r.seen[k] {
+		return false
 	}
-	raw, err := yaml.Marshal(cp)
+	r.seen[k] = true
+	return true
+}
+
+// Created records an object created during the recording, such as a
+// PodDisruptionBudget: an apply event at at.
+func (r *Recording) Created(at time.Time, obj any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.apply(at, obj)
+}
+
+func (r *Recording) apply(at time.Time, obj any) {
+	raw, err := yaml.Marshal(obj)
 	if err != nil {
 		return
 	}

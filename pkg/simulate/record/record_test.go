@@ -109,13 +109,34 @@ func TestReadAudit(t *testing.T) {
 			var first, second map[string]any
 			_ = json.Unmarshal([]byte(strings.Replace(np, "%s", "on-demand", 1)), &first)
 			_ = json.Unmarshal([]byte(strings.Replace(np, "%s", "spot", 1)), &second)
+			var gpu map[string]any
+			_ = json.Unmarshal([]byte(strings.Replace(strings.Replace(np, "%s", "spot", 1), `"name":"default"}`, `"name":"gpu"}`, 1)), &gpu)
 			return []string{
 				line(t, 0, "create", "karpenter.sh", "nodepools", "", "default", first, true),
 				line(t, 0, "create", "apps", "deployments", "", "web", deployment("web", 1), true),
+				line(t, 10*time.Minute, "create", "karpenter.sh", "nodepools", "", "gpu", gpu, true),
 				line(t, 30*time.Minute, "update", "karpenter.sh", "nodepools", "", "default", second, true),
+				// A merge patch at level Request is only a part of it.
+				line(t, 40*time.Minute, "patch", "karpenter.sh", "nodepools", "", "default", map[string]any{"spec": map[string]any{"limits": map[string]any{"cpu": "10"}}}, false),
 			}
 		},
-		wantEvents: []string{"0s scale default/web 1", "30m0s apply NodePool default"},
+		wantEvents: []string{"0s scale default/web 1", "10m0s apply NodePool gpu", "30m0s apply NodePool default"},
+	}, {
+		name: "deletions, and patches that are not the object",
+		lines: func(t *testing.T) []string {
+			return []string{
+				line(t, 0, "create", "apps", "deployments", "", "web", deployment("web", 3), true),
+				// kubectl set image: a strategic merge patch with containers,
+				// which must not read as the whole Deployment at 1 replica.
+				line(t, 5*time.Minute, "patch", "apps", "deployments", "", "web", map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "pause:2"}}}}}}, false),
+				// A JSON patch is operations, not the object.
+				line(t, 6*time.Minute, "patch", "apps", "deployments", "", "web", []any{map[string]any{"op": "replace", "path": "/spec/replicas", "value": 9}}, false),
+				line(t, 7*time.Minute, "create", "batch", "jobs", "", "nightly", aJob("nightly", nil), true),
+				line(t, 9*time.Minute, "delete", "batch", "jobs", "", "nightly", map[string]any{}, false),
+				line(t, 20*time.Minute, "delete", "apps", "deployments", "", "web", map[string]any{}, false),
+			}
+		},
+		wantEvents: []string{"0s scale default/web 3", "7m0s job default/nightly 4 for 2m0s", "20m0s scale default/web 0"},
 	}, {
 		name: "a log without the writes' bodies",
 		lines: func(t *testing.T) []string {
@@ -207,5 +228,50 @@ spec:
 	}
 	if err := trace.Validate(parsed); err != nil {
 		t.Errorf("the trace does not validate against its manifests: %v", err)
+	}
+}
+
+// TestJobs: a Job is a job event from its creation, or from the start when
+// it was running before, to its end; one that ended before the start is
+// not in the trace, however often it is seen again (a watch's resync).
+func TestJobs(t *testing.T) {
+	before, ended := t0.Add(-time.Hour), t0.Add(30*time.Minute)
+	early := t0.Add(-10 * time.Minute)
+	cases := []struct {
+		name string
+		job  func() *batchv1.Job
+		seen []time.Duration
+		want string
+	}{
+		{name: "running before the start", seen: []time.Duration{0, 30 * time.Minute},
+			job:  func() *batchv1.Job { j := aJob("a", nil); j.CreationTimestamp = metav1.NewTime(before); return j },
+			want: "0s job default/a 4 for 30m0s"},
+		{name: "ended before the start, seen again later", seen: []time.Duration{0, 20 * time.Minute},
+			job:  func() *batchv1.Job { j := aJob("a", &early); j.CreationTimestamp = metav1.NewTime(before); return j },
+			want: ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := New(t0)
+			for i, at := range tc.seen {
+				j := tc.job()
+				if i == len(tc.seen)-1 && j.Status.CompletionTime == nil {
+					j = aJob("a", &ended)
+					j.CreationTimestamp = metav1.NewTime(before)
+				}
+				rec.Job(t0.Add(at), j)
+			}
+			trace, _, _, err := rec.Finish(t0.Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range trace.Events {
+				got = append(got, describe(e))
+			}
+			if strings.Join(got, "; ") != tc.want {
+				t.Errorf("events %q, want %q", strings.Join(got, "; "), tc.want)
+			}
+		})
 	}
 }

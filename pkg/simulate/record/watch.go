@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"fmt"
+	"time"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -17,95 +18,116 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// syncTimeout bounds the wait for the first listing, so that a missing
+// permission is reported at once rather than when --for ends.
+const syncTimeout = time.Minute
+
+// watched is one kind Watch follows: what its adds and updates record
+// (initial: the object was there at the start), and its deletions.
+type watched struct {
+	obj  client.Object
+	add  func(obj any, initial bool)
+	gone func(obj client.Object)
+}
+
 // Watch records a live cluster from now until ctx ends: the Deployments,
 // Jobs, NodePools, EC2NodeClasses, DaemonSets and PodDisruptionBudgets
-// there at the start are the run's manifests, and what changes after (of
-// the first three) is the trace. ready is called once
-// the start is recorded. Timestamps are clk's.
+// there at the start are the run's manifests, and what changes after is
+// the trace (Deployments' replicas, deletions included; Jobs; NodePools
+// and PodDisruptionBudgets created or changed). ready is called once the
+// start is recorded. Timestamps are clk's.
 func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk clock.PassiveClock, ready func()) (*Recording, error) {
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}
 	rec := New(clk.Now())
-	handlers := []struct {
-		obj client.Object
-		add func(obj any, initial bool)
-	}{
+	kinds := []watched{
 		{&appsv1.Deployment{}, func(obj any, initial bool) {
 			if d, ok := obj.(*appsv1.Deployment); ok {
 				rec.Deployment(clk.Now(), d, !initial)
 			}
-		}},
-		{&batchv1.Job{}, func(obj any, initial bool) {
-			// A Job that finished before the start ran outside the trace.
-			if j, ok := obj.(*batchv1.Job); ok && !(initial && finished(j)) {
+		}, func(obj client.Object) { rec.Scale(clk.Now(), obj.GetNamespace(), obj.GetName(), 0) }},
+		{&batchv1.Job{}, func(obj any, _ bool) {
+			// Job leaves out those that finished before the start.
+			if j, ok := obj.(*batchv1.Job); ok {
 				rec.Job(clk.Now(), j)
 			}
-		}},
-		{&v1.NodePool{}, func(obj any, _ bool) {
+		}, func(obj client.Object) { rec.JobGone(clk.Now(), obj.GetNamespace(), obj.GetName()) }},
+		{&v1.NodePool{}, func(obj any, initial bool) {
 			if np, ok := obj.(*v1.NodePool); ok {
-				rec.NodePool(clk.Now(), np)
+				rec.NodePool(clk.Now(), np, !initial)
 			}
-		}},
-		{&appsv1.DaemonSet{}, func(obj any, _ bool) {
-			if ds, ok := obj.(*appsv1.DaemonSet); ok {
+		}, nil},
+		{&appsv1.DaemonSet{}, func(obj any, initial bool) {
+			if ds, ok := obj.(*appsv1.DaemonSet); ok && initial {
 				cp := &appsv1.DaemonSet{ObjectMeta: clean(ds.ObjectMeta), Spec: *ds.Spec.DeepCopy()}
 				cp.APIVersion, cp.Kind = "apps/v1", "DaemonSet"
 				cp.Spec.Template.ObjectMeta = clean(cp.Spec.Template.ObjectMeta)
 				rec.Object("DaemonSet", ds.Namespace, ds.Name, cp)
 			}
-		}},
-		{&policyv1.PodDisruptionBudget{}, func(obj any, _ bool) {
+		}, nil},
+		{&policyv1.PodDisruptionBudget{}, func(obj any, initial bool) {
 			if pdb, ok := obj.(*policyv1.PodDisruptionBudget); ok {
 				cp := &policyv1.PodDisruptionBudget{ObjectMeta: clean(pdb.ObjectMeta), Spec: *pdb.Spec.DeepCopy()}
 				cp.APIVersion, cp.Kind = "policy/v1", "PodDisruptionBudget"
-				rec.Object("PodDisruptionBudget", pdb.Namespace, pdb.Name, cp)
+				if initial {
+					rec.Object("PodDisruptionBudget", pdb.Namespace, pdb.Name, cp)
+				} else if rec.first("PodDisruptionBudget", pdb.Namespace, pdb.Name) {
+					rec.Created(clk.Now(), cp)
+				}
 			}
-		}},
-		{&awsv1.EC2NodeClass{}, func(obj any, _ bool) {
-			if nc, ok := obj.(*awsv1.EC2NodeClass); ok {
+		}, nil},
+		{&awsv1.EC2NodeClass{}, func(obj any, initial bool) {
+			if nc, ok := obj.(*awsv1.EC2NodeClass); ok && initial {
 				cp := &awsv1.EC2NodeClass{ObjectMeta: clean(nc.ObjectMeta), Spec: *nc.Spec.DeepCopy()}
 				cp.APIVersion, cp.Kind = "karpenter.k8s.aws/v1", "EC2NodeClass"
 				rec.Object("EC2NodeClass", "", nc.Name, cp)
 			}
-		}},
+		}, nil},
 	}
-	for _, h := range handlers {
-		inf, err := c.GetInformer(ctx, h.obj)
+	for _, k := range kinds {
+		inf, err := c.GetInformer(ctx, k.obj)
 		if err != nil {
-			return nil, fmt.Errorf("watching %T: %w", h.obj, err)
+			return nil, fmt.Errorf("watching %T: %w", k.obj, err)
 		}
-		add := h.add
+		add, gone := k.add, k.gone
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 			AddFunc:    add,
 			UpdateFunc: func(_, obj any) { add(obj, false) },
+			DeleteFunc: func(obj any) {
+				if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj
+				}
+				if o, ok := obj.(client.Object); ok && gone != nil {
+					gone(o)
+				}
+			},
 		}); err != nil {
 			return nil, err
 		}
 	}
 	errs := make(chan error, 1)
 	go func() { errs <- c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
+	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !c.WaitForCacheSync(syncCtx) {
+		why := "is the API server reachable, and may this user list and watch deployments, jobs, daemonsets, poddisruptionbudgets, nodepools and ec2nodeclasses?"
 		select {
 		case err := <-errs:
-			return nil, fmt.Errorf("watching the cluster: %w", err)
+			if err != nil {
+				return nil, fmt.Errorf("watching the cluster: %w; %s", err, why)
+			}
 		default:
-			return nil, fmt.Errorf("watching the cluster: the caches did not sync; is the API server reachable, and may this user list and watch deployments, jobs, daemonsets, poddisruptionbudgets, nodepools and ec2nodeclasses?")
 		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("stopped before the cluster was listed")
+		}
+		return nil, fmt.Errorf("watching the cluster: nothing listed within %s; %s", syncTimeout, why)
 	}
 	if ready != nil {
 		ready()
 	}
 	<-ctx.Done()
 	return rec, nil
-}
-
-func finished(j *batchv1.Job) bool {
-	for _, c := range j.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == "True" {
-			return true
-		}
-	}
-	return false
 }
