@@ -9,9 +9,8 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// budgetReasons are the reasons a pass keeps budgets for, and the Options
-// map each one's remaining count goes into.
-var budgetReasons = []v1.DisruptionReason{v1.DisruptionReasonUnderutilized, v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted}
+// BudgetReasons are the reasons a pass keeps budgets for.
+var BudgetReasons = []v1.DisruptionReason{v1.DisruptionReasonUnderutilized, v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted}
 
 // SetBudgets fills opts' Allowed, AllowedEmpty and AllowedDrift with what
 // each NodePool's budgets still allow at now, and records which budget
@@ -23,7 +22,7 @@ func (o *Options) SetBudgets(pools []*v1.NodePool, counts map[string]PoolCount, 
 	o.Allowed, o.AllowedEmpty, o.AllowedDrift = map[string]int{}, map[string]int{}, map[string]int{}
 	o.BudgetNotes = map[v1.DisruptionReason]map[string]string{}
 	errs := map[string]error{}
-	for _, reason := range budgetReasons {
+	for _, reason := range BudgetReasons {
 		into := map[v1.DisruptionReason]map[string]int{
 			v1.DisruptionReasonUnderutilized: o.Allowed, v1.DisruptionReasonEmpty: o.AllowedEmpty, v1.DisruptionReasonDrifted: o.AllowedDrift,
 		}[reason]

@@ -52,6 +52,20 @@ func stillKept(t *testing.T, j *framework.Joiner, old v1.NodeClaim, explainNode 
 	}
 }
 
+// scaleWeb scales deployment web to n and waits until n of its pods are
+// left.
+func scaleWeb(t *testing.T, n int) {
+	t.Helper()
+	framework.Kubectl(t, "", "scale", "deployment/web", fmt.Sprintf("--replicas=%d", n))
+	framework.Eventually(t, time.Minute, "the scale-down done", func() (bool, string) {
+		var pods corev1.PodList
+		if err := framework.Kube.List(t.Context(), &pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == n, fmt.Sprintf("%d pods", len(pods.Items))
+	})
+}
+
 // TestMoreBlockers plants the blockers TestEmptinessAndProtection does not:
 // a budget in its scheduled window, pods that fit nowhere else (the pool's
 // limits leave no room for a replacement), consolidateAfter not yet
@@ -123,14 +137,7 @@ func TestMoreBlockers(t *testing.T) {
 				})
 			}
 			if tc.scaleTo >= 0 {
-				framework.Kubectl(t, "", "scale", "deployment/web", fmt.Sprintf("--replicas=%d", tc.scaleTo))
-				framework.Eventually(t, time.Minute, "the scale-down done", func() (bool, string) {
-					var pods corev1.PodList
-					if err := framework.Kube.List(t.Context(), &pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil {
-						return false, err.Error()
-					}
-					return len(pods.Items) == tc.scaleTo, fmt.Sprintf("%d pods", len(pods.Items))
-				})
+				scaleWeb(t, tc.scaleTo)
 			}
 			if tc.plant != nil {
 				tc.plant(t, old.Status.NodeName)

@@ -11,7 +11,6 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/test/framework"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 type logLine struct {
@@ -191,14 +190,7 @@ spec:
 					}
 				}()
 			}
-			framework.Kubectl(t, "", "scale", "deployment/web", fmt.Sprintf("--replicas=%d", tc.scaleTo))
-			framework.Eventually(t, time.Minute, "the scale-down done", func() (bool, string) {
-				var pods corev1.PodList
-				if err := framework.Kube.List(t.Context(), &pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil {
-					return false, err.Error()
-				}
-				return len(pods.Items) == tc.scaleTo, fmt.Sprintf("%d pods", len(pods.Items))
-			})
+			scaleWeb(t, tc.scaleTo)
 			switch tc.want {
 			case "removed":
 				framework.Eventually(t, time.Minute, "the node removed", func() (bool, string) {

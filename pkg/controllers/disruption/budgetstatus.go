@@ -33,7 +33,7 @@ func (c *Controller) reportBudgets(pools []*v1.NodePool, counts map[string]disru
 	c.reported = current
 	for _, np := range pools {
 		count := counts[np.Name]
-		for _, reason := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonUnderutilized, v1.DisruptionReasonDrifted} {
+		for _, reason := range disruption.BudgetReasons {
 			allowed, err := disruption.Allowed(np, reason, count.Total, now)
 			if err != nil {
 				allowed = 0
