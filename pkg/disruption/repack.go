@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -81,8 +82,6 @@ func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowe
 		func(a, b scored) bool { return a.util < b.util },
 		func(a, b scored) bool { return a.c.Price*(1-a.util) > b.c.Price*(1-b.util) },
 	}
-	var best Command
-	found := false
 	tried := map[string]bool{}
 	// Every set is planned over the same pools and the same other nodes,
 	// closed to the set's pods when they only count for topology: both are
@@ -98,6 +97,7 @@ func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowe
 		}
 	}
 	snap.Shared = scheduling.Share(shared)
+	var sets [][]scored
 	for _, less := range orders {
 		sort.SliceStable(pool, func(i, j int) bool {
 			if less(pool[i], pool[j]) != less(pool[j], pool[i]) {
@@ -131,17 +131,74 @@ func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowe
 				continue
 			}
 			tried[strings.Join(key, ",")] = true
-			if cmd, ok := repackSet(snap, kube, closed, chosen[:k], opts, totals); ok && (!found || cmd.Savings > best.Savings) {
-				best, found = cmd, true
-			}
+			sets = append(sets, slices.Clone(chosen[:k]))
 		}
 	}
-	return best, found
+	return bestSet(snap, kube, closed, sets, opts, totals)
+}
+
+// bestSet is the set that saves most, the first of them on a tie. Sets are
+// planned in the order of what they could save at most (setBound), and
+// once that is less than the best saving found, the rest are not planned:
+// the choice is the one planning every set makes.
+func bestSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*scheduling.Node, sets [][]scored, opts Options, totals map[string]*poolTotals) (Command, bool) {
+	bound := newSetBound(snap)
+	type trial struct {
+		i             int
+		set           []scored
+		upper, withUp float64
+	}
+	trials := make([]trial, len(sets))
+	for i, set := range sets {
+		in := map[string]bool{}
+		var cands []Candidate
+		for _, s := range set {
+			in[s.c.Node] = true
+			cands = append(cands, s.c)
+		}
+		price := opts.saving(cands)
+		d := setDemand(set)
+		t := trial{i: i, set: set, upper: price - bound.cost(d)}
+		t.withUp = t.upper
+		if len(set) <= repackSlackMax {
+			t.withUp = price - bound.cost(d.Sub(bound.room(in)))
+		}
+		if !pruneRepack {
+			t.upper, t.withUp = math.Inf(1), math.Inf(1)
+		}
+		trials[i] = t
+	}
+	sort.SliceStable(trials, func(a, b int) bool {
+		return max(trials[a].upper, trials[a].withUp) > max(trials[b].upper, trials[b].withUp)
+	})
+	var best Command
+	bestAt := -1
+	for _, t := range trials {
+		floor := 1e-9
+		if bestAt >= 0 {
+			floor = best.Savings
+		}
+		if max(t.upper, t.withUp) < floor {
+			break
+		}
+		cmd, ok := repackSet(snap, kube, closed, t.set, opts, totals, setLimits{floor: floor, upper: t.upper, withUp: t.withUp})
+		if ok && (bestAt < 0 || cmd.Savings > best.Savings || cmd.Savings == best.Savings && t.i < bestAt) {
+			best, bestAt = cmd, t.i
+		}
+	}
+	return best, bestAt >= 0
+}
+
+// setLimits are what a set could save at most, planned onto new nodes
+// alone (upper) and with other nodes' room (withUp), and the saving it
+// must reach to matter (floor): plans that cannot reach it are skipped.
+type setLimits struct {
+	floor, upper, withUp float64
 }
 
 // repackSet plans the set's pods onto new nodes alone and returns the
 // cheapest safe replacement, if it saves money.
-func repackSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*scheduling.Node, set []scored, opts Options, totals map[string]*poolTotals) (Command, bool) {
+func repackSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*scheduling.Node, set []scored, opts Options, totals map[string]*poolTotals, lim setLimits) (Command, bool) {
 	k := len(set)
 	var best Command
 	found := false
@@ -176,78 +233,118 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*sch
 	}
 	// One new node that takes every pod is safe by construction; the other
 	// options are checked against kube-scheduler's spreading.
-	type option struct {
-		repl []*scheduling.NewNodeClaim
-		safe bool
-	}
-	var options []option
-	plan, one := scheduling.SolveWithOne(trial, opts.Scheduling)
-	if one != nil {
-		options = append(options, option{repl: []*scheduling.NewNodeClaim{one}, safe: true})
-	}
-	if len(plan.Unschedulable) == 0 && len(plan.NewNodeClaims) > 1 {
-		options = append(options, option{repl: plan.NewNodeClaims})
+	eval := func(o repackOption) (Command, bool) {
+		return repackOptionCommand(snap, kube, o, setCands, price, spot, opts, totals)
 	}
 	// Using other nodes' room means planning over all of them: worth it
-	// for small sets, where room elsewhere matters most.
-	if k > repackSlackMax {
-	} else if plan := scheduling.Solve(withSlack, opts.Scheduling); len(plan.Unschedulable) == 0 && len(plan.Existing) > 0 {
-		options = append(options, option{repl: plan.NewNodeClaims})
+	// for small sets, where room elsewhere matters most. It is planned
+	// first, as it is where most savings are, but weighed last.
+	var slack *repackOption
+	var slackCmd Command
+	slackOK := false
+	if k <= repackSlackMax && lim.withUp >= lim.floor {
+		repackPlans.Add(1)
+		if plan := scheduling.Solve(withSlack, opts.Scheduling); len(plan.Unschedulable) == 0 && len(plan.Existing) > 0 {
+			slack = &repackOption{repl: plan.NewNodeClaims}
+			slackCmd, slackOK = eval(*slack)
+		}
 	}
-	for _, o := range options {
-		repl := o.repl
-		savings := price - scheduling.TotalPrice(repl)
+	// The new nodes alone cannot matter when they cannot beat the saving
+	// to reach, nor when the room elsewhere already saves more than they
+	// could: that option, weighed after them, would still be taken.
+	var options []repackOption
+	if lim.upper >= lim.floor && !(slackOK && lim.upper < price-scheduling.TotalPrice(slack.repl)) {
+		repackPlans.Add(1)
+		plan, one := scheduling.SolveWithOne(trial, opts.Scheduling)
+		if one != nil {
+			options = append(options, repackOption{repl: []*scheduling.NewNodeClaim{one}, safe: true})
+		}
+		if len(plan.Unschedulable) == 0 && len(plan.NewNodeClaims) > 1 {
+			options = append(options, repackOption{repl: plan.NewNodeClaims})
+		}
+	}
+	if slack != nil {
+		options = append(options, *slack)
+	}
+	for i, o := range options {
+		savings := price - scheduling.TotalPrice(o.repl)
 		if savings <= 1e-9 || (found && savings <= best.Savings) {
 			continue
 		}
-		// As many nodes as before, or more, must be clearly worth moving
-		// every pod of the set for.
-		if len(repl) > k && savings < repackSplitSavings*price || len(repl) == k && savings < repackSwapSavings*price {
-			continue
+		cmd, ok := slackCmd, slackOK
+		if slack == nil || i < len(options)-1 {
+			cmd, ok = eval(o)
 		}
-		if spot && anySpot(repl) {
-			if !opts.SpotToSpot {
-				continue
-			}
-			// Spot nodes become spot nodes only with enough cheaper types,
-			// each cheaper than its share of the set's price: the whole
-			// price for each would let the replacements together cost more
-			// than the set.
-			share := savings / float64(len(repl))
-			narrowed := make([]*scheduling.NewNodeClaim, len(repl))
-			for i, nc := range repl {
-				narrowed[i] = nc
-				if nc.Offering.CapacityType != v1.CapacityTypeSpot {
-					continue
-				}
-				if narrowed[i], _ = spotToSpot(nc.Price()+share, nc, poolTypes(snap, nc.NodePool)); narrowed[i] == nil {
-					break
-				}
-			}
-			if slices.Contains(narrowed, nil) {
-				continue
-			}
-			repl = narrowed
+		if ok {
+			best, found = cmd, true
 		}
-		repl, why := cheaperOnly(pinSpot(repl), price)
-		if why != "" {
-			continue
-		}
-		savings = price - scheduling.TotalPrice(repl)
-		risk := 0.0
-		if !o.safe {
-			var ok bool
-			if risk, ok = worthIt(kube, opts, setCands, repl, savings); !ok {
-				continue
-			}
-		}
-		cmd := Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: setCands, Replacements: repl, Savings: savings, Risk: risk}
-		if balanced(snap, totals, opts.Policy, cmd) != "" {
-			continue
-		}
-		best, found = cmd, true
 	}
 	return best, found
+}
+
+// repackOption is one way to place a set's pods: the new nodes it
+// launches, and whether they hold the pods however kube-scheduler places
+// them.
+type repackOption struct {
+	repl []*scheduling.NewNodeClaim
+	safe bool
+}
+
+// repackOptionCommand is the command option o makes of the set, if it
+// saves enough, is safe enough and keeps the pools balanced.
+func repackOptionCommand(snap scheduling.Snapshot, kube *kubeModel, o repackOption, setCands []Candidate, price float64, spot bool, opts Options, totals map[string]*poolTotals) (Command, bool) {
+	k := len(setCands)
+	repl := o.repl
+	savings := price - scheduling.TotalPrice(repl)
+	if savings <= 1e-9 {
+		return Command{}, false
+	}
+	// As many nodes as before, or more, must be clearly worth moving
+	// every pod of the set for.
+	if len(repl) > k && savings < repackSplitSavings*price || len(repl) == k && savings < repackSwapSavings*price {
+		return Command{}, false
+	}
+	if spot && anySpot(repl) {
+		if !opts.SpotToSpot {
+			return Command{}, false
+		}
+		// Spot nodes become spot nodes only with enough cheaper types,
+		// each cheaper than its share of the set's price: the whole
+		// price for each would let the replacements together cost more
+		// than the set.
+		share := savings / float64(len(repl))
+		narrowed := make([]*scheduling.NewNodeClaim, len(repl))
+		for i, nc := range repl {
+			narrowed[i] = nc
+			if nc.Offering.CapacityType != v1.CapacityTypeSpot {
+				continue
+			}
+			if narrowed[i], _ = spotToSpot(nc.Price()+share, nc, poolTypes(snap, nc.NodePool)); narrowed[i] == nil {
+				break
+			}
+		}
+		if slices.Contains(narrowed, nil) {
+			return Command{}, false
+		}
+		repl = narrowed
+	}
+	repl, why := cheaperOnly(pinSpot(repl), price)
+	if why != "" {
+		return Command{}, false
+	}
+	savings = price - scheduling.TotalPrice(repl)
+	risk := 0.0
+	if !o.safe {
+		var ok bool
+		if risk, ok = worthIt(kube, opts, setCands, repl, savings); !ok {
+			return Command{}, false
+		}
+	}
+	cmd := Command{Reason: v1.DisruptionReasonUnderutilized, Candidates: setCands, Replacements: repl, Savings: savings, Risk: risk}
+	if balanced(snap, totals, opts.Policy, cmd) != "" {
+		return Command{}, false
+	}
+	return cmd, true
 }
 
 func anySpot(ncs []*scheduling.NewNodeClaim) bool {

@@ -18,16 +18,7 @@ import (
 func LowerBound(snap Snapshot) (float64, error) {
 	s := newSolver(snap, Options{})
 	s.buildGroups(snap)
-	var kinds []lpbound.Kind
-	kindOf := map[*itype]int{}
-	for _, p := range s.pools {
-		for _, t := range p.types {
-			free := t.free
-			kindOf[t] = len(kinds)
-			kinds = append(kinds, lpbound.Kind{Name: p.name + "/" + t.it.Name, Price: t.price,
-				Capacity: []float64{float64(free.CPU), float64(free.Memory), float64(free.Pods)}})
-		}
-	}
+	kinds, kindOf := s.kinds()
 	var shapes []lpbound.Shape
 	for _, g := range s.groups {
 		if g.err != nil {
@@ -52,6 +43,28 @@ func LowerBound(snap Snapshot) (float64, error) {
 		return 0, err
 	}
 	return res.Cost, nil
+}
+
+// NodeKinds are the nodes LowerBound may buy: every (NodePool, instance
+// type) pair at its cheapest offering the pool allows, with the room its
+// DaemonSets leave, in cpu (millicores), memory (bytes) and pods.
+func NodeKinds(snap Snapshot) []lpbound.Kind {
+	kinds, _ := newSolver(snap, Options{}).kinds()
+	return kinds
+}
+
+func (s *solver) kinds() ([]lpbound.Kind, map[*itype]int) {
+	var kinds []lpbound.Kind
+	kindOf := map[*itype]int{}
+	for _, p := range s.pools {
+		for _, t := range p.types {
+			free := t.free
+			kindOf[t] = len(kinds)
+			kinds = append(kinds, lpbound.Kind{Name: p.name + "/" + t.it.Name, Price: t.price,
+				Capacity: []float64{float64(free.CPU), float64(free.Memory), float64(free.Pods)}})
+		}
+	}
+	return kinds, kindOf
 }
 
 // Packing is a snapshot's pending pods as a packing problem for the
