@@ -36,7 +36,7 @@ test: setup
 ## state, the AWS provider, the simulator and its LP-bound goroutine);
 ## .ci/run runs it after make test. Its time is in
 ## docs/long-tests.md.
-RACE_PACKAGES = ./pkg/operator/... ./pkg/controllers/... ./pkg/scheduling/... ./pkg/state/... ./pkg/cloudprovider/aws/... ./pkg/simulate/...
+RACE_PACKAGES = ./pkg/operator/... ./pkg/controllers/... ./pkg/scheduling/... ./pkg/disruption/... ./pkg/state/... ./pkg/cloudprovider/aws/... ./pkg/simulate/...
 race: setup
 	go test -race -count=1 -p 2 -timeout 40m $(RACE_PACKAGES)
 

@@ -62,6 +62,18 @@ func TestSimulate(t *testing.T) {
 	if replay := readSummary(t, again); replay["totalCost"] != first["totalCost"] || replay["evictions"] != first["evictions"] {
 		t.Errorf("replaying the written trace gave %v, the generated run %v", replay, first)
 	}
+	// --compare runs the configurations side by side: each must come out
+	// as it does alone.
+	both := filepath.Join(dir, "both")
+	if _, _, err := run(t, "", "simulate", "-f", simPool, "-f", filepath.Join(out, "workload.yaml"), "--trace", filepath.Join(out, "trace.yaml"),
+		"--compare", "../../pkg/simulate/testdata/whenempty.yaml", "--out", both); err != nil {
+		t.Fatal(err)
+	}
+	side := readSummary(t, both)
+	configs, _ := side["configurations"].([]any)
+	if len(configs) != 2 || side["totalCost"] != first["totalCost"] || side["evictions"] != first["evictions"] || side["nodeHours"] != first["nodeHours"] {
+		t.Errorf("beside WhenEmpty the base configuration gave %v (%d configurations), alone %v", side, len(configs), first)
+	}
 }
 
 func readSummary(t *testing.T, dir string) map[string]any {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/kubesched"
@@ -46,8 +47,10 @@ type kubeModel struct {
 	sched scheduling.Options
 	// shared is what the plans risk makes have in common, built for the
 	// first of them: each plan built the pools' instance types again, 12
-	// of the 90 GB the controller allocated in scale run 8.
-	shared *scheduling.Shared
+	// of the 90 GB the controller allocated in scale run 8. repack's sets
+	// are weighed in parallel, hence the lock.
+	shared     *scheduling.Shared
+	sharedLock sync.Mutex
 }
 
 // kubeTargetCap bounds the existing nodes a replay considers: the ones with
@@ -59,6 +62,13 @@ func newKubeModel(snap scheduling.Snapshot) *kubeModel {
 	m := &kubeModel{snap: snap, taints: map[string][]corev1.Taint{}, reqs: map[*corev1.Pod]resources.Resources{}}
 	for _, p := range snap.NodePools {
 		m.taints[p.NodePool.Name] = p.NodePool.Spec.Template.Spec.Taints
+	}
+	// Every pod's requests are worked out here, once: the model is then
+	// only read, by as many of repack's sets at once as there are cores.
+	for _, n := range snap.Nodes {
+		for _, p := range n.Pods {
+			m.reqs[p] = resources.PodRequests(p)
+		}
 	}
 	for _, n := range snap.Nodes {
 		if n.MarkedForDeletion || hasDisruptedTaint(n.Taints) {
@@ -87,12 +97,10 @@ func roomy(n kubeNode) float64 {
 }
 
 func (m *kubeModel) req(p *corev1.Pod) resources.Resources {
-	r, ok := m.reqs[p]
-	if !ok {
-		r = resources.PodRequests(p)
-		m.reqs[p] = r
+	if r, ok := m.reqs[p]; ok {
+		return r
 	}
-	return r
+	return resources.PodRequests(p)
 }
 
 // targets are the nodes displaced pods may land on: existing nodes not
@@ -137,10 +145,12 @@ func (m *kubeModel) risk(cands []Candidate, repl []*scheduling.NewNodeClaim) flo
 		return 0
 	}
 	trial := scheduling.Snapshot{NodePools: m.snap.NodePools, DaemonSets: m.snap.DaemonSets, Volumes: m.snap.Volumes, Shared: m.snap.Shared}
+	m.sharedLock.Lock()
 	if m.shared == nil {
 		m.shared = scheduling.Share(trial)
 	}
 	trial.Shared = m.shared
+	m.sharedLock.Unlock()
 	for _, p := range stranded {
 		trial.Pods = append(trial.Pods, unbound(p))
 	}

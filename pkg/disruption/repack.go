@@ -2,9 +2,11 @@ package disruption
 
 import (
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
@@ -175,21 +177,46 @@ func bestSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*sched
 	sort.SliceStable(trials, func(a, b int) bool {
 		return max(trials[a].upper, trials[a].withUp) > max(trials[b].upper, trials[b].withUp)
 	})
+	// Sets are planned on every core, each against the best saving found
+	// when it starts: a set pruned against a lower floor than the serial
+	// order would give is still one that cannot win, so the choice does
+	// not depend on which finishes first.
+	var mu sync.Mutex
 	var best Command
-	bestAt := -1
-	for _, t := range trials {
-		floor := 1e-9
-		if bestAt >= 0 {
-			floor = best.Savings
-		}
-		if max(t.upper, t.withUp) < floor {
-			break
-		}
-		cmd, ok := repackSet(snap, kube, closed, t.set, opts, totals, setLimits{floor: floor, upper: t.upper, withUp: t.withUp})
-		if ok && (bestAt < 0 || cmd.Savings > best.Savings || cmd.Savings == best.Savings && t.i < bestAt) {
-			best, bestAt = cmd, t.i
+	bestAt, next := -1, 0
+	work := func() {
+		for {
+			mu.Lock()
+			if next == len(trials) {
+				mu.Unlock()
+				return
+			}
+			t := trials[next]
+			next++
+			floor := 1e-9
+			if bestAt >= 0 {
+				floor = best.Savings
+			}
+			if max(t.upper, t.withUp) < floor {
+				// The rest could save less still.
+				next = len(trials)
+				mu.Unlock()
+				return
+			}
+			mu.Unlock()
+			cmd, ok := repackSet(snap, kube, closed, t.set, opts, totals, setLimits{floor: floor, upper: t.upper, withUp: t.withUp})
+			mu.Lock()
+			if ok && (bestAt < 0 || cmd.Savings > best.Savings || cmd.Savings == best.Savings && t.i < bestAt) {
+				best, bestAt = cmd, t.i
+			}
+			mu.Unlock()
 		}
 	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(trials)) {
+		wg.Go(work)
+	}
+	wg.Wait()
 	return best, bestAt >= 0
 }
 

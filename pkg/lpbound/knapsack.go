@@ -33,6 +33,8 @@ type surrogate struct {
 	w     []float64
 	req   []float64 // by item
 	order []int
+	// free: some item needs none of the weighted resources.
+	free bool
 }
 
 type kitem struct {
@@ -170,6 +172,8 @@ func (ks *knapsack) surrogate(w []float64) surrogate {
 		}
 		if s.req[i] > 0 {
 			s.order = append(s.order, i)
+		} else {
+			s.free = true
 		}
 	}
 	sort.SliceStable(s.order, func(a, b int) bool {
@@ -210,17 +214,22 @@ func (ks *knapsack) surBound(s surrogate, from int, rem []float64) float64 {
 	}
 	v := 0.0
 	for _, i := range s.order {
-		if i < from || left <= 0 {
+		if left <= 0 {
+			break
+		}
+		if i < from {
 			continue
 		}
-		it := ks.items[i]
-		take := math.Min(float64(it.ub), left/s.req[i])
+		it := &ks.items[i]
+		take := min(float64(it.ub), left/s.req[i])
 		v += take * it.v
 		left -= take * s.req[i]
 	}
-	for i := from; i < len(ks.items); i++ {
-		if s.req[i] == 0 {
-			v += float64(ks.items[i].ub) * ks.items[i].v
+	if s.free {
+		for i := from; i < len(ks.items); i++ {
+			if s.req[i] == 0 {
+				v += float64(ks.items[i].ub) * ks.items[i].v
+			}
 		}
 	}
 	return v
