@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -166,16 +167,17 @@ func configName(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 }
 
-// progress is a progress bar on a terminal, and nothing elsewhere.
-// runAll runs the configurations side by side, one per core: each run is
-// deterministic and shares nothing it writes, so the results are those of
-// running them one after another. bar, when set, shows their mean progress.
+// runAll runs the configurations side by side, at most one per core: each
+// run is deterministic and shares nothing it writes, so the results are
+// those of running them one after another. bar, when set, shows their
+// mean progress.
 func runAll(configs []simulate.Config, trace *simulate.Trace, bar func(float64)) ([]*simulate.Result, error) {
 	results := make([]*simulate.Result, len(configs))
 	errs := make([]error, len(configs))
 	var mu sync.Mutex
 	done := make([]float64, len(configs))
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i := range configs {
 		var report func(float64)
 		if bar != nil {
@@ -190,7 +192,11 @@ func runAll(configs []simulate.Config, trace *simulate.Trace, bar func(float64))
 				bar(sum / float64(len(done)))
 			}
 		}
-		wg.Go(func() { results[i], errs[i] = simulate.Run(configs[i], trace, report) })
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			results[i], errs[i] = simulate.Run(configs[i], trace, report)
+		})
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -201,6 +207,7 @@ func runAll(configs []simulate.Config, trace *simulate.Trace, bar func(float64))
 	return results, nil
 }
 
+// progress is a progress bar on a terminal, and nothing elsewhere.
 func progress(w io.Writer, what string) func(float64) {
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {

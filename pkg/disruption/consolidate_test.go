@@ -395,6 +395,8 @@ func TestCheaperOnly(t *testing.T) {
 		price   float64
 		want    [][]string // kept options per replacement
 		wantWhy string
+		// wantPrice, when set, is the first replacement's price after.
+		wantPrice float64
 	}{
 		{name: "one replacement: options whose dearest zone is not cheaper go",
 			repls: []*scheduling.NewNodeClaim{nc(offer("a", 0.05), offer("b", 0.06, 0.11), offer("c", 0.09), offer("own", 0.1))},
@@ -407,6 +409,8 @@ func TestCheaperOnly(t *testing.T) {
 			price: 0.1, wantWhy: "no cheaper replacement"},
 		{name: "pinned to a commitment's room: the room's price, not the type's list",
 			repls: []*scheduling.NewNodeClaim{withRoom(nc(offer("m5.large", 0.096)), 0.0672)}, price: 0.08, want: [][]string{{"m5.large"}}},
+		{name: "planned at list beside a room it was not handed: still at list",
+			repls: []*scheduling.NewNodeClaim{atList(withRoom(nc(offer("m5.large", 0.096)), 0.0672))}, price: 0.2, want: [][]string{{"m5.large"}}, wantPrice: 0.096},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, why := cheaperOnly(tc.repls, tc.price)
@@ -435,6 +439,9 @@ func TestCheaperOnly(t *testing.T) {
 				if strings.Join(names, ",") != strings.Join(tc.want[i], ",") {
 					t.Errorf("replacement %d keeps %v, want %v", i, names, tc.want[i])
 				}
+			}
+			if tc.wantPrice != 0 && got[0].Price() != tc.wantPrice {
+				t.Errorf("the replacement is priced $%.4f/h, want $%.4f/h", got[0].Price(), tc.wantPrice)
 			}
 			if total >= tc.price {
 				t.Errorf("the replacements at their worst cost $%.2f/h, not less than $%.2f/h", total, tc.price)
@@ -470,6 +477,13 @@ func TestRepackSeesNamespaces(t *testing.T) {
 	if len(d.Commands) != 1 || len(d.Commands[0].Candidates) != 3 || len(d.Commands[0].Replacements) != 1 {
 		t.Fatalf("want the three nodes repacked onto one, got %v; skipped %v", summary(d), d.Skipped)
 	}
+}
+
+// atList unpins r from its room: the planner priced it at list, the room
+// being another replacement's.
+func atList(r *scheduling.NewNodeClaim) *scheduling.NewNodeClaim {
+	r.Offering = r.InstanceType.Offerings[0]
+	return r
 }
 
 // withRoom pins r to a commitment's room on its type at price, as the

@@ -53,9 +53,12 @@ func cheaperOnly(repls []*scheduling.NewNodeClaim, price float64) ([]*scheduling
 		cp := *r
 		cp.InstanceTypes = kept
 		cp.InstanceType = kept[0]
-		cp.Offering, _ = kept[0].CheapestOffering(allowed)
+		// At list: a commitment's room is the planner's to hand out, and
+		// this replacement was not handed one.
+		listed := func(o cloudprovider.Offering) bool { return !o.Limited() && allowed(o) }
+		cp.Offering, _ = kept[0].CheapestOffering(listed)
 		for _, it := range kept[1:] {
-			if o, ok := it.CheapestOffering(allowed); ok && o.Price < cp.Offering.Price {
+			if o, ok := it.CheapestOffering(listed); ok && o.Price < cp.Offering.Price {
 				cp.InstanceType, cp.Offering = it, o
 			}
 		}

@@ -30,6 +30,10 @@ const repackSplitSavings = 0.1
 // a merge.
 const repackSwapSavings = 0.05
 
+// repackWorkers caps the sets planned at once: each plan holds its own
+// working-out, which the controller's memory limit counts.
+const repackWorkers = 4
+
 // repackSlackMax is the largest set planned with other nodes' room.
 const repackSlackMax = 16
 
@@ -150,9 +154,9 @@ func repack(snap scheduling.Snapshot, kube *kubeModel, cands []Candidate, allowe
 func bestSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*scheduling.Node, sets [][]scored, opts Options, totals map[string]*poolTotals) (Command, bool) {
 	bound := newSetBound(snap)
 	type trial struct {
-		i             int
-		set           []scored
-		upper, withUp float64
+		i                    int
+		set                  []scored
+		price, upper, withUp float64
 	}
 	trials := make([]trial, len(sets))
 	for i, set := range sets {
@@ -164,12 +168,14 @@ func bestSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*sched
 		}
 		price := opts.saving(cands)
 		d := setDemand(set)
-		t := trial{i: i, set: set, upper: price - bound.cost(d)}
+		t := trial{i: i, set: set, price: price, upper: price - bound.cost(d)}
 		t.withUp = t.upper
 		if len(set) <= repackSlackMax {
 			t.withUp = price - bound.cost(d.Sub(bound.room(in)))
 		}
-		if !pruneRepack {
+		// A spot set may become spot nodes of types spotToSpot picks
+		// outside the plan's, which the bound does not price.
+		if !pruneRepack || opts.SpotToSpot && anySpotCandidate(cands) {
 			t.upper, t.withUp = math.Inf(1), math.Inf(1)
 		}
 		trials[i] = t
@@ -204,7 +210,7 @@ func bestSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*sched
 				return
 			}
 			mu.Unlock()
-			cmd, ok := repackSet(snap, kube, closed, t.set, opts, totals, setLimits{floor: floor, upper: t.upper, withUp: t.withUp})
+			cmd, ok := repackSet(snap, kube, closed, t.set, opts, totals, setLimits{price: t.price, floor: floor, upper: t.upper, withUp: t.withUp})
 			mu.Lock()
 			if ok && (bestAt < 0 || cmd.Savings > best.Savings || cmd.Savings == best.Savings && t.i < bestAt) {
 				best, bestAt = cmd, t.i
@@ -213,18 +219,29 @@ func bestSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*sched
 		}
 	}
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(trials)) {
+	for range min(runtime.GOMAXPROCS(0), repackWorkers, len(trials)) {
 		wg.Go(work)
 	}
 	wg.Wait()
 	return best, bestAt >= 0
 }
 
-// setLimits are what a set could save at most, planned onto new nodes
-// alone (upper) and with other nodes' room (withUp), and the saving it
-// must reach to matter (floor): plans that cannot reach it are skipped.
+// setLimits are what a set saves going (price: under commitments, less
+// than the sum of its members' prices), what it could save at most planned
+// onto new nodes alone (upper) and with other nodes' room (withUp), and
+// the saving it must reach to matter (floor): plans that cannot reach it
+// are skipped.
 type setLimits struct {
-	floor, upper, withUp float64
+	price, floor, upper, withUp float64
+}
+
+func anySpotCandidate(cands []Candidate) bool {
+	for _, c := range cands {
+		if c.CapacityType == v1.CapacityTypeSpot {
+			return true
+		}
+	}
+	return false
 }
 
 // repackSet plans the set's pods onto new nodes alone and returns the
@@ -234,7 +251,7 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*sch
 	var best Command
 	found := false
 	in := map[string]bool{}
-	price := 0.0
+	price := lim.price
 	trial := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, Volumes: snap.Volumes, Namespaces: snap.Namespaces, Shared: snap.Shared}
 	spot := false
 	var setCands []Candidate
@@ -246,9 +263,6 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*sch
 			trial.Pods = append(trial.Pods, unbound(p))
 		}
 	}
-	// What the set saves going together: under commitments, less than
-	// the sum of its members' prices.
-	price = opts.saving(setCands)
 	// withSlack lets the plan use the room other nodes have; without it
 	// the set's pods go to new nodes alone.
 	withSlack := trial
@@ -280,11 +294,16 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*sch
 			slackCmd, slackOK = eval(*slack)
 		}
 	}
-	// The new nodes alone cannot matter when they cannot beat the saving
-	// to reach, nor when the room elsewhere already saves more than they
-	// could: that option, weighed after them, would still be taken.
+	// The new nodes alone cannot matter when the room elsewhere saves more
+	// than they could (that option, weighed after them, would still be
+	// taken), nor when they cannot reach the floor and neither can what
+	// the room elsewhere would make of the set without them. (With them,
+	// the room's option could lose to theirs, below the floor; without
+	// them it would stand, and narrowing may have raised its saving.)
+	slackSaves := slackOK && lim.upper < price-scheduling.TotalPrice(slack.repl)
+	hopeless := lim.upper < lim.floor && (!slackOK || slackCmd.Savings < lim.floor)
 	var options []repackOption
-	if lim.upper >= lim.floor && !(slackOK && lim.upper < price-scheduling.TotalPrice(slack.repl)) {
+	if !slackSaves && !hopeless {
 		repackPlans.Add(1)
 		plan, one := scheduling.SolveWithOne(trial, opts.Scheduling)
 		if one != nil {
