@@ -130,7 +130,7 @@ func Consolidate(snap scheduling.Snapshot, cands []Candidate, opts Options) Deci
 	totals := totalsByPool(snap, cands)
 	types := map[string][]*cloudprovider.InstanceType{}
 	for _, p := range snap.NodePools {
-		types[p.NodePool.Name] = p.InstanceTypes
+		types[p.NodePool.Name] = admitted(p)
 	}
 	allowed := map[string]int{}
 	for k, v := range opts.Allowed {

@@ -496,3 +496,31 @@ func withRoom(r *scheduling.NewNodeClaim, price float64) *scheduling.NewNodeClai
 	r.InstanceType, r.InstanceTypes, r.Offering = it, []*cloudprovider.InstanceType{it}, room
 	return r
 }
+
+// TestSpotToSpotKeepsToThePool: spot-to-spot widens a replacement to the
+// cheapest types that hold its pods, but only among the types the
+// NodePool admits by name.
+func TestSpotToSpotKeepsToThePool(t *testing.T) {
+	decide := func(np *v1.NodePool) []string {
+		s := (&setup{}).add(node("spot", "m5.4xlarge", "spot", pod("p", "1", "1Gi")))
+		snap := scheduling.Snapshot{Nodes: s.nodes, NodePools: []scheduling.NodePool{{NodePool: np, InstanceTypes: catalogTypes()}}}
+		d := Consolidate(snap, s.cands, Options{SpotToSpot: true, Allowed: map[string]int{"default": 1}})
+		if len(d.Commands) != 1 || len(d.Commands[0].Replacements) != 1 {
+			t.Fatalf("want one replacement, got %v; skipped %v", summary(d), d.Skipped)
+		}
+		var names []string
+		for _, it := range d.Commands[0].Replacements[0].InstanceTypes {
+			names = append(names, it.Name)
+		}
+		return names
+	}
+	reqs := []v1.NodeSelectorRequirementWithMinValues{req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, "spot"), req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64")}
+	first := decide(nodePool("default", reqs...))
+	banned := first[:3]
+	got := decide(nodePool("default", append(reqs, req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpNotIn, banned...))...))
+	for _, name := range got {
+		if slices.Contains(banned, name) {
+			t.Fatalf("the replacement may launch as %s, which the NodePool excludes (NotIn %v): %v", name, banned, got)
+		}
+	}
+}

@@ -406,10 +406,11 @@ func anySpot(ncs []*scheduling.NewNodeClaim) bool {
 	return false
 }
 
+// poolTypes are the types spotToSpot may pick for pool name.
 func poolTypes(snap scheduling.Snapshot, name string) []*cloudprovider.InstanceType {
 	for _, p := range snap.NodePools {
 		if p.NodePool.Name == name {
-			return p.InstanceTypes
+			return admitted(p)
 		}
 	}
 	return nil

@@ -106,3 +106,22 @@ func pinSpot(repl []*scheduling.NewNodeClaim) []*scheduling.NewNodeClaim {
 	}
 	return out
 }
+
+// admitted are the pool's instance types its own requirement on
+// node.kubernetes.io/instance-type lets it launch. spotToSpot widens a
+// replacement beyond the types its plan chose, and the replacement's own
+// requirement on the key is that plan's list: the pool's is the limit.
+func admitted(p scheduling.NodePool) []*cloudprovider.InstanceType {
+	reqs, err := requirements.FromNodeSelectorRequirements(p.NodePool.Spec.Template.Spec.Requirements...)
+	byName := reqs[corev1.LabelInstanceTypeStable]
+	if err != nil || byName == nil {
+		return p.InstanceTypes
+	}
+	var out []*cloudprovider.InstanceType
+	for _, it := range p.InstanceTypes {
+		if byName.Has(it.Name) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
