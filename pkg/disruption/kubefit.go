@@ -63,14 +63,13 @@ func newKubeModel(snap scheduling.Snapshot) *kubeModel {
 	for _, p := range snap.NodePools {
 		m.taints[p.NodePool.Name] = p.NodePool.Spec.Template.Spec.Taints
 	}
-	// Every pod's requests are worked out here, once: the model is then
-	// only read, by as many of repack's sets at once as there are cores.
 	for _, n := range snap.Nodes {
+		// Every pod's requests are worked out here, once, those of nodes
+		// going too (their pods move): the model is then only read, by as
+		// many of repack's sets at once as there are cores.
 		for _, p := range n.Pods {
 			m.reqs[p] = resources.PodRequests(p)
 		}
-	}
-	for _, n := range snap.Nodes {
 		if n.MarkedForDeletion || hasDisruptedTaint(n.Taints) {
 			continue
 		}

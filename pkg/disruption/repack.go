@@ -244,8 +244,10 @@ func anySpotCandidate(cands []Candidate) bool {
 	return false
 }
 
-// repackSet plans the set's pods onto new nodes alone and returns the
-// cheapest safe replacement, if it saves money.
+// repackSet plans the set's pods onto one new node, onto new nodes alone
+// and, for small sets, with the room other nodes have, and returns the
+// cheapest safe replacement, if it saves money. Plans lim shows cannot
+// matter are skipped.
 func repackSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*scheduling.Node, set []scored, opts Options, totals map[string]*poolTotals, lim setLimits) (Command, bool) {
 	k := len(set)
 	var best Command
@@ -253,12 +255,10 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*sch
 	in := map[string]bool{}
 	price := lim.price
 	trial := scheduling.Snapshot{NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, Volumes: snap.Volumes, Namespaces: snap.Namespaces, Shared: snap.Shared}
-	spot := false
 	var setCands []Candidate
 	for _, s := range set {
 		setCands = append(setCands, s.c)
 		in[s.c.Node] = true
-		spot = spot || s.c.CapacityType == v1.CapacityTypeSpot
 		for _, p := range s.pods {
 			trial.Pods = append(trial.Pods, unbound(p))
 		}
@@ -278,6 +278,7 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*sch
 	}
 	// One new node that takes every pod is safe by construction; the other
 	// options are checked against kube-scheduler's spreading.
+	spot := anySpotCandidate(setCands)
 	eval := func(o repackOption) (Command, bool) {
 		return repackOptionCommand(snap, kube, o, setCands, price, spot, opts, totals)
 	}

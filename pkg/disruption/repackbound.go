@@ -41,16 +41,10 @@ func newSetBound(snap scheduling.Snapshot) *setBound {
 	return b
 }
 
-// boundVector is the part of a resource vector the bound counts: cpu,
-// memory and pod slots. Leaving a resource out only lowers the bound.
-func boundVector(r resources.Resources) []float64 {
-	return []float64{float64(r.CPU), float64(r.Memory), float64(r.Pods)}
-}
-
 // cost is the bound for pods needing demand, $/h; 0 when it cannot be
 // worked out, which prunes nothing.
 func (b *setBound) cost(demand resources.Resources) float64 {
-	d := boundVector(demand.NonNegative())
+	d := scheduling.BoundVector(demand.NonNegative())
 	if d[0] <= 0 && d[1] <= 0 && d[2] <= 0 {
 		return 0
 	}

@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/lpbound"
+	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/spendcap"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -25,7 +26,7 @@ func LowerBound(snap Snapshot) (float64, error) {
 			continue
 		}
 		sh := lpbound.Shape{Name: fmt.Sprint(g.id), Count: float64(len(g.pods)),
-			Request: []float64{float64(g.requests.CPU), float64(g.requests.Memory), float64(g.requests.Pods)}}
+			Request: BoundVector(g.requests)}
 		for _, p := range s.pools {
 			if !s.groupPoolCompatible(g, p) {
 				continue
@@ -47,7 +48,7 @@ func LowerBound(snap Snapshot) (float64, error) {
 
 // NodeKinds are the nodes LowerBound may buy: every (NodePool, instance
 // type) pair at its cheapest offering the pool allows, with the room its
-// DaemonSets leave, in cpu (millicores), memory (bytes) and pods.
+// DaemonSets leave, as BoundVector counts it.
 func NodeKinds(snap Snapshot) []lpbound.Kind {
 	kinds, _ := newSolver(snap, Options{}).kinds()
 	return kinds
@@ -58,13 +59,18 @@ func (s *solver) kinds() ([]lpbound.Kind, map[*itype]int) {
 	kindOf := map[*itype]int{}
 	for _, p := range s.pools {
 		for _, t := range p.types {
-			free := t.free
 			kindOf[t] = len(kinds)
-			kinds = append(kinds, lpbound.Kind{Name: p.name + "/" + t.it.Name, Price: t.price,
-				Capacity: []float64{float64(free.CPU), float64(free.Memory), float64(free.Pods)}})
+			kinds = append(kinds, lpbound.Kind{Name: p.name + "/" + t.it.Name, Price: t.price, Capacity: BoundVector(t.free)})
 		}
 	}
 	return kinds, kindOf
+}
+
+// BoundVector is the part of a resource vector the lower bounds count:
+// cpu (millicores), memory (bytes) and pods. Leaving a resource out only
+// lowers a bound.
+func BoundVector(r resources.Resources) []float64 {
+	return []float64{float64(r.CPU), float64(r.Memory), float64(r.Pods)}
 }
 
 // Packing is a snapshot's pending pods as a packing problem for the
