@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/commitment"
 	"github.com/joiner-autoscaler/joiner/pkg/manifests"
 	"github.com/joiner-autoscaler/joiner/pkg/operator"
 	"github.com/joiner-autoscaler/joiner/pkg/simulate"
@@ -24,7 +25,7 @@ import (
 
 func newSimulateCommand() *cobra.Command {
 	var files, compare, zones []string
-	var region, tracePath, generate, out, gates string
+	var region, tracePath, generate, out, gates, commitmentsPath string
 	var peak int
 	var duration time.Duration
 	t := simulate.DefaultTiming()
@@ -47,6 +48,12 @@ those Deployments, into --out.
 --compare FILE runs the same trace again with FILE's objects in place of
 -f's of the same kind and name (a NodePool with another
 consolidationPolicy, say); repeat it for more configurations.
+
+--commitments FILE prices every configuration on the bill under the
+account's Reserved Instances and Savings Plans (the format of joiner plan
+--commitments, docs/cost.md): plans fill them first, consolidation weighs
+what the bill saves, spend caps count effective prices, and totalCost is
+the bill's (listCost the same nodes at list prices).
 
 --out gets report.html (plots and tables in one file), one PNG and SVG per
 plot, summary.json (totalCost, lpBoundCost, nodeHours, evictions,
@@ -107,6 +114,14 @@ disruption command).`,
 					return err
 				}
 			}
+			var cm *commitment.Commitments
+			if commitmentsPath != "" {
+				read, err := commitment.ReadFile(commitmentsPath, its)
+				if err != nil {
+					return err
+				}
+				cm = &read
+			}
 			configs := []simulate.Config{{Name: configName(files[0]), Objects: base}}
 			for _, f := range compare {
 				over, err := manifests.LoadFiles([]string{f})
@@ -119,6 +134,7 @@ disruption command).`,
 			for i := range configs {
 				configs[i].InstanceTypes, configs[i].Scheduling, configs[i].Timing = its, sched, t
 				configs[i].SpotToSpot = fg.SpotToSpotConsolidation
+				configs[i].Commitments = cm
 				names = append(names, configs[i].Name)
 			}
 			results, err := runAll(configs, trace, progress(cmd.ErrOrStderr(), strings.Join(names, ", ")))
@@ -149,6 +165,7 @@ disruption command).`,
 	f.StringVar(&out, "out", "", "directory for report.html, the plots, summary.json and results.json")
 	f.StringVar(&region, "region", catalog.DefaultRegion, "catalog region")
 	f.StringSliceVar(&zones, "zones", nil, "catalog zones (default: <region>a,b,c)")
+	f.StringVar(&commitmentsPath, "commitments", "", "a YAML file of the account's Reserved Instances and Savings Plans (docs/cost.md): every configuration is priced on the bill under them")
 	f.StringVar(&gates, "feature-gates", "", "feature gates, as the controller's FEATURE_GATES (SpotToSpotConsolidation=true)")
 	f.DurationVar(&t.BatchIdle, "batch-idle-duration", t.BatchIdle, "as the controller's BATCH_IDLE_DURATION")
 	f.DurationVar(&t.BatchMax, "batch-max-duration", t.BatchMax, "as the controller's BATCH_MAX_DURATION")

@@ -19,6 +19,10 @@ func TestSimulate(t *testing.T) {
 	if err := os.WriteFile(badTrace, []byte("duration: 1h\nevents:\n- at: 0s\n  scale: {deployment: nope, replicas: 3}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badCommitments := filepath.Join(dir, "bad-commitments.yaml")
+	if err := os.WriteFile(badCommitments, []byte("savingsPlans: [{savingsPlanType: Compute, commitment: 0.5, discount: 30}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "out")
 	for _, tc := range []struct {
 		name string
@@ -32,6 +36,8 @@ func TestSimulate(t *testing.T) {
 		{"bad peak", []string{"simulate", "-f", simPool, "--generate", "walk", "--peak", "0", "--out", out}, "--peak 0: must be positive"},
 		{"unknown deployment", []string{"simulate", "-f", simPool, "--trace", badTrace, "--out", out}, "events[0] (at 0s).scale.deployment: Deployment default/nope is not in the manifests"},
 		{"bad gate", []string{"simulate", "-f", simPool, "--generate", "walk", "--feature-gates", "Nope=true", "--out", out}, "--feature-gates"},
+		{"a discount that is not a share", []string{"simulate", "-f", simPool, "--generate", "walk", "--commitments", badCommitments, "--out", out},
+			"--commitments " + badCommitments + ": savingsPlans[0].discount: 30; set the share off on-demand prices, between 0 and 1"},
 		{"record without out", []string{"simulate", "record", "--audit-log", badTrace}, "--out: give the directory"},
 		{"record an audit log for a while", []string{"simulate", "record", "--audit-log", badTrace, "--for", "1h", "--out", out}, "--for applies to watching a cluster"},
 		{"record what is not an audit log", []string{"simulate", "record", "--audit-log", badTrace, "--out", out}, "audit log line 1"},
@@ -68,6 +74,20 @@ func TestSimulate(t *testing.T) {
 	if _, _, err := run(t, "", "simulate", "-f", simPool, "-f", filepath.Join(out, "workload.yaml"), "--trace", filepath.Join(out, "trace.yaml"),
 		"--compare", "../../pkg/simulate/testdata/whenempty.yaml", "--out", both); err != nil {
 		t.Fatal(err)
+	}
+	// Under a Savings Plan the same run costs less on the bill than at
+	// list, and says both.
+	commitments := filepath.Join(dir, "commitments.yaml")
+	if err := os.WriteFile(commitments, []byte("savingsPlans: [{savingsPlanType: Compute, commitment: 0.5, discount: 0.3}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	billed := filepath.Join(dir, "billed")
+	if _, _, err := run(t, "", "simulate", "-f", simPool, "-f", filepath.Join(out, "workload.yaml"), "--trace", filepath.Join(out, "trace.yaml"),
+		"--commitments", commitments, "--out", billed); err != nil {
+		t.Fatal(err)
+	}
+	if bill := readSummary(t, billed); !(bill["totalCost"].(float64) < bill["listCost"].(float64)) || first["totalCost"] != first["listCost"] {
+		t.Errorf("under a Savings Plan the run cost $%v on the bill, $%v at list; without, $%v and $%v", bill["totalCost"], bill["listCost"], first["totalCost"], first["listCost"])
 	}
 	side := readSummary(t, both)
 	configs, _ := side["configurations"].([]any)

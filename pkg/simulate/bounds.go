@@ -103,13 +103,15 @@ func (b *bounds) request(s *sim, i int) {
 
 // integrate waits for the bounds, fills each sample's, and returns the
 // bound's cost over the run: each sample's bound held until the next
-// sample or the end of the run, whichever comes first.
-func (b *bounds) integrate(samples []Sample, interval, duration time.Duration) float64 {
+// sample or the end of the run, whichever comes first. canSave is what
+// the commitments can take off the bill at most (commitmentsCanSave),
+// which each sample's bound at list prices is lowered by.
+func (b *bounds) integrate(samples []Sample, interval, duration time.Duration, canSave float64) float64 {
 	close(b.work)
 	b.done.Wait()
 	total := 0.0
 	for i := range samples {
-		v := b.bySig[b.sigs[i]]
+		v := boundOnBill(b.bySig[b.sigs[i]], canSave)
 		samples[i].BoundPerHour = round(v, 6)
 		held := min(interval.Hours(), duration.Hours()-samples[i].Minutes/60)
 		total += v * max(held, 0)

@@ -62,7 +62,7 @@ func (s *sim) pass() {
 			waiting[p.nominated] = append(waiting[p.nominated], p.key)
 		}
 	}
-	opts := disruption.Options{SpotToSpot: s.cfg.SpotToSpot, Scheduling: s.cfg.Scheduling}
+	opts := disruption.Options{SpotToSpot: s.cfg.SpotToSpot, Scheduling: s.cfg.Scheduling, Saving: s.saving()}
 	var cands []disruption.Candidate
 	var budget []disruption.BudgetNode
 	for _, n := range s.liveNodes() {
@@ -74,6 +74,11 @@ func (s *sim) pass() {
 		pool := s.pools[n.pool]
 		c := disruption.Candidate{Node: n.name, NodeClaim: n.name, NodePool: n.pool, InstanceType: n.it.Name,
 			CapacityType: n.offering.CapacityType, Zone: n.offering.Zone, Price: n.offering.Price, DriftedSince: n.drifted}
+		// Under commitments a candidate's price is what the bill saves
+		// when it goes, as the controller prices it.
+		if opts.Saving != nil {
+			c.Price = opts.Saving([]string{n.name})
+		}
 		if after := pool.Spec.Disruption.ConsolidateAfter; !after.IsNever() {
 			since := n.lastEvent
 			if n.readyAt.After(since) {
@@ -233,6 +238,7 @@ func (s *sim) terminate(n *simNode) {
 	n.gone = true
 	s.live--
 	s.rec.terminated(n, s.now)
+	s.billChanged()
 	for _, p := range n.pods {
 		p.node = nil
 	}

@@ -71,6 +71,8 @@ func (s *sim) snapshot(pending []*simPod) scheduling.Snapshot {
 		snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: s.pools[name], InstanceTypes: s.typesFor(name), InUse: rl})
 		fmt.Fprintf(&key, "%s %p %s;", name, s.pools[name], resources.ListString(rl))
 	}
+	snap, billKey := s.withCommitments(snap)
+	key.WriteString(billKey)
 	for _, o := range s.shortNow() {
 		fmt.Fprintf(&key, "%v;", o)
 	}
@@ -162,7 +164,9 @@ func (s *sim) launch(nc *scheduling.NewNodeClaim, why string) *simNode {
 	var bestOffer cloudprovider.Offering
 	for _, it := range nc.InstanceTypes {
 		for _, o := range it.Offerings {
-			if !o.Available || !nc.Requirements.Allows(corev1.LabelTopologyZone, o.Zone) || !nc.Requirements.Allows(v1.LabelCapacityType, o.CapacityType) {
+			// A commitment's room is the planner's pricing; EC2 launches
+			// the ordinary offering, and the bill applies the commitment.
+			if !o.Available || o.Limited() || !nc.Requirements.Allows(corev1.LabelTopologyZone, o.Zone) || !nc.Requirements.Allows(v1.LabelCapacityType, o.CapacityType) {
 				continue
 			}
 			if until, ok := s.unavailable[offering{it.Name, o.Zone, o.CapacityType}]; ok && s.now.Before(until) {
@@ -210,6 +214,7 @@ func (s *sim) launch(nc *scheduling.NewNodeClaim, why string) *simNode {
 		s.rec.peak = s.live
 	}
 	s.rec.launched(n, why)
+	s.billChanged()
 	s.changed()
 	s.after(s.cfg.Timing.Launch+s.cfg.Timing.Initialize, func() {
 		if n.gone || n.deleting {

@@ -27,10 +27,15 @@ type Result struct {
 // Summary is what a run comes to; summary.json holds one per configuration.
 type Summary struct {
 	Config string `json:"config"`
-	// TotalCost is what the nodes cost over the run, $, at the prices the
-	// plans were made at; LPBoundCost the LP lower bound of the pods
-	// running and pending, integrated over the same time.
+	// TotalCost is what the nodes cost over the run, $: at list prices
+	// or, with commitments, on the bill (each node's effective price as
+	// the commitments cover it from moment to moment; RI fees, paid
+	// whatever runs, are not counted). ListCost is the same nodes at list
+	// prices. LPBoundCost is the LP lower bound of the pods running and
+	// pending, integrated over the same time; with commitments, less the
+	// most they could save (commitmentsCanSave).
 	TotalCost      float64 `json:"totalCost"`
+	ListCost       float64 `json:"listCost"`
 	LPBoundCost    float64 `json:"lpBoundCost"`
 	CostAboveBound float64 `json:"costAboveBound"`
 	NodeHours      float64 `json:"nodeHours"`
@@ -55,9 +60,11 @@ type Summary struct {
 type Sample struct {
 	// Minutes since the start.
 	Minutes float64 `json:"minutes"`
-	// CostPerHour is the running nodes' prices; BoundPerHour the LP bound
-	// of the pods at that moment.
+	// CostPerHour is the running nodes' prices (on the bill, with
+	// commitments, and ListPerHour their list prices); BoundPerHour the LP
+	// bound of the pods at that moment.
 	CostPerHour  float64        `json:"costPerHour"`
+	ListPerHour  float64        `json:"listPerHour,omitempty"`
 	BoundPerHour float64        `json:"boundPerHour"`
 	Nodes        int            `json:"nodes"`
 	ByCapacity   map[string]int `json:"byCapacityType"`
@@ -77,8 +84,14 @@ type Decision struct {
 
 // recorder accumulates a run's figures as it goes.
 type recorder struct {
-	start        time.Time
-	cost         float64
+	start    time.Time
+	cost     float64
+	listCost float64
+	// onBill: the run has commitments, and cost is charged at billRate
+	// from billSince on (billChanged) rather than per node at list.
+	onBill       bool
+	billRate     float64
+	billSince    time.Time
 	nodeHours    float64
 	waits        []float64
 	evictions    map[string]int
@@ -103,7 +116,10 @@ func (r *recorder) launched(*simNode, string) {
 // terminated adds n's cost from launch to now.
 func (r *recorder) terminated(n *simNode, now time.Time) {
 	h := now.Sub(n.launched).Hours()
-	r.cost += h * n.offering.Price
+	r.listCost += h * n.offering.Price
+	if !r.onBill {
+		r.cost += h * n.offering.Price
+	}
 	r.nodeHours += h
 }
 
@@ -152,7 +168,7 @@ func (r *recorder) summary(name string, d time.Duration, bound float64) Summary 
 	for _, n := range r.evictions {
 		total += n
 	}
-	s := Summary{Config: name, TotalCost: round(r.cost, 4), LPBoundCost: round(bound, 4), CostAboveBound: round(r.cost-bound, 4),
+	s := Summary{Config: name, TotalCost: round(r.cost, 4), ListCost: round(r.listCost, 4), LPBoundCost: round(bound, 4), CostAboveBound: round(r.cost-bound, 4),
 		NodeHours: round(r.nodeHours, 3), Evictions: total, EvictionsByReason: r.evictions, Disruptions: r.disruptions,
 		PendingSecondsP50: percentile(r.waits, 0.5), PendingSecondsP99: percentile(r.waits, 0.99), PeakNodes: r.peak,
 		NodesLaunched: r.launches, LaunchesFailed: r.launchFailed, Plans: r.plans, DisruptionPasses: r.passes, Duration: d.String()}

@@ -53,6 +53,7 @@ func Run(cfg Config, trace *Trace, progress func(float64)) (*Result, error) {
 		e.fn()
 	}
 	s.now = s.end
+	s.billChanged()
 	for _, n := range s.liveNodes() {
 		s.rec.terminated(n, s.end)
 	}
@@ -60,7 +61,11 @@ func Run(cfg Config, trace *Trace, progress func(float64)) (*Result, error) {
 	for _, p := range s.pendingPods() {
 		s.rec.pending(s.end.Sub(p.pendingSince))
 	}
-	boundCost := bounds.integrate(s.rec.samples, cfg.Timing.Sample, trace.Duration.Duration)
+	canSave := 0.0
+	if cfg.Commitments != nil {
+		canSave = commitmentsCanSave(*cfg.Commitments, s.poolTypes)
+	}
+	boundCost := bounds.integrate(s.rec.samples, cfg.Timing.Sample, trace.Duration.Duration, canSave)
 	if progress != nil {
 		progress(1)
 	}
@@ -115,7 +120,7 @@ func newSim(cfg Config) (*sim, error) {
 		pools: map[string]*v1.NodePool{}, poolHash: map[string]string{}, poolTypes: map[string][]*cloudprovider.InstanceType{},
 		owners: map[string]*owner{}, pods: map[string]*simPod{}, nodes: map[string]*simNode{},
 		unavailable: map[offering]time.Time{}, daemonSets: snap.DaemonSets, namespaces: snap.Namespaces}
-	s.rec = recorder{start: Epoch, evictions: map[string]int{}, disruptions: map[string]int{}, blockedBy: map[string]int{}}
+	s.rec = recorder{start: Epoch, billSince: Epoch, onBill: cfg.Commitments != nil, evictions: map[string]int{}, disruptions: map[string]int{}, blockedBy: map[string]int{}}
 	for _, p := range snap.NodePools {
 		s.pools[p.NodePool.Name] = p.NodePool
 		s.poolHash[p.NodePool.Name] = p.NodePool.Hash()
@@ -284,8 +289,14 @@ func (s *sim) sample(b *bounds, progress func(float64)) {
 	for _, n := range s.liveNodes() {
 		sm.Nodes++
 		sm.CostPerHour += n.offering.Price
+		if s.cfg.Commitments != nil {
+			sm.ListPerHour += n.offering.Price
+		}
 		sm.ByCapacity[n.offering.CapacityType]++
 		sm.ByType[n.it.Name]++
+	}
+	if s.cfg.Commitments != nil {
+		sm.CostPerHour = s.rec.billRate
 	}
 	sm.CostPerHour = round(sm.CostPerHour, 6)
 	for _, p := range s.pods {

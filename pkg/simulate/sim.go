@@ -12,6 +12,7 @@ package simulate
 
 import (
 	"container/heap"
+	"github.com/joiner-autoscaler/joiner/pkg/commitment"
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
@@ -32,7 +33,10 @@ type Config struct {
 	Scheduling scheduling.Options
 	// SpotToSpot is the SpotToSpotConsolidation feature gate.
 	SpotToSpot bool
-	Timing     Timing
+	// Commitments are the account's Reserved Instances and Savings Plans
+	// (bill.go); nil prices everything at list.
+	Commitments *commitment.Commitments
+	Timing      Timing
 }
 
 // Timing is how long the cluster takes to do things, and how often Joiner

@@ -28,11 +28,28 @@ figure svg{width:100%;max-width:1000px;height:auto}
 </style></head><body>
 <h1>joiner simulate</h1>
 `)
-	fmt.Fprintf(b, "<p>Trace: %s</p>\n<h2>Summary</h2>\n<table id=\"summary\">\n", e(page.Trace))
-	b.WriteString("<tr><th>configuration</th><th>total cost</th><th>LP bound</th><th>above bound</th><th>node-hours</th><th>peak nodes</th><th>evictions</th><th>pending p50 (s)</th><th>pending p99 (s)</th><th>disruptions</th></tr>\n")
+	fmt.Fprintf(b, "<p>Trace: %s</p>\n", e(page.Trace))
+	// Under commitments the costs are the bill's, and the list is shown
+	// beside them.
+	onBill := false
 	for _, c := range page.Configs {
-		fmt.Fprintf(b, `<tr><td>%s</td><td class="totalCost">$%.2f</td><td class="lpBoundCost">$%.2f</td><td>$%.2f</td><td class="nodeHours">%.2f</td><td class="peakNodes">%d</td><td class="evictions">%d</td><td>%g</td><td>%g</td><td>%s</td></tr>`+"\n",
-			e(c.Config), c.TotalCost, c.LPBoundCost, c.CostAboveBound, c.NodeHours, c.PeakNodes, c.Evictions, c.PendingSecondsP50, c.PendingSecondsP99, e(reasons(c.Disruptions)))
+		onBill = onBill || c.ListCost != c.TotalCost
+	}
+	if onBill {
+		b.WriteString(`<p id="onBill">Costs are on the bill under the account's Reserved Instances and Savings Plans (--commitments): each node at its effective price as the commitments cover it from moment to moment, without the RIs' fees, which are paid whatever runs. The LP bound is the bound at list prices less the most the commitments could save.</p>` + "\n")
+	}
+	b.WriteString("<h2>Summary</h2>\n<table id=\"summary\">\n<tr><th>configuration</th><th>total cost</th>")
+	if onBill {
+		b.WriteString("<th>at list prices</th>")
+	}
+	b.WriteString("<th>LP bound</th><th>above bound</th><th>node-hours</th><th>peak nodes</th><th>evictions</th><th>pending p50 (s)</th><th>pending p99 (s)</th><th>disruptions</th></tr>\n")
+	for _, c := range page.Configs {
+		fmt.Fprintf(b, `<tr><td>%s</td><td class="totalCost">$%.2f</td>`, e(c.Config), c.TotalCost)
+		if onBill {
+			fmt.Fprintf(b, `<td class="listCost">$%.2f</td>`, c.ListCost)
+		}
+		fmt.Fprintf(b, `<td class="lpBoundCost">$%.2f</td><td>$%.2f</td><td class="nodeHours">%.2f</td><td class="peakNodes">%d</td><td class="evictions">%d</td><td>%g</td><td>%g</td><td>%s</td></tr>`+"\n",
+			c.LPBoundCost, c.CostAboveBound, c.NodeHours, c.PeakNodes, c.Evictions, c.PendingSecondsP50, c.PendingSecondsP99, e(reasons(c.Disruptions)))
 	}
 	b.WriteString("</table>\n")
 	for _, p := range page.Plots {
