@@ -304,15 +304,16 @@ func (s *sim) pdbStatus() []policyv1.PodDisruptionBudget {
 	return out
 }
 
-// markDrift marks the nodes of pool drifted once its template changed, or
-// its requirements no longer admit them.
+// markDrift marks the nodes of pool drifted once its template or its
+// EC2NodeClass changed (classPrint), or its requirements no longer admit
+// them.
 func (s *sim) markDrift(pool string) {
 	np := s.pools[pool]
 	for _, n := range s.liveNodes() {
 		if n.pool != pool || !n.drifted.IsZero() {
 			continue
 		}
-		if n.hash != s.poolHash[pool] || !admits(np, n.labels) {
+		if n.hash != s.poolHash[pool] || n.classPrint != s.classPrints[s.classOf(pool)] || !admits(np, n.labels) {
 			n.drifted = s.now
 			s.changed()
 		}

@@ -191,7 +191,8 @@ func (s *sim) launch(nc *scheduling.NewNodeClaim, why string) *simNode {
 	s.nodeSeq++
 	pool := s.pools[nc.NodePool]
 	n := &simNode{name: fmt.Sprintf("%s-%05d", nc.NodePool, s.nodeSeq), pool: nc.NodePool, it: best, offering: bestOffer,
-		launched: s.now, pods: map[string]*simPod{}, hash: s.poolHash[nc.NodePool]}
+		launched: s.now, pods: map[string]*simPod{}, hash: s.poolHash[nc.NodePool],
+		classPrint: s.classPrints[s.classOf(nc.NodePool)]}
 	n.labels = map[string]string{}
 	for k, v := range nc.Requirements.Labels() {
 		n.labels[k] = v

@@ -117,7 +117,7 @@ func newSim(cfg Config) (*sim, error) {
 		return nil, fmt.Errorf("timing: sample, disruption poll and batch idle must be positive, and batch max at least batch idle")
 	}
 	s := &sim{cfg: cfg, start: Epoch, now: Epoch, rng: rand.New(rand.NewSource(cfg.Timing.Seed)),
-		pools: map[string]*v1.NodePool{}, poolHash: map[string]string{}, poolTypes: map[string][]*cloudprovider.InstanceType{},
+		pools: map[string]*v1.NodePool{}, poolHash: map[string]string{}, classPrints: map[string]string{}, poolTypes: map[string][]*cloudprovider.InstanceType{},
 		owners: map[string]*owner{}, pods: map[string]*simPod{}, nodes: map[string]*simNode{},
 		unavailable: map[offering]time.Time{}, daemonSets: snap.DaemonSets, namespaces: snap.Namespaces}
 	s.rec = recorder{start: Epoch, billSince: Epoch, onBill: cfg.Commitments != nil, evictions: map[string]int{}, disruptions: map[string]int{}, blockedBy: map[string]int{}}
@@ -125,6 +125,9 @@ func newSim(cfg Config) (*sim, error) {
 		s.pools[p.NodePool.Name] = p.NodePool
 		s.poolHash[p.NodePool.Name] = p.NodePool.Hash()
 		s.poolTypes[p.NodePool.Name] = p.InstanceTypes
+	}
+	for _, c := range objs.EC2NodeClasses {
+		s.classPrints[c.Name] = classPrint(c)
 	}
 	for _, pdb := range objs.PodDisruptionBudgets {
 		s.pdbs = append(s.pdbs, pdb)
@@ -225,8 +228,11 @@ func (s *sim) reconcile(o *owner) {
 
 // applyObjects replaces the manifests' objects of the same kind and name.
 func (s *sim) applyObjects(objs *manifests.Objects) {
-	if len(objs.NodePools) > 0 {
+	if len(objs.NodePools)+len(objs.EC2NodeClasses) > 0 {
 		s.workloadChanged()
+	}
+	for _, c := range objs.EC2NodeClasses {
+		s.applyClass(c)
 	}
 	for _, np := range objs.NodePools {
 		s.pools[np.Name] = np

@@ -212,6 +212,27 @@ func TestScenarios(t *testing.T) {
 				t.Errorf("no node drifted: %+v", r.Summary)
 			}
 		},
+	}, {
+		name: "an EC2NodeClass's AMI change drifts its nodes", trace: classChange("amiSelectorTerms: [{alias: al2023@v20240807}]"),
+		check: func(t *testing.T, r *Result) {
+			if r.Summary.Disruptions["drifted"] == 0 {
+				t.Errorf("no node drifted: %+v", r.Summary)
+			}
+		},
+	}, {
+		name: "an EC2NodeClass's kubelet change drifts its nodes", trace: classChange("kubelet: {maxPods: 50}"),
+		check: func(t *testing.T, r *Result) {
+			if r.Summary.Disruptions["drifted"] == 0 {
+				t.Errorf("no node drifted: %+v", r.Summary)
+			}
+		},
+	}, {
+		name: "an EC2NodeClass's subnet change drifts nothing", trace: classChange("subnetSelectorTerms: [{tags: {karpenter.sh/discovery: other}}]"),
+		check: func(t *testing.T, r *Result) {
+			if r.Summary.Disruptions["drifted"] != 0 {
+				t.Errorf("nodes drifted: %+v", r.Summary)
+			}
+		},
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -235,6 +256,29 @@ func TestRunIsRepeatable(t *testing.T) {
 	}
 }
 
+// classChange is upAndDown with the EC2NodeClass applied again at 30
+// minutes, its field named in change's first key replaced by change.
+func classChange(change string) func() *Trace {
+	return func() *Trace {
+		class := strings.Split(pool, "---\n")[1]
+		key := strings.SplitN(change, ":", 2)[0]
+		var lines []string
+		found := false
+		for _, l := range strings.Split(class, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), key+":") {
+				l, found = "  "+change, true
+			}
+			lines = append(lines, l)
+		}
+		if !found {
+			lines = append(lines[:len(lines)-1], "  "+change, "")
+		}
+		tr := upAndDown()
+		tr.Events = append(tr.Events[:1], Event{At: d(30 * time.Minute), Apply: strings.Join(lines, "\n")})
+		return tr
+	}
+}
+
 func d(x time.Duration) metav1.Duration { return metav1.Duration{Duration: x} }
 
 // TestRefusedAtStart: what the simulator does not model is refused with
@@ -248,9 +292,12 @@ func TestRefusedAtStart(t *testing.T) {
 	}{
 		{"a bare pod", "---\napiVersion: v1\nkind: Pod\nmetadata: {name: lone}\nspec: {containers: [{name: c, image: pause}]}\n", upAndDown(),
 			"bare Pods, ReplicaSets, StatefulSets", ""},
-		{"an EC2NodeClass applied mid-run", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute),
-			Apply: "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: default}\nspec: {role: r, amiSelectorTerms: [{alias: al2023@latest}], subnetSelectorTerms: [{tags: {a: b}}], securityGroupSelectorTerms: [{tags: {a: b}}]}\n"}}},
-			"events[0] (at 1m0s).apply: only NodePools, Deployments, Jobs and PodDisruptionBudgets", ""},
+		{"a DaemonSet applied mid-run", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute),
+			Apply: "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\nspec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: pause}]}}}\n"}}},
+			"events[0] (at 1m0s).apply: only NodePools, EC2NodeClasses, Deployments, Jobs and PodDisruptionBudgets", ""},
+		{"a NodePool applied with an EC2NodeClass that is nowhere", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute),
+			Apply: strings.Replace(strings.Split(strings.NewReplacer("CAPACITY", "on-demand", "POLICY", "WhenEmpty", "EXPIRE", "expireAfter: 720h").Replace(pool), "---")[0], "name: default}", "name: nowhere}", 1)}}},
+			"events[0] (at 1m0s).apply: NodePool default: spec.template.spec.nodeClassRef names no EC2NodeClass", ""},
 		{"a budget whose schedule cron cannot read", "", upAndDown(), `NodePool default: spec.disruption.budgets[0]: invalid schedule "61 * * * *"`,
 			"WhenEmptyOrUnderutilized\n    budgets: [{nodes: \"0\", schedule: \"61 * * * *\", duration: 1h}]"},
 		{"a drift budget whose schedule never fires", "", upAndDown(), `NodePool default: spec.disruption.budgets[1]: schedule "0 0 30 2 *" never fires`,

@@ -28,8 +28,9 @@ type Event struct {
 	Scale *Scale `json:"scale,omitempty"`
 	// Job starts a Job's pods, each running for a while.
 	Job *JobRun `json:"job,omitempty"`
-	// Apply replaces a NodePool, Deployment, Job or PDB of the manifests
-	// by name (a NodePool's change drifts its nodes), or adds it.
+	// Apply replaces a NodePool, EC2NodeClass, Deployment, Job or PDB of
+	// the manifests by name (a NodePool's or EC2NodeClass's change drifts
+	// their nodes), or adds it.
 	Apply string `json:"apply,omitempty"`
 	// Interrupt sends spot interruption warnings.
 	Interrupt *Interrupt `json:"interrupt,omitempty"`
@@ -82,7 +83,10 @@ func ReadTrace(path string) (*Trace, error) {
 // Validate checks the trace against the manifests, naming the event and
 // field at fault, and sorts the events by time.
 func (t *Trace) Validate(objs *manifests.Objects) error {
-	deployments, jobs := map[string]bool{}, map[string]bool{}
+	deployments, jobs, classes := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, c := range objs.EC2NodeClasses {
+		classes[c.Name] = true
+	}
 	for _, d := range objs.Deployments {
 		deployments[d.Namespace+"/"+d.Name] = true
 	}
@@ -130,13 +134,16 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 			objs, err := manifests.Parse(fmt.Sprintf("%s.apply", where), strings.NewReader(e.Apply))
 			if err != nil {
 				errs = append(errs, err.Error())
-			} else if len(objs.EC2NodeClasses)+len(objs.DaemonSets)+len(objs.NodeOverlays)+len(objs.Nodes)+len(objs.Namespaces)+len(objs.LimitRanges)+
+			} else if len(objs.DaemonSets)+len(objs.NodeOverlays)+len(objs.Nodes)+len(objs.Namespaces)+len(objs.LimitRanges)+
 				len(objs.Claims)+len(objs.Volumes)+len(objs.StorageClasses) > 0 || len(objs.Pods) > podsOf(objs) {
-				errs = append(errs, fmt.Sprintf("%s.apply: only NodePools, Deployments, Jobs and PodDisruptionBudgets are applied during a run; give the others with -f", where))
+				errs = append(errs, fmt.Sprintf("%s.apply: only NodePools, EC2NodeClasses, Deployments, Jobs and PodDisruptionBudgets are applied during a run; give the others with -f", where))
 			} else {
 				for _, np := range objs.NodePools {
 					if err := disruption.Validate(np, Epoch); err != nil {
 						errs = append(errs, fmt.Sprintf("%s.apply: NodePool %s: %v", where, np.Name, err))
+					}
+					if ref := np.Spec.Template.Spec.NodeClassRef; ref == nil || !classes[ref.Name] && !applied(objs, ref.Name) && !t.applies("EC2NodeClass", ref.Name, i) {
+						errs = append(errs, fmt.Sprintf("%s.apply: NodePool %s: spec.template.spec.nodeClassRef names no EC2NodeClass of the manifests or of an earlier apply; add the EC2NodeClass or fix the name", where, np.Name))
 					}
 				}
 			}
@@ -193,6 +200,10 @@ func (t *Trace) applies(kind, name string, i int) bool {
 					return true
 				}
 			}
+		case "EC2NodeClass":
+			if applied(objs, name) {
+				return true
+			}
 		}
 	}
 	return false
@@ -219,4 +230,14 @@ func podsOf(objs *manifests.Objects) int {
 		n += parallelism(j.Spec.Parallelism)
 	}
 	return n
+}
+
+// applied reports whether objs hold the EC2NodeClass name.
+func applied(objs *manifests.Objects, name string) bool {
+	for _, c := range objs.EC2NodeClasses {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -28,6 +28,9 @@ type sim struct {
 
 	pools    map[string]*v1.NodePool
 	poolHash map[string]string
+	// classPrints are the EC2NodeClasses' drift fingerprints, by name
+	// (classPrint).
+	classPrints map[string]string
 	// poolTypes are each pool's instance types, NodeOverlays applied.
 	poolTypes  map[string][]*cloudprovider.InstanceType
 	pdbs       []*policyv1.PodDisruptionBudget
@@ -113,6 +116,8 @@ type simNode struct {
 	gone     bool
 	drifted  time.Time
 	hash     string
+	// classPrint is its EC2NodeClass's fingerprint at launch.
+	classPrint string
 	// underway is the command this node is a candidate of, if any.
 	underway *command
 }
