@@ -5,6 +5,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 	"github.com/joiner-autoscaler/joiner/pkg/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -14,13 +15,19 @@ import (
 )
 
 // Snapshot builds the planning input, applying the controller's rules: a
-// NodePool whose EC2NodeClass is missing launches nothing, and the reason is
-// returned so the plan can say it.
+// NodePool whose EC2NodeClass is missing, or whose class's settings
+// cannot be used, launches nothing, and the reason is returned so the
+// plan can say it. Each pool's types are the catalog's as its class's
+// nodes report them (instancetype.OfClass: the kubelet's settings, the
+// disks, the AMI family).
 func (o *Objects) Snapshot(instanceTypes []*cloudprovider.InstanceType) (scheduling.Snapshot, []state.NodePoolProblem) {
 	snap := scheduling.Snapshot{}
 	classes := map[string]bool{}
+	classTypes := map[string][]*cloudprovider.InstanceType{}
+	classErrs := map[string]error{}
 	for _, nc := range o.EC2NodeClasses {
 		classes[nc.Name] = true
+		classTypes[nc.Name], classErrs[nc.Name] = instancetype.OfClass(instanceTypes, nc)
 	}
 	var problems []state.NodePoolProblem
 	for _, np := range o.NodePools {
@@ -32,8 +39,10 @@ func (o *Objects) Snapshot(instanceTypes []*cloudprovider.InstanceType) (schedul
 			problems = append(problems, state.NodePoolProblem{NodePool: np.Name, Reason: fmt.Sprintf("nodeClassRef %s/%s is not supported", ref.Group, ref.Kind)})
 		case !classes[ref.Name]:
 			problems = append(problems, state.NodePoolProblem{NodePool: np.Name, Reason: fmt.Sprintf("EC2NodeClass %q not found; add it to the manifests or fix spec.template.spec.nodeClassRef.name", ref.Name)})
+		case classErrs[ref.Name] != nil:
+			problems = append(problems, state.NodePoolProblem{NodePool: np.Name, Reason: classErrs[ref.Name].Error()})
 		default:
-			snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: np, InstanceTypes: instanceTypes})
+			snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: np, InstanceTypes: classTypes[ref.Name]})
 		}
 	}
 	if len(o.NodeOverlays) > 0 {
@@ -41,12 +50,12 @@ func (o *Objects) Snapshot(instanceTypes []*cloudprovider.InstanceType) (schedul
 		byPool := map[string][]*cloudprovider.InstanceType{}
 		for i, np := range snap.NodePools {
 			pools[i] = overlay.PoolOf(np.NodePool)
-			byPool[np.NodePool.Name] = instanceTypes
+			byPool[np.NodePool.Name] = np.InstanceTypes
 		}
 		var applied []*overlay.Overlay
 		applied, o.OverlayVerdicts = overlay.Evaluate(o.NodeOverlays, pools, byPool)
 		for i := range snap.NodePools {
-			snap.NodePools[i].InstanceTypes = overlay.Apply(pools[i], instanceTypes, applied)
+			snap.NodePools[i].InstanceTypes = overlay.Apply(pools[i], snap.NodePools[i].InstanceTypes, applied)
 		}
 	}
 	// Storage the manifests leave out exists in the cluster: it blocks no

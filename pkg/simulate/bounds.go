@@ -71,7 +71,7 @@ func (b *bounds) request(s *sim, i int) {
 	}
 	// The pools' configuration is part of what the bound depends on.
 	for _, name := range sortedKeys(s.pools) {
-		fmt.Fprintf(&sig, "|%s:%s:%p", name, s.poolHash[name], s.pools[name])
+		fmt.Fprintf(&sig, "|%s:%s:%p:%d", name, s.poolHash[name], s.pools[name], s.typesGen)
 	}
 	key := sig.String()
 	b.last = key

@@ -1,6 +1,8 @@
 package simulate
 
 import (
+	"github.com/joiner-autoscaler/joiner/pkg/manifests"
+
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 )
@@ -31,10 +33,31 @@ func (s *sim) classOf(pool string) string {
 // applyClass replaces an EC2NodeClass mid-run: the nodes of the NodePools
 // that use it drift if it changed what drifts them.
 func (s *sim) applyClass(c *awsv1.EC2NodeClass) {
+	s.classes[c.Name] = c
 	s.classPrints[c.Name] = classPrint(c)
 	for _, pool := range sortedKeys(s.pools) {
 		if s.classOf(pool) == c.Name {
 			s.markDrift(pool)
 		}
 	}
+}
+
+// refreshTypes works the pools' types out again after a NodePool or an
+// EC2NodeClass was applied, as the manifests' snapshot does at the start:
+// the catalog's types as each pool's class's nodes report them, with the
+// NodeOverlays. The trace's validation refused what would leave a pool
+// without types.
+func (s *sim) refreshTypes() {
+	objs := &manifests.Objects{NodeOverlays: s.cfg.Objects.NodeOverlays}
+	for _, name := range sortedKeys(s.pools) {
+		objs.NodePools = append(objs.NodePools, s.pools[name])
+	}
+	for _, name := range sortedKeys(s.classes) {
+		objs.EC2NodeClasses = append(objs.EC2NodeClasses, s.classes[name])
+	}
+	snap, _ := objs.Snapshot(s.cfg.InstanceTypes)
+	for _, p := range snap.NodePools {
+		s.poolTypes[p.NodePool.Name] = p.InstanceTypes
+	}
+	s.typesGen++
 }

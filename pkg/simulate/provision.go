@@ -69,7 +69,7 @@ func (s *sim) snapshot(pending []*simPod) scheduling.Snapshot {
 		rl := use[name].ResourceList()
 		rl["nodes"] = *resource.NewQuantity(count[name], resource.DecimalSI)
 		snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: s.pools[name], InstanceTypes: s.typesFor(name), InUse: rl})
-		fmt.Fprintf(&key, "%s %p %s;", name, s.pools[name], resources.ListString(rl))
+		fmt.Fprintf(&key, "%s %p %d %s;", name, s.pools[name], s.typesGen, resources.ListString(rl))
 	}
 	snap, billKey := s.withCommitments(snap)
 	key.WriteString(billKey)

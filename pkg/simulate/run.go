@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
@@ -117,7 +118,7 @@ func newSim(cfg Config) (*sim, error) {
 		return nil, fmt.Errorf("timing: sample, disruption poll and batch idle must be positive, and batch max at least batch idle")
 	}
 	s := &sim{cfg: cfg, start: Epoch, now: Epoch, rng: rand.New(rand.NewSource(cfg.Timing.Seed)),
-		pools: map[string]*v1.NodePool{}, poolHash: map[string]string{}, classPrints: map[string]string{}, poolTypes: map[string][]*cloudprovider.InstanceType{},
+		pools: map[string]*v1.NodePool{}, poolHash: map[string]string{}, classPrints: map[string]string{}, classes: map[string]*awsv1.EC2NodeClass{}, poolTypes: map[string][]*cloudprovider.InstanceType{},
 		owners: map[string]*owner{}, pods: map[string]*simPod{}, nodes: map[string]*simNode{},
 		unavailable: map[offering]time.Time{}, daemonSets: snap.DaemonSets, namespaces: snap.Namespaces}
 	s.rec = recorder{start: Epoch, billSince: Epoch, onBill: cfg.Commitments != nil, evictions: map[string]int{}, disruptions: map[string]int{}, blockedBy: map[string]int{}}
@@ -127,6 +128,7 @@ func newSim(cfg Config) (*sim, error) {
 		s.poolTypes[p.NodePool.Name] = p.InstanceTypes
 	}
 	for _, c := range objs.EC2NodeClasses {
+		s.classes[c.Name] = c
 		s.classPrints[c.Name] = classPrint(c)
 	}
 	for _, pdb := range objs.PodDisruptionBudgets {
@@ -237,9 +239,11 @@ func (s *sim) applyObjects(objs *manifests.Objects) {
 	for _, np := range objs.NodePools {
 		s.pools[np.Name] = np
 		s.poolHash[np.Name] = np.Hash()
-		if _, ok := s.poolTypes[np.Name]; !ok {
-			s.poolTypes[np.Name] = s.cfg.InstanceTypes
-		}
+	}
+	if len(objs.NodePools)+len(objs.EC2NodeClasses) > 0 {
+		s.refreshTypes()
+	}
+	for _, np := range objs.NodePools {
 		s.markDrift(np.Name)
 	}
 	for _, d := range objs.Deployments {

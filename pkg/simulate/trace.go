@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/manifests"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,6 +139,11 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 				len(objs.Claims)+len(objs.Volumes)+len(objs.StorageClasses) > 0 || len(objs.Pods) > podsOf(objs) {
 				errs = append(errs, fmt.Sprintf("%s.apply: only NodePools, EC2NodeClasses, Deployments, Jobs and PodDisruptionBudgets are applied during a run; give the others with -f", where))
 			} else {
+				for _, c := range objs.EC2NodeClasses {
+					if err := instancetype.CheckClass(c); err != nil {
+						errs = append(errs, fmt.Sprintf("%s.apply: %v", where, err))
+					}
+				}
 				for _, np := range objs.NodePools {
 					if err := disruption.Validate(np, Epoch); err != nil {
 						errs = append(errs, fmt.Sprintf("%s.apply: NodePool %s: %v", where, np.Name, err))

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
@@ -28,9 +29,13 @@ type sim struct {
 
 	pools    map[string]*v1.NodePool
 	poolHash map[string]string
-	// classPrints are the EC2NodeClasses' drift fingerprints, by name
-	// (classPrint).
+	// classes are the EC2NodeClasses by name, and classPrints their drift
+	// fingerprints (classPrint).
+	classes     map[string]*awsv1.EC2NodeClass
 	classPrints map[string]string
+	// typesGen counts the times the pools' types were worked out again
+	// (refreshTypes), for the caches keyed on them.
+	typesGen int
 	// poolTypes are each pool's instance types, NodeOverlays applied.
 	poolTypes  map[string][]*cloudprovider.InstanceType
 	pdbs       []*policyv1.PodDisruptionBudget

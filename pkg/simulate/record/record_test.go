@@ -2,6 +2,7 @@ package record
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -220,6 +221,15 @@ spec:
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
       requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
+`
+	}
+	// A class made before the recording is not in an audit log: the user
+	// gives it with -f, as here.
+	if !regexp.MustCompile(`(?m)^kind: EC2NodeClass`).MatchString(text) {
+		text += "---\n" + `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec: {amiSelectorTerms: [{alias: al2023@latest}], role: r}
 `
 	}
 	parsed, err := manifests.Parse("recorded", strings.NewReader(text))
