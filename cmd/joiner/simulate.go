@@ -134,6 +134,7 @@ disruption command).`,
 			for i := range configs {
 				configs[i].InstanceTypes, configs[i].Scheduling, configs[i].Timing = its, sched, t
 				configs[i].SpotToSpot = fg.SpotToSpotConsolidation
+				configs[i].StaticCapacity = fg.StaticCapacity
 				configs[i].Commitments = cm
 				names = append(names, configs[i].Name)
 			}
@@ -166,7 +167,7 @@ disruption command).`,
 	f.StringVar(&region, "region", catalog.DefaultRegion, "catalog region")
 	f.StringSliceVar(&zones, "zones", nil, "catalog zones (default: <region>a,b,c)")
 	f.StringVar(&commitmentsPath, "commitments", "", "a YAML file of the account's Reserved Instances and Savings Plans (docs/cost.md): every configuration is priced on the bill under them")
-	f.StringVar(&gates, "feature-gates", "", "feature gates, as the controller's FEATURE_GATES (SpotToSpotConsolidation=true)")
+	f.StringVar(&gates, "feature-gates", "", "feature gates, as the controller's FEATURE_GATES (SpotToSpotConsolidation=true, StaticCapacity=true)")
 	f.DurationVar(&t.BatchIdle, "batch-idle-duration", t.BatchIdle, "as the controller's BATCH_IDLE_DURATION")
 	f.DurationVar(&t.BatchMax, "batch-max-duration", t.BatchMax, "as the controller's BATCH_MAX_DURATION")
 	f.DurationVar(&t.DisruptionPoll, "disruption-poll", t.DisruptionPoll, "as the controller's DISRUPTION_POLL")

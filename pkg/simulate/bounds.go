@@ -14,15 +14,19 @@ import (
 )
 
 // bounds computes the LP lower bound (scheduling.LowerBound) of the pods
-// at each sample, on a goroutine of its own: the bound needs only the
+// at each sample (a static NodePool's room free to them, its nodes
+// counted at their cheapest whatever the pods need), on a goroutine of its own: the bound needs only the
 // pods' templates and counts, not the run's state, so it uses the second
 // core while the run goes on. Equal workloads (a diurnal trace's every
 // day, say) share one computation.
 type bounds struct {
-	mu      sync.Mutex
-	bySig   map[string]float64
-	errs    []string
-	sigs    []string
+	mu    sync.Mutex
+	bySig map[string]float64
+	errs  []string
+	sigs  []string
+	// floors are what the static NodePools' nodes cost at least at each
+	// sample (staticFloor), added to the pods' bound.
+	floors  []float64
 	last    string
 	work    chan boundJob
 	done    sync.WaitGroup
@@ -55,6 +59,7 @@ func newBounds(s *sim) *bounds {
 // request notes the bound of the pods now for sample i, computing it
 // unless an equal workload's is known.
 func (b *bounds) request(s *sim, i int) {
+	b.floors = append(b.floors, s.staticFloor())
 	if !s.boundStale && b.last != "" {
 		b.sigs = append(b.sigs, b.last)
 		return
@@ -82,7 +87,11 @@ func (b *bounds) request(s *sim, i int) {
 	b.pending[key] = true
 	snap := scheduling.Snapshot{DaemonSets: s.daemonSets}
 	for _, name := range sortedKeys(s.pools) {
-		snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: s.pools[name], InstanceTypes: s.poolTypes[name]})
+		types := s.poolTypes[name]
+		if s.isStatic(name) {
+			types = s.freeStatic(name)
+		}
+		snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: s.pools[name], InstanceTypes: types})
 	}
 	byOwner := map[string]*owner{}
 	for _, p := range s.pods {
@@ -111,7 +120,7 @@ func (b *bounds) integrate(samples []Sample, interval, duration time.Duration, c
 	b.done.Wait()
 	total := 0.0
 	for i := range samples {
-		v := boundOnBill(b.bySig[b.sigs[i]], canSave)
+		v := boundOnBill(b.bySig[b.sigs[i]]+b.floors[i], canSave)
 		samples[i].BoundPerHour = round(v, 6)
 		held := min(interval.Hours(), duration.Hours()-samples[i].Minutes/60)
 		total += v * max(held, 0)

@@ -44,6 +44,7 @@ func (s *sim) pass() {
 		return
 	}
 	s.dirty = false
+	s.reconcileStatic()
 	pending := s.pendingPods()
 	snap := s.snapshot(pending)
 	// The commands under way: their candidates take no pods, and once

@@ -60,4 +60,5 @@ func (s *sim) refreshTypes() {
 		s.poolTypes[p.NodePool.Name] = p.InstanceTypes
 	}
 	s.typesGen++
+	s.free = nil
 }

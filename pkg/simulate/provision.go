@@ -68,7 +68,12 @@ func (s *sim) snapshot(pending []*simPod) scheduling.Snapshot {
 	for _, name := range sortedKeys(s.pools) {
 		rl := use[name].ResourceList()
 		rl["nodes"] = *resource.NewQuantity(count[name], resource.DecimalSI)
-		snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: s.pools[name], InstanceTypes: s.typesFor(name), InUse: rl})
+		np := scheduling.NodePool{NodePool: s.pools[name], InstanceTypes: s.typesFor(name), InUse: rl}
+		if s.isStatic(name) {
+			snap.Static = append(snap.Static, np)
+		} else {
+			snap.NodePools = append(snap.NodePools, np)
+		}
 		fmt.Fprintf(&key, "%s %p %d %s;", name, s.pools[name], s.typesGen, resources.ListString(rl))
 	}
 	snap, billKey := s.withCommitments(snap)

@@ -32,6 +32,9 @@ func Run(cfg Config, trace *Trace, progress func(float64)) (*Result, error) {
 	if err := trace.Validate(cfg.Objects); err != nil {
 		return nil, err
 	}
+	if err := s.checkApplies(trace); err != nil {
+		return nil, err
+	}
 	s.end = s.start.Add(trace.Duration.Duration)
 	for _, e := range trace.Events {
 		e := e
@@ -99,8 +102,8 @@ func newSim(cfg Config) (*sim, error) {
 		unsupported = append(unsupported, fmt.Sprintf("NodePool %s: %s", p.NodePool, p.Reason))
 	}
 	for _, np := range objs.NodePools {
-		if np.Spec.Replicas != nil {
-			unsupported = append(unsupported, fmt.Sprintf("NodePool %s: spec.replicas (a static NodePool) is not simulated yet; remove it or simulate without it", np.Name))
+		if np.Spec.Replicas != nil && !cfg.StaticCapacity {
+			unsupported = append(unsupported, staticRefused(np))
 		}
 		// The controller would allow no disruption and log it at every
 		// pass; a simulation of that says nothing.
@@ -177,6 +180,7 @@ func (s *sim) apply(e Event) {
 		objs, err := manifests.Parse("apply", strings.NewReader(e.Apply))
 		if err == nil {
 			s.applyObjects(objs)
+			s.reconcileStatic()
 		}
 	case e.Interrupt != nil:
 		var spot []*simNode
@@ -315,6 +319,7 @@ func (s *sim) sample(b *bounds, progress func(float64)) {
 			sm.Pending++
 		}
 	}
+	s.reconcileStatic()
 	b.request(s, len(s.rec.samples))
 	// A budget's schedule opens and closes windows with no change in the
 	// cluster: decide again each sample while any pool has one.

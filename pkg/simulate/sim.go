@@ -33,6 +33,10 @@ type Config struct {
 	Scheduling scheduling.Options
 	// SpotToSpot is the SpotToSpotConsolidation feature gate.
 	SpotToSpot bool
+	// StaticCapacity is the StaticCapacity feature gate: static NodePools
+	// (spec.replicas) keep their nodes (static.go); without it they are
+	// refused.
+	StaticCapacity bool
 	// Commitments are the account's Reserved Instances and Savings Plans
 	// (bill.go); nil prices everything at list.
 	Commitments *commitment.Commitments

@@ -36,6 +36,9 @@ type sim struct {
 	// typesGen counts the times the pools' types were worked out again
 	// (refreshTypes), for the caches keyed on them.
 	typesGen int
+	// free are the static pools' types at no price, for the bound
+	// (freeStatic); cleared with the types.
+	free map[string][]*cloudprovider.InstanceType
 	// poolTypes are each pool's instance types, NodeOverlays applied.
 	poolTypes  map[string][]*cloudprovider.InstanceType
 	pdbs       []*policyv1.PodDisruptionBudget
