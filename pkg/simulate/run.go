@@ -82,9 +82,6 @@ func Run(cfg Config, trace *Trace, progress func(float64)) (*Result, error) {
 func newSim(cfg Config) (*sim, error) {
 	objs := cfg.Objects
 	var unsupported []string
-	if len(objs.Nodes) > 0 {
-		unsupported = append(unsupported, fmt.Sprintf("Node %s: the simulation starts with no nodes; remove Nodes from -f", objs.Nodes[0].Name))
-	}
 	if len(objs.Claims)+len(objs.Volumes) > 0 {
 		unsupported = append(unsupported, "PersistentVolumeClaims and PersistentVolumes: the simulator does not model volumes yet; remove them from -f")
 	}
@@ -136,6 +133,14 @@ func newSim(cfg Config) (*sim, error) {
 	}
 	for _, pdb := range objs.PodDisruptionBudgets {
 		s.pdbs = append(s.pdbs, pdb)
+	}
+	if err := s.startNodes(objs.Nodes); err != nil {
+		return nil, err
+	}
+	s.billChanged()
+	// A node its NodePool no longer admits has drifted.
+	for _, name := range sortedKeys(s.pools) {
+		s.markDrift(name)
 	}
 	for _, d := range objs.Deployments {
 		want := 1

@@ -128,4 +128,3 @@ func TestStaticNodesTakePodsAndStay(t *testing.T) {
 		t.Errorf("at the end %v with %d pending, want the three static m5.large and no pod waiting", last.ByType, last.Pending)
 	}
 }
-

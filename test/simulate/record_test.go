@@ -19,10 +19,26 @@ import (
 // simulate record` while a Deployment is scaled and its NodePool changed,
 // and replays what it wrote with `joiner simulate`: the trace holds the
 // scale and the NodePool's change, the manifests hold the cluster's
-// NodePool, EC2NodeClass and Deployment as they were at the start, and
-// the run accepts them and launches nodes for the pods.
+// NodePool, EC2NodeClass and Deployment as they were at the start, with
+// the node the NodePool manages, and the run accepts them and launches
+// nodes for the pods the node has no room for.
 func TestRecordAndReplay(t *testing.T) {
 	t.Cleanup(func() { framework.ResetCluster(t) })
+	// A node of the NodePool's (no kubelet serves it: it only needs to be
+	// listed), and one of no NodePool's, which is not recorded.
+	framework.Kubectl(t, `apiVersion: v1
+kind: Node
+metadata:
+  name: recorded-0
+  labels: {karpenter.sh/nodepool: default, node.kubernetes.io/instance-type: c6a.large, topology.kubernetes.io/zone: us-east-1a, karpenter.sh/capacity-type: on-demand}
+spec:
+  taints: [{key: team, value: web, effect: PreferNoSchedule}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: unmanaged-0}
+`, "apply", "-f", "-")
+	t.Cleanup(func() { framework.Kubectl(t, "", "delete", "node", "recorded-0", "unmanaged-0", "--ignore-not-found") })
 	framework.Kubectl(t, framework.PoolWith("1m", "720h"), "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("web", 2, "1", "1Gi", "")+"---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: web}}}\n", "apply", "-f", "-")
 	dir := t.TempDir()
@@ -76,8 +92,9 @@ func TestRecordAndReplay(t *testing.T) {
 	}
 	pools, err := os.ReadFile(filepath.Join(dir, "cluster.yaml"))
 	if err != nil || !strings.Contains(string(pools), "kind: NodePool") || !strings.Contains(string(pools), "kind: EC2NodeClass") ||
-		!strings.Contains(string(pools), "kind: PodDisruptionBudget") || strings.Contains(string(pools), "payments") {
-		t.Errorf("cluster.yaml should hold the NodePool, EC2NodeClass and PDB as they were at the start (%v):\n%s", err, pools)
+		!strings.Contains(string(pools), "kind: PodDisruptionBudget") || strings.Contains(string(pools), "payments") ||
+		!strings.Contains(string(pools), "name: recorded-0") || strings.Contains(string(pools), "unmanaged-0") {
+		t.Errorf("cluster.yaml should hold the NodePool, EC2NodeClass, PDB and the NodePool's node as they were at the start (%v):\n%s", err, pools)
 	}
 	// The recording lasted seconds, less than a launch takes: replay it
 	// for an hour.

@@ -3,13 +3,16 @@ package record
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -32,7 +35,8 @@ type watched struct {
 
 // Watch records a live cluster from now until ctx ends: the Deployments,
 // Jobs, NodePools, EC2NodeClasses, DaemonSets and PodDisruptionBudgets
-// there at the start are the run's manifests, and what changes after is
+// there at the start are the run's manifests, and the nodes a NodePool
+// manages its first nodes (startNode), and what changes after is
 // the trace (Deployments' replicas, deletions included; Jobs; NodePools
 // and PodDisruptionBudgets created or changed). ready is called once the
 // start is recorded. Timestamps are clk's.
@@ -78,6 +82,13 @@ func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk cl
 				}
 			}
 		}, nil},
+		{&corev1.Node{}, func(obj any, initial bool) {
+			if n, ok := obj.(*corev1.Node); ok && initial {
+				if cp := startNode(n); cp != nil {
+					rec.Object("Node", "", n.Name, cp)
+				}
+			}
+		}, nil},
 		{&awsv1.EC2NodeClass{}, func(obj any, initial bool) {
 			if nc, ok := obj.(*awsv1.EC2NodeClass); ok && initial {
 				cp := &awsv1.EC2NodeClass{ObjectMeta: clean(nc.ObjectMeta), Spec: *nc.Spec.DeepCopy()}
@@ -112,7 +123,7 @@ func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk cl
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	if !c.WaitForCacheSync(syncCtx) {
-		why := "is the API server reachable, and may this user list and watch deployments, jobs, daemonsets, poddisruptionbudgets, nodepools and ec2nodeclasses?"
+		why := "is the API server reachable, and may this user list and watch deployments, jobs, daemonsets, poddisruptionbudgets, nodes, nodepools and ec2nodeclasses?"
 		select {
 		case err := <-errs:
 			if err != nil {
@@ -130,4 +141,24 @@ func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk cl
 	}
 	<-ctx.Done()
 	return rec, nil
+}
+
+// startNode is a node a NodePool manages, as a run starts from it: its
+// name, labels and the taints its NodePool or its owner gave it; nil for
+// a node no NodePool manages, or one already going. The taints the
+// kubelet, the node controllers and disruption add come and go with the
+// node's state, not its configuration, and are left out.
+func startNode(n *corev1.Node) *corev1.Node {
+	if n.Labels[v1.LabelNodePool] == "" || n.DeletionTimestamp != nil {
+		return nil
+	}
+	cp := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}
+	cp.APIVersion, cp.Kind = "v1", "Node"
+	for _, t := range n.Spec.Taints {
+		if t.Key == v1.DisruptedNoScheduleTaint.Key || strings.HasPrefix(t.Key, "node.kubernetes.io/") || strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/") {
+			continue
+		}
+		cp.Spec.Taints = append(cp.Spec.Taints, t)
+	}
+	return cp
 }

@@ -1,4 +1,4 @@
-package consolidation
+package safety
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // timestamps each line: what the log says happened before what.
 
 // decidedAbout returns when a disruption decision naming node was logged.
-func decidedAbout(lines []logLine, node string) time.Time {
+func decidedAbout(lines []framework.LogLine, node string) time.Time {
 	for _, l := range lines {
 		if strings.HasPrefix(l.Message, "disrupting nodeclaim(s)") && strings.Contains(l.Message, " "+node+"/") {
 			return l.Time
@@ -108,8 +108,8 @@ func TestPendingPodsKeepTheirCapacity(t *testing.T) {
 		now := claimNamed(t, b.Name)
 		return n == 1 && now != nil && meta.IsStatusConditionTrue(now.Status.Conditions, v1.ConditionTypeInitialized), fmt.Sprint(n)
 	})
-	lines := parse(j.Logs())
-	ready, decided := first(lines, "initialized nodeclaim", b.Name), decidedAbout(lines, a.Status.NodeName)
+	lines := framework.ParseLogs(j.Logs())
+	ready, decided := framework.FirstAbout(lines, "initialized nodeclaim", b.Name), decidedAbout(lines, a.Status.NodeName)
 	if ready.IsZero() {
 		t.Fatal("no log of B's initialization")
 	}
@@ -141,7 +141,7 @@ func TestBusyClusterStillConsolidates(t *testing.T) {
 		nc := claimNamed(t, e.Name)
 		return nc == nil || nc.DeletionTimestamp != nil, ""
 	})
-	lines := parse(j.Logs())
+	lines := framework.ParseLogs(j.Logs())
 	decided := decidedAbout(lines, e.Status.NodeName)
 	if decided.IsZero() {
 		t.Fatal("no decision about E logged")
@@ -153,7 +153,7 @@ func TestBusyClusterStillConsolidates(t *testing.T) {
 		if nc.Name == e.Name {
 			continue
 		}
-		if ready := first(lines, "initialized nodeclaim", nc.Name); !ready.IsZero() && ready.Before(decided) {
+		if ready := framework.FirstAbout(lines, "initialized nodeclaim", nc.Name); !ready.IsZero() && ready.Before(decided) {
 			t.Fatalf("capacity for the pending pods was initialized (%v) before E was removed (%v): they did not wait", ready, decided)
 		}
 	}
@@ -178,7 +178,7 @@ func TestTaintBeforeReplacement(t *testing.T) {
 	})
 	framework.Kubectl(t, "", "scale", "deployment/inflate", "--replicas=1")
 	framework.Eventually(t, 2*time.Minute, "the decision to replace the node", func() (bool, string) {
-		return !decidedAbout(parse(j.Logs()), old.Status.NodeName).IsZero(), ""
+		return !decidedAbout(framework.ParseLogs(j.Logs()), old.Status.NodeName).IsZero(), ""
 	})
 	framework.Eventually(t, 2*time.Minute, "the candidate tainted", func() (bool, string) {
 		var node corev1.Node
