@@ -72,12 +72,10 @@ func (s *sim) billChanged() {
 func (s *sim) withCommitments(snap scheduling.Snapshot) (scheduling.Snapshot, string) {
 	cov := s.coverage()
 	var key strings.Builder
-	capped := map[string]bool{}
 	for i, p := range snap.NodePools {
 		if _, ok, _ := spendcap.Of(p.NodePool); !ok {
 			continue
 		}
-		capped[p.NodePool.Name] = true
 		spent := int64(0)
 		for _, n := range s.liveNodes() {
 			if n.pool == p.NodePool.Name {
@@ -101,7 +99,13 @@ func (s *sim) withCommitments(snap scheduling.Snapshot) (scheduling.Snapshot, st
 	for _, id := range ids {
 		fmt.Fprintf(&key, "%s left %g;", id, cov.Left[id])
 	}
-	return scheduling.WithCommitments(*s.cfg.Commitments, snap), key.String()
+	out := scheduling.WithCommitments(*s.cfg.Commitments, snap)
+	// Static pools fill the commitments' room too, as the AWS provider
+	// gives every pool's types the rooms.
+	if len(snap.Static) > 0 {
+		out.Static = scheduling.WithCommitments(*s.cfg.Commitments, scheduling.Snapshot{NodePools: snap.Static, Nodes: snap.Nodes}).NodePools
+	}
+	return out, key.String()
 }
 
 // saving is what removing nodes together saves on the bill, with the
@@ -173,6 +177,16 @@ func commitmentsCanSave(cm commitment.Commitments, pools map[string][]*cloudprov
 		total += p.Commitment * best
 	}
 	return total
+}
+
+// noteCanSave keeps, in canSave, the most the commitments can save over
+// every set of types the pools have had: a NodeOverlay's price, or a
+// NodePool applied mid-run, may change them, and the bound of every
+// sample must stay below the bill.
+func (s *sim) noteCanSave() {
+	if s.cfg.Commitments != nil {
+		s.canSave = max(s.canSave, commitmentsCanSave(*s.cfg.Commitments, s.poolTypes))
+	}
 }
 
 // boundOnBill is the list-price bound less what the commitments can save,

@@ -21,7 +21,7 @@ import (
 // day, say) share one computation.
 type bounds struct {
 	mu    sync.Mutex
-	bySig map[string]float64
+	bySig map[string]staticBound
 	errs  []string
 	sigs  []string
 	// floors are what the static NodePools' nodes cost at least at each
@@ -36,20 +36,37 @@ type bounds struct {
 type boundJob struct {
 	sig  string
 	snap scheduling.Snapshot
+	// listed, with static NodePools, is snap with their types at their
+	// prices (staticBound).
+	listed *scheduling.Snapshot
 }
 
+// staticBound is the bound of pods beside static NodePools: the larger of
+// two lower bounds, each valid alone. With the static pools' room free to
+// the pods, plus what their nodes cost (floor): tight when the pods do
+// not fit them. With their types at their prices and no floor: tight when
+// the pods fill them, where the first counts only the floor, since free
+// room of no limit holds every pod it fits.
+type staticBound struct{ free, listed float64 }
+
+func (v staticBound) at(floor float64) float64 { return max(v.free+floor, v.listed) }
+
 func newBounds(s *sim) *bounds {
-	b := &bounds{bySig: map[string]float64{}, work: make(chan boundJob, 1024), pending: map[string]bool{}}
+	b := &bounds{bySig: map[string]staticBound{}, work: make(chan boundJob, 1024), pending: map[string]bool{}}
 	b.done.Add(1)
 	go func() {
 		defer b.done.Done()
 		for j := range b.work {
 			v, err := scheduling.LowerBound(j.snap)
+			bound := staticBound{free: v}
+			if j.listed != nil && err == nil {
+				bound.listed, err = scheduling.LowerBound(*j.listed)
+			}
 			b.mu.Lock()
 			if err != nil {
 				b.errs = append(b.errs, err.Error())
 			}
-			b.bySig[j.sig] = v
+			b.bySig[j.sig] = bound
 			b.mu.Unlock()
 		}
 	}()
@@ -86,12 +103,21 @@ func (b *bounds) request(s *sim, i int) {
 	}
 	b.pending[key] = true
 	snap := scheduling.Snapshot{DaemonSets: s.daemonSets}
+	var listed *scheduling.Snapshot
 	for _, name := range sortedKeys(s.pools) {
 		types := s.poolTypes[name]
 		if s.isStatic(name) {
 			types = s.freeStatic(name)
+			if listed == nil {
+				listed = &scheduling.Snapshot{DaemonSets: s.daemonSets}
+			}
 		}
 		snap.NodePools = append(snap.NodePools, scheduling.NodePool{NodePool: s.pools[name], InstanceTypes: types})
+	}
+	if listed != nil {
+		for _, name := range sortedKeys(s.pools) {
+			listed.NodePools = append(listed.NodePools, scheduling.NodePool{NodePool: s.pools[name], InstanceTypes: s.poolTypes[name]})
+		}
 	}
 	byOwner := map[string]*owner{}
 	for _, p := range s.pods {
@@ -107,7 +133,10 @@ func (b *bounds) request(s *sim, i int) {
 			snap.Pods = append(snap.Pods, p)
 		}
 	}
-	b.work <- boundJob{sig: key, snap: snap}
+	if listed != nil {
+		listed.Pods = snap.Pods
+	}
+	b.work <- boundJob{sig: key, snap: snap, listed: listed}
 }
 
 // integrate waits for the bounds, fills each sample's, and returns the
@@ -120,7 +149,7 @@ func (b *bounds) integrate(samples []Sample, interval, duration time.Duration, c
 	b.done.Wait()
 	total := 0.0
 	for i := range samples {
-		v := boundOnBill(b.bySig[b.sigs[i]]+b.floors[i], canSave)
+		v := boundOnBill(b.bySig[b.sigs[i]].at(b.floors[i]), canSave)
 		samples[i].BoundPerHour = round(v, 6)
 		held := min(interval.Hours(), duration.Hours()-samples[i].Minutes/60)
 		total += v * max(held, 0)

@@ -61,4 +61,5 @@ func (s *sim) refreshTypes() {
 	}
 	s.typesGen++
 	s.free = nil
+	s.noteCanSave()
 }

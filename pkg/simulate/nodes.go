@@ -21,6 +21,9 @@ import (
 // which cannot be and why.
 func (s *sim) startNodes(nodes []*corev1.Node) error {
 	for _, node := range nodes {
+		if s.nodes[node.Name] != nil {
+			return fmt.Errorf("Node %s is given twice; give each node once", node.Name)
+		}
 		n, err := s.startNode(node)
 		if err != nil {
 			return fmt.Errorf("Node %s: %w", node.Name, err)
@@ -48,7 +51,7 @@ func (s *sim) startNode(node *corev1.Node) (*simNode, error) {
 		}
 	}
 	if it == nil {
-		return nil, fmt.Errorf("label %s is %q, not an instance type NodePool %s may launch in the catalog's region; fix the label or the NodePool", corev1.LabelInstanceTypeStable, typ, pool)
+		return nil, fmt.Errorf("label %s is %q, not an instance type of the catalog's region; fix the label, or pass the cluster's --region", corev1.LabelInstanceTypeStable, typ)
 	}
 	var offer *cloudprovider.Offering
 	for i, o := range it.Offerings {
@@ -57,7 +60,7 @@ func (s *sim) startNode(node *corev1.Node) (*simNode, error) {
 		}
 	}
 	if offer == nil {
-		return nil, fmt.Errorf("labels %s %q and %s %q name no offering of %s in the catalog's region; set them to a zone of --zones and on-demand or spot",
+		return nil, fmt.Errorf("labels %s %q and %s %q name no offering of %s in the catalog's region; pass the cluster's --region and --zones, and give on-demand or spot (reserved capacity is not simulated)",
 			corev1.LabelTopologyZone, zone, v1.LabelCapacityType, ct, typ)
 	}
 	n := &simNode{name: node.Name, pool: pool, it: it, offering: *offer, launched: s.start, readyAt: s.start, lastEvent: s.start,

@@ -56,8 +56,20 @@ func TestStartFromNodes(t *testing.T) {
 				t.Errorf("the t3 node did not drift: %+v", r.Summary)
 			}
 		}},
+		{name: "a node named as the run names its own", nodes: nodeDoc("default-00001", "default", "c6a.large"), check: func(t *testing.T, r *Result) {
+			// The c6a.large holds one pod, the node launched for the five
+			// others all six, and it goes: unless the launch took its
+			// name, and the run lost it.
+			for _, dec := range r.Decisions {
+				if strings.Join(dec.Nodes, " ") == "default-00001 (c6a.large, on-demand)" {
+					return
+				}
+			}
+			t.Errorf("the c6a.large default-00001 was never consolidated: %+v %+v", r.Decisions, r.Summary)
+		}},
+		{name: "a node given twice", nodes: nodeDoc("old-0", "default", "c6a.large") + nodeDoc("old-0", "default", "c6a.large"), err: "Node old-0 is given twice"},
 		{name: "no NodePool", nodes: nodeDoc("old-0", "other", "c6a.large"), err: `Node old-0: label karpenter.sh/nodepool is "other", not a NodePool of the manifests`},
-		{name: "no such type", nodes: nodeDoc("old-0", "default", "x9.huge"), err: `Node old-0: label node.kubernetes.io/instance-type is "x9.huge", not an instance type NodePool default may launch`},
+		{name: "no such type", nodes: nodeDoc("old-0", "default", "x9.huge"), err: `Node old-0: label node.kubernetes.io/instance-type is "x9.huge", not an instance type of the catalog's region`},
 		{name: "no such zone", nodes: strings.Replace(nodeDoc("old-0", "default", "c6a.large"), "us-east-1a", "eu-west-1a", 1),
 			err: `Node old-0: labels topology.kubernetes.io/zone "eu-west-1a" and karpenter.sh/capacity-type "on-demand" name no offering of c6a.large`},
 	}

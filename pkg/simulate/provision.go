@@ -193,9 +193,14 @@ func (s *sim) launch(nc *scheduling.NewNodeClaim, why string) *simNode {
 		s.after(time.Second, s.pendingAdded)
 		return nil
 	}
-	s.nodeSeq++
+	name := ""
+	for name == "" || s.nodes[name] != nil {
+		// A node the run started from may hold the name.
+		s.nodeSeq++
+		name = fmt.Sprintf("%s-%05d", nc.NodePool, s.nodeSeq)
+	}
 	pool := s.pools[nc.NodePool]
-	n := &simNode{name: fmt.Sprintf("%s-%05d", nc.NodePool, s.nodeSeq), pool: nc.NodePool, it: best, offering: bestOffer,
+	n := &simNode{name: name, pool: nc.NodePool, it: best, offering: bestOffer,
 		launched: s.now, pods: map[string]*simPod{}, hash: s.poolHash[nc.NodePool],
 		classPrint: s.classPrints[s.classOf(nc.NodePool)]}
 	n.labels = map[string]string{}

@@ -19,8 +19,9 @@ type Result struct {
 	// Blocked counts, per reason a node was left alone (its first four
 	// words), the nodes each pass gave it to, summed over passes.
 	Blocked map[string]int `json:"blocked"`
-	// Problems are errors of the LP bound's computation, if any: the
-	// bound of those samples is 0.
+	// Problems are errors of the LP bound's computation, if any (the
+	// bound of those samples is 0), and what the run could not do as
+	// asked (a static NodePool no node can be planned for).
 	Problems []string `json:"problems,omitempty"`
 }
 

@@ -65,16 +65,12 @@ func Run(cfg Config, trace *Trace, progress func(float64)) (*Result, error) {
 	for _, p := range s.pendingPods() {
 		s.rec.pending(s.end.Sub(p.pendingSince))
 	}
-	canSave := 0.0
-	if cfg.Commitments != nil {
-		canSave = commitmentsCanSave(*cfg.Commitments, s.poolTypes)
-	}
-	boundCost := bounds.integrate(s.rec.samples, cfg.Timing.Sample, trace.Duration.Duration, canSave)
+	boundCost := bounds.integrate(s.rec.samples, cfg.Timing.Sample, trace.Duration.Duration, s.canSave)
 	if progress != nil {
 		progress(1)
 	}
 	return &Result{Summary: s.rec.summary(cfg.Name, trace.Duration.Duration, boundCost), Samples: s.rec.samples,
-		Decisions: s.rec.decisions, Blocked: s.rec.blockedBy, Problems: bounds.problems()}, nil
+		Decisions: s.rec.decisions, Blocked: s.rec.blockedBy, Problems: append(bounds.problems(), s.problems...)}, nil
 }
 
 // newSim sets the cluster up from cfg's manifests, refusing what the
@@ -134,6 +130,7 @@ func newSim(cfg Config) (*sim, error) {
 	for _, pdb := range objs.PodDisruptionBudgets {
 		s.pdbs = append(s.pdbs, pdb)
 	}
+	s.noteCanSave()
 	if err := s.startNodes(objs.Nodes); err != nil {
 		return nil, err
 	}
@@ -304,6 +301,7 @@ func (s *sim) applyObjects(objs *manifests.Objects) {
 // sample records the cluster now and sends spot interruptions for the
 // interval ahead.
 func (s *sim) sample(b *bounds, progress func(float64)) {
+	s.reconcileStatic()
 	sm := Sample{Minutes: s.now.Sub(s.start).Minutes(), ByCapacity: map[string]int{}, ByType: map[string]int{}}
 	for _, n := range s.liveNodes() {
 		sm.Nodes++
@@ -324,7 +322,6 @@ func (s *sim) sample(b *bounds, progress func(float64)) {
 			sm.Pending++
 		}
 	}
-	s.reconcileStatic()
 	b.request(s, len(s.rec.samples))
 	// A budget's schedule opens and closes windows with no change in the
 	// cluster: decide again each sample while any pool has one.

@@ -295,6 +295,10 @@ func TestRefusedAtStart(t *testing.T) {
 		{"a DaemonSet applied mid-run", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute),
 			Apply: "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\nspec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: pause}]}}}\n"}}},
 			"events[0] (at 1m0s).apply: only NodePools, EC2NodeClasses, Deployments, Jobs and PodDisruptionBudgets", ""},
+		{"a NodePool applied before the EC2NodeClass it names", "", &Trace{Duration: d(3 * time.Hour), Events: []Event{
+			{At: d(2 * time.Hour), Apply: strings.NewReplacer(" KUBELET", "", "name: default", "name: late").Replace(classOf)},
+			{At: d(time.Hour), Apply: strings.Replace(strings.Split(strings.NewReplacer("CAPACITY", "on-demand", "POLICY", "WhenEmpty", "EXPIRE", "expireAfter: 720h").Replace(pool), "---")[0], "name: default}", "name: late}", 1)}}},
+			"events[1] (at 1h0m0s).apply: NodePool default: spec.template.spec.nodeClassRef names no EC2NodeClass", ""},
 		{"a NodePool applied with an EC2NodeClass that is nowhere", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute),
 			Apply: strings.Replace(strings.Split(strings.NewReplacer("CAPACITY", "on-demand", "POLICY", "WhenEmpty", "EXPIRE", "expireAfter: 720h").Replace(pool), "---")[0], "name: default}", "name: nowhere}", 1)}}},
 			"events[0] (at 1m0s).apply: NodePool default: spec.template.spec.nodeClassRef names no EC2NodeClass", ""},

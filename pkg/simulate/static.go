@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
@@ -60,9 +61,9 @@ func (s *sim) reconcileStatic() {
 			if want == 0 {
 				continue
 			}
-			nc, err := scheduling.StaticNodeClaim(scheduling.NodePool{NodePool: np, InstanceTypes: s.typesFor(name)}, s.daemonSets, s.cfg.Scheduling)
+			nc, err := scheduling.StaticNodeClaim(scheduling.NodePool{NodePool: np, InstanceTypes: s.staticTypes(name)}, s.daemonSets, s.cfg.Scheduling)
 			if err != nil {
-				s.rec.launchFailed++
+				s.problem(fmt.Sprintf("static NodePool %s launches nothing: no node can be planned: %v", name, err))
 				continue
 			}
 			for range want {
@@ -86,6 +87,20 @@ func (s *sim) reconcileStatic() {
 			}
 		}
 	}
+}
+
+// staticTypes are a static pool's types as its plans see them: with the
+// commitments' room left, when the run has commitments.
+func (s *sim) staticTypes(pool string) []*cloudprovider.InstanceType {
+	if s.cfg.Commitments == nil {
+		return s.typesFor(pool)
+	}
+	for _, p := range s.snapshot(nil).Static {
+		if p.NodePool.Name == pool {
+			return p.InstanceTypes
+		}
+	}
+	return s.typesFor(pool)
 }
 
 // nodeClaimOf is n's NodeClaim as ScaleDown reads it: its name, age,
@@ -176,4 +191,11 @@ func (s *sim) checkApplies(trace *Trace) error {
 // show.
 func staticRefused(np *v1.NodePool) string {
 	return fmt.Sprintf("NodePool %s: spec.replicas (a static NodePool) launches nodes only under the StaticCapacity feature gate; pass --feature-gates StaticCapacity=true, as the controller's FEATURE_GATES would have it, or remove spec.replicas", np.Name)
+}
+
+// problem notes, once, what the run could not do as asked.
+func (s *sim) problem(why string) {
+	if !slices.Contains(s.problems, why) {
+		s.problems = append(s.problems, why)
+	}
 }

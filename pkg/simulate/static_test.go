@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/commitment"
 )
 
 // staticPool is a static NodePool of m5.large beside the scenario's
@@ -124,7 +125,45 @@ func TestStaticNodesTakePodsAndStay(t *testing.T) {
 			}
 		}
 	}
+	// The static nodes' room is free to the pods in one bound, but not of
+	// any size: the bound must still count the dynamic nodes they need.
+	if s := res.Summary; s.LPBoundCost < 0.7*s.TotalCost || s.LPBoundCost > s.TotalCost {
+		t.Errorf("bound $%.4f for a cost of $%.4f", s.LPBoundCost, s.TotalCost)
+	}
 	if last := res.Samples[len(res.Samples)-1]; last.ByType["m5.large"] < 3 || last.Pending != 0 {
 		t.Errorf("at the end %v with %d pending, want the three static m5.large and no pod waiting", last.ByType, last.Pending)
+	}
+}
+
+// TestStaticNodesFillTheCommitments: a static pool that may launch
+// m5.large or the cheaper c6a.large launches the m5.large its account's
+// RIs pay for, as the controller's static provisioning does with the
+// rooms the AWS provider gives every pool.
+func TestStaticNodesFillTheCommitments(t *testing.T) {
+	its, err := catalog.InstanceTypes(catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri := commitment.Commitments{ReservedInstances: []commitment.ReservedInstance{{ID: "ri-0", Type: "m5.large", Count: 3}}}
+	doc := strings.Replace(static("3", "720h", "a"), "values: [m5.large]", "values: [m5.large, c6a.large]", 1)
+	cases := []struct {
+		name string
+		cm   *commitment.Commitments
+		want string
+	}{
+		{"at list prices", nil, "c6a.large"},
+		{"under m5.large RIs", &ri, "m5.large"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := Run(Config{Name: "test", Objects: scenario{extra: "---\n" + doc}.objects(t), InstanceTypes: its, Timing: DefaultTiming(),
+				StaticCapacity: true, Commitments: c.cm}, &Trace{Duration: d(time.Hour)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last := res.Samples[len(res.Samples)-1]; last.ByType[c.want] != 3 {
+				t.Errorf("static nodes %v, want three %s", last.ByType, c.want)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/manifests"
@@ -148,7 +149,12 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 					if err := disruption.Validate(np, Epoch); err != nil {
 						errs = append(errs, fmt.Sprintf("%s.apply: NodePool %s: %v", where, np.Name, err))
 					}
-					if ref := np.Spec.Template.Spec.NodeClassRef; ref == nil || !classes[ref.Name] && !applied(objs, ref.Name) && !t.applies("EC2NodeClass", ref.Name, i) {
+					switch ref := np.Spec.Template.Spec.NodeClassRef; {
+					case ref == nil:
+						errs = append(errs, fmt.Sprintf("%s.apply: NodePool %s: spec.template.spec.nodeClassRef is missing; name the EC2NodeClass (group karpenter.k8s.aws, kind EC2NodeClass)", where, np.Name))
+					case ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass":
+						errs = append(errs, fmt.Sprintf("%s.apply: NodePool %s: spec.template.spec.nodeClassRef %s/%s is not supported; use group karpenter.k8s.aws, kind EC2NodeClass", where, np.Name, ref.Group, ref.Kind))
+					case !classes[ref.Name] && !applied(objs, ref.Name) && !t.applies("EC2NodeClass", ref.Name, i):
 						errs = append(errs, fmt.Sprintf("%s.apply: NodePool %s: spec.template.spec.nodeClassRef names no EC2NodeClass of the manifests or of an earlier apply; add the EC2NodeClass or fix the name", where, np.Name))
 					}
 				}
@@ -182,11 +188,12 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 	return nil
 }
 
-// applies reports whether an event before index i applies kind
-// NAMESPACE/NAME.
+// applies reports whether an event that runs before event i (earlier, or
+// at the same time and listed before it) applies kind NAMESPACE/NAME.
 func (t *Trace) applies(kind, name string, i int) bool {
-	for _, e := range t.Events[:i] {
-		if e.Apply == "" {
+	at := t.Events[i].At.Duration
+	for j, e := range t.Events {
+		if e.Apply == "" || e.At.Duration > at || e.At.Duration == at && j >= i {
 			continue
 		}
 		objs, err := manifests.Parse("apply", strings.NewReader(e.Apply))

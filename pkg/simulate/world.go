@@ -39,6 +39,10 @@ type sim struct {
 	// free are the static pools' types at no price, for the bound
 	// (freeStatic); cleared with the types.
 	free map[string][]*cloudprovider.InstanceType
+	// canSave is the most the commitments can save (noteCanSave).
+	canSave float64
+	// problems are what the run could not do as asked, for Result.Problems.
+	problems []string
 	// poolTypes are each pool's instance types, NodeOverlays applied.
 	poolTypes  map[string][]*cloudprovider.InstanceType
 	pdbs       []*policyv1.PodDisruptionBudget
