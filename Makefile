@@ -26,7 +26,7 @@ test: setup
 	# The longest packages first, so that they start at once rather than
 	# behind the quick ones (go test runs packages in the order given).
 	go test -count=1 -timeout 25m -run '$(AWS_IAM_TESTS)' ./test/aws/ & iam=$$!; \
-	  go test -count=1 -p 4 -timeout 25m -skip '$(AWS_IAM_TESTS)' ./test/aws/ ./test/consolidation/ ./test/safety/ ./test/disruption/ ./test/provisioning/ ./...; rest=$$?; \
+	  go test -count=1 -p 4 -timeout 25m -skip '$(AWS_IAM_TESTS)' ./test/aws/ ./test/consolidation/ ./test/disruption/ ./test/provisioning/ ./test/safety/ ./...; rest=$$?; \
 	  wait $$iam; iam=$$?; \
 	  if [ $$iam -ne 0 ]; then echo "test/aws's IAM tests failed (AWS_IAM_TESTS)"; fi; \
 	  exit $$(( rest != 0 || iam != 0 ))
