@@ -25,8 +25,11 @@ test: setup
 	go vet ./...
 	# The longest packages first, so that they start at once rather than
 	# behind the quick ones (go test runs packages in the order given).
-	go test -count=1 -timeout 25m -run '$(AWS_IAM_TESTS)' ./test/aws/ & iam=$$!; \
-	  go test -count=1 -p 4 -timeout 25m -skip '$(AWS_IAM_TESTS)' ./test/aws/ ./test/consolidation/ ./test/disruption/ ./test/provisioning/ ./test/safety/ ./...; rest=$$?; \
+	# -timeout guards against a hung package, not the budget: the budget
+	# (25 minutes for all of it) is measured, docs/long-tests.md, and the
+	# longest packages run at 20 minutes or more when two cores are busy.
+	go test -count=1 -timeout 40m -run '$(AWS_IAM_TESTS)' ./test/aws/ & iam=$$!; \
+	  go test -count=1 -p 4 -timeout 40m -skip '$(AWS_IAM_TESTS)' ./test/aws/ ./test/consolidation/ ./test/provisioning/ ./test/disruption/ ./...; rest=$$?; \
 	  wait $$iam; iam=$$?; \
 	  if [ $$iam -ne 0 ]; then echo "test/aws's IAM tests failed (AWS_IAM_TESTS)"; fi; \
 	  exit $$(( rest != 0 || iam != 0 ))

@@ -1,11 +1,10 @@
 // Package consolidation tests, end to end, how Joiner removes and replaces
-// nodes to save money: the guides' scale-down, drift, spot-to-spot,
-// repacking many nodes (-tags scale), and that a settled cluster stays
-// settled. test/safety holds what keeps workloads safe meanwhile
-// (emptiness and every blocker, pending and arriving pods, taints), and
-// test/disruption the rest of disruption (conditions, budgets, drains,
-// expiration); the packages run in parallel, each on its own control
-// plane.
+// nodes to save money: the guides' scale-down, emptiness and every blocker
+// `joiner explain node` names, drift, spot-to-spot, repacking many nodes
+// (-tags scale), the safety of a replacement while pods are pending or
+// arriving, and that a settled cluster stays settled. test/disruption
+// holds the rest of disruption (conditions, budgets, drains, expiration);
+// the packages run in parallel, each on its own control plane.
 package consolidation
 
 import (
