@@ -38,10 +38,10 @@ type Recording struct {
 	jobs        map[string]*job
 	nodePools   map[string]*v1.NodePool
 	// others are objects the run needs as they were at the start
-	// (EC2NodeClasses), by kind/namespace/name; seen those created during
-	// the recording, which are apply events instead.
+	// (EC2NodeClasses, nodes), by kind/namespace/name.
 	others map[string]any
-	seen   map[string]bool
+	// specs are the Tracked objects' last specs, by kind/namespace/name.
+	specs map[string]any
 }
 
 type job struct {
@@ -54,7 +54,7 @@ type job struct {
 // New starts a recording at start: the trace's time zero.
 func New(start time.Time) *Recording {
 	return &Recording{start: start, replicas: map[string]int{}, deployments: map[string]*appsv1.Deployment{},
-		jobs: map[string]*job{}, nodePools: map[string]*v1.NodePool{}, others: map[string]any{}, seen: map[string]bool{}}
+		jobs: map[string]*job{}, nodePools: map[string]*v1.NodePool{}, others: map[string]any{}, specs: map[string]any{}}
 }
 
 func key(ns, name string) string { return ns + "/" + name }
@@ -195,25 +195,24 @@ func (r *Recording) NodePool(at time.Time, np *v1.NodePool, created bool) {
 	}
 }
 
-// first reports whether the object of kind is new to the recording, and
-// remembers it.
-func (r *Recording) first(kind, ns, name string) bool {
+// Tracked records an object of kind whose changes a run can apply (a
+// PodDisruptionBudget, an EC2NodeClass): as it was at the start, or, when
+// it was created after the recording began, an apply event then; and
+// each later change of spec, what a change is judged by (its status
+// changes often and is not the object's), as an apply event.
+func (r *Recording) Tracked(at time.Time, kind, ns, name string, obj, spec any, created bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := kind + "/" + key(ns, name)
-	if _, ok := r.others[k]; ok || r.seen[k] {
-		return false
+	last, seen := r.specs[k]
+	r.specs[k] = spec
+	switch {
+	case !seen && (!created || !at.After(r.start)):
+		r.others[k] = obj
+	case seen && equality.Semantic.DeepEqual(last, spec):
+	default:
+		r.apply(at, obj)
 	}
-	r.seen[k] = true
-	return true
-}
-
-// Created records an object created during the recording, such as a
-// PodDisruptionBudget: an apply event at at.
-func (r *Recording) Created(at time.Time, obj any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.apply(at, obj)
 }
 
 func (r *Recording) apply(at time.Time, obj any) {

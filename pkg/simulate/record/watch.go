@@ -37,8 +37,8 @@ type watched struct {
 // Jobs, NodePools, EC2NodeClasses, DaemonSets and PodDisruptionBudgets
 // there at the start are the run's manifests, and the nodes a NodePool
 // manages its first nodes (startNode), and what changes after is
-// the trace (Deployments' replicas, deletions included; Jobs; NodePools
-// and PodDisruptionBudgets created or changed). ready is called once the
+// the trace (Deployments' replicas, deletions included; Jobs; NodePools,
+// EC2NodeClasses and PodDisruptionBudgets created or changed). ready is called once the
 // start is recorded. Timestamps are clk's.
 func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk clock.PassiveClock, ready func()) (*Recording, error) {
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
@@ -75,11 +75,7 @@ func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk cl
 			if pdb, ok := obj.(*policyv1.PodDisruptionBudget); ok {
 				cp := &policyv1.PodDisruptionBudget{ObjectMeta: clean(pdb.ObjectMeta), Spec: *pdb.Spec.DeepCopy()}
 				cp.APIVersion, cp.Kind = "policy/v1", "PodDisruptionBudget"
-				if initial {
-					rec.Object("PodDisruptionBudget", pdb.Namespace, pdb.Name, cp)
-				} else if rec.first("PodDisruptionBudget", pdb.Namespace, pdb.Name) {
-					rec.Created(clk.Now(), cp)
-				}
+				rec.Tracked(clk.Now(), "PodDisruptionBudget", pdb.Namespace, pdb.Name, cp, cp.Spec, !initial)
 			}
 		}, nil},
 		{&corev1.Node{}, func(obj any, initial bool) {
@@ -90,10 +86,10 @@ func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk cl
 			}
 		}, nil},
 		{&awsv1.EC2NodeClass{}, func(obj any, initial bool) {
-			if nc, ok := obj.(*awsv1.EC2NodeClass); ok && initial {
+			if nc, ok := obj.(*awsv1.EC2NodeClass); ok {
 				cp := &awsv1.EC2NodeClass{ObjectMeta: clean(nc.ObjectMeta), Spec: *nc.Spec.DeepCopy()}
 				cp.APIVersion, cp.Kind = "karpenter.k8s.aws/v1", "EC2NodeClass"
-				rec.Object("EC2NodeClass", "", nc.Name, cp)
+				rec.Tracked(clk.Now(), "EC2NodeClass", "", nc.Name, cp, cp.Spec, !initial)
 			}
 		}, nil},
 	}
