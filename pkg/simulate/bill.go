@@ -72,12 +72,16 @@ func (s *sim) billChanged() {
 func (s *sim) withCommitments(snap scheduling.Snapshot) (scheduling.Snapshot, string) {
 	cov := s.coverage()
 	var key strings.Builder
+	var live []*simNode
 	for i, p := range snap.NodePools {
 		if _, ok, _ := spendcap.Of(p.NodePool); !ok {
 			continue
 		}
+		if live == nil {
+			live = s.liveNodes()
+		}
 		spent := int64(0)
-		for _, n := range s.liveNodes() {
+		for _, n := range live {
 			if n.pool == p.NodePool.Name {
 				spent += spendcap.Micro(effectivePrice(n, cov))
 			}

@@ -33,14 +33,18 @@ func (s *sim) isStatic(pool string) bool {
 // launched (scheduling.StaticNodeClaim, within limits.nodes), and a
 // surplus goes in disruption.ScaleDown's order.
 func (s *sim) reconcileStatic() {
+	var live []*simNode
 	for _, name := range sortedKeys(s.pools) {
 		np := s.pools[name]
 		if np.Spec.Replicas == nil {
 			continue
 		}
+		if live == nil {
+			live = s.liveNodes()
+		}
 		var active []*simNode
 		var deleting, disrupting int64
-		for _, n := range s.liveNodes() {
+		for _, n := range live {
 			switch {
 			case n.pool != name:
 			case n.deleting:
