@@ -39,8 +39,10 @@ interruptions and capacity shortages, with the provisioning and disruption
 decisions made by the same code the controller runs, on a simulated clock,
 with no cluster.
 
--f gives the NodePools, EC2NodeClasses, DaemonSets, Deployments, Jobs and
-PodDisruptionBudgets. --trace replays a file of timed events (docs/simulate.md);
+-f gives the NodePools, EC2NodeClasses, DaemonSets, workloads
+(Deployments, StatefulSets, ReplicaSets, Jobs, bare Pods), storage
+(PersistentVolumeClaims, PersistentVolumes, StorageClasses), Nodes to start
+from and PodDisruptionBudgets. --trace replays a file of timed events (docs/simulate.md);
 --generate makes one (diurnal, burst, walk) peaking near --peak pods, over
 20 Deployments of assorted shapes when -f has none, and writes it, with
 those Deployments, into --out.

@@ -17,6 +17,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/api/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
+	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -58,10 +59,14 @@ type Objects struct {
 	// each fared in OverlayVerdicts.
 	NodeOverlays    []*v1alpha1.NodeOverlay
 	OverlayVerdicts map[string]overlay.Verdict
-	// Deployments and Jobs are the workloads as written, besides their
-	// pods: joiner simulate scales them over time.
-	Deployments []*appsv1.Deployment
-	Jobs        []*batchv1.Job
+	// Deployments, StatefulSets, ReplicaSets and Jobs are the workloads
+	// as written, and BarePods the Pods given as such, besides their
+	// expanded pods: joiner simulate scales and recreates them over time.
+	Deployments  []*appsv1.Deployment
+	StatefulSets []*appsv1.StatefulSet
+	ReplicaSets  []*appsv1.ReplicaSet
+	Jobs         []*batchv1.Job
+	BarePods     []*corev1.Pod
 	// PodDisruptionBudgets protect pods from eviction; only joiner
 	// simulate evicts, so joiner plan refuses them.
 	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
@@ -161,15 +166,22 @@ func (o *Objects) add(obj runtime.Object) error {
 	case *corev1.Pod:
 		defaultNamespace(&x.ObjectMeta)
 		o.Pods = append(o.Pods, x)
+		o.BarePods = append(o.BarePods, x)
 	case *appsv1.Deployment:
 		defaultNamespace(&x.ObjectMeta)
 		o.Deployments = append(o.Deployments, x)
 		o.expand(x.ObjectMeta, x.Spec.Replicas, x.Spec.Template, func(i int) string { return fmt.Sprintf("%s-%d", x.Name, i) })
 	case *appsv1.StatefulSet:
+		defaultNamespace(&x.ObjectMeta)
+		o.StatefulSets = append(o.StatefulSets, x)
 		first := len(o.Pods)
 		o.expand(x.ObjectMeta, x.Spec.Replicas, x.Spec.Template, func(i int) string { return x.Name + "-" + strconv.Itoa(i) })
-		o.statefulClaims(x, o.Pods[first:])
+		for _, p := range o.Pods[first:] {
+			o.templateClaims = append(o.templateClaims, volumes.StatefulClaims(x, p)...)
+		}
 	case *appsv1.ReplicaSet:
+		defaultNamespace(&x.ObjectMeta)
+		o.ReplicaSets = append(o.ReplicaSets, x)
 		o.expand(x.ObjectMeta, x.Spec.Replicas, x.Spec.Template, func(i int) string { return fmt.Sprintf("%s-%d", x.Name, i) })
 	case *batchv1.Job:
 		defaultNamespace(&x.ObjectMeta)
@@ -221,29 +233,5 @@ func (o *Objects) expand(meta metav1.ObjectMeta, replicas *int32, tmpl corev1.Po
 		p.Name, p.Namespace = name(i), meta.Namespace
 		p.CreationTimestamp = meta.CreationTimestamp
 		o.Pods = append(o.Pods, p)
-	}
-}
-
-// statefulClaims gives each StatefulSet pod the volumes of the set's
-// volumeClaimTemplates, named <template>-<set>-<ordinal>, as the StatefulSet
-// controller does, and records the claims it would create for them.
-func (o *Objects) statefulClaims(sts *appsv1.StatefulSet, pods []*corev1.Pod) {
-	for _, p := range pods {
-		for _, t := range sts.Spec.VolumeClaimTemplates {
-			name := t.Name + "-" + p.Name
-			vol := corev1.Volume{Name: t.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}
-			replaced := false
-			for i := range p.Spec.Volumes {
-				if p.Spec.Volumes[i].Name == t.Name {
-					p.Spec.Volumes[i], replaced = vol, true
-				}
-			}
-			if !replaced {
-				p.Spec.Volumes = append(p.Spec.Volumes, vol)
-			}
-			claim := &corev1.PersistentVolumeClaim{ObjectMeta: *t.ObjectMeta.DeepCopy(), Spec: *t.Spec.DeepCopy()}
-			claim.Name, claim.Namespace = name, p.Namespace
-			o.templateClaims = append(o.templateClaims, claim)
-		}
 	}
 }

@@ -31,7 +31,7 @@ func TestKubeSchedulerSpreads(t *testing.T) {
 		s.nodes[name] = n
 		nodes = append(nodes, n)
 	}
-	web := s.owners["default/web"]
+	web := s.owners[ownerKey(kindDeployment, "default", "web")]
 	for range 3 {
 		s.bind(s.newPod(web), nodes[0])
 	}

@@ -14,15 +14,19 @@ func Override(base, over *manifests.Objects) *manifests.Objects {
 	out.EC2NodeClasses = replace(base.EC2NodeClasses, over.EC2NodeClasses)
 	out.DaemonSets = replace(base.DaemonSets, over.DaemonSets)
 	out.Deployments = replace(base.Deployments, over.Deployments)
+	out.StatefulSets = replace(base.StatefulSets, over.StatefulSets)
+	out.ReplicaSets = replace(base.ReplicaSets, over.ReplicaSets)
 	out.Jobs = replace(base.Jobs, over.Jobs)
+	out.BarePods = replace(base.BarePods, over.BarePods)
 	out.PodDisruptionBudgets = replace(base.PodDisruptionBudgets, over.PodDisruptionBudgets)
 	out.NodeOverlays = replace(base.NodeOverlays, over.NodeOverlays)
 	out.Namespaces = replace(base.Namespaces, over.Namespaces)
 	out.LimitRanges = append(append([]corev1.LimitRange(nil), base.LimitRanges...), over.LimitRanges...)
 	out.Pods = append(append([]*corev1.Pod(nil), base.Pods...), over.Pods...)
-	out.Nodes = append(append([]*corev1.Node(nil), base.Nodes...), over.Nodes...)
-	out.Claims = append(append([]*corev1.PersistentVolumeClaim(nil), base.Claims...), over.Claims...)
-	out.Volumes = append(append([]*corev1.PersistentVolume(nil), base.Volumes...), over.Volumes...)
+	out.Nodes = replace(base.Nodes, over.Nodes)
+	out.Claims = replace(base.Claims, over.Claims)
+	out.Volumes = replace(base.Volumes, over.Volumes)
+	out.StorageClasses = replace(base.StorageClasses, over.StorageClasses)
 	return &out
 }
 

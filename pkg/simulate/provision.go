@@ -48,9 +48,9 @@ func (s *sim) batchCheck() {
 // pending pods, nodes (in-flight ones too) with their pods, the NodePools
 // with what they use, and the commands under way.
 func (s *sim) snapshot(pending []*simPod) scheduling.Snapshot {
-	snap := scheduling.Snapshot{DaemonSets: s.daemonSets, Nominated: map[string]string{}, Namespaces: s.namespaces}
+	snap := scheduling.Snapshot{DaemonSets: s.daemonSets, Nominated: map[string]string{}, Namespaces: s.namespaces, Volumes: s.volumeUsage()}
 	for _, p := range pending {
-		snap.Pods = append(snap.Pods, p.pod)
+		snap.Pods = append(snap.Pods, p.view)
 		if p.nominated != "" {
 			if n := s.nodes[p.nominated]; n != nil && !n.gone && !n.deleting {
 				snap.Nominated[p.key] = n.name
@@ -265,8 +265,9 @@ func (s *sim) queueBind() {
 // the node its default profile scores highest (kubesched.Pick: least
 // allocated and balanced), which spreads pods where the planner packs them.
 // Pods whose place depends on other pods (pod affinity, anti-affinity,
-// topology spread) or on host ports, which that scoring does not model, go
-// where the planner fits them on the ready nodes instead.
+// topology spread), on host ports or on volumes (a claim's zone, attach
+// limits), which that scoring does not model, go where the planner fits
+// them on the ready nodes instead.
 func (s *sim) schedule() {
 	s.bindQueued = false
 	pending := s.pendingPods()
@@ -295,12 +296,12 @@ func (s *sim) schedule() {
 	sort.SliceStable(pending, func(i, j int) bool { return pending[i].pendingSince.Before(pending[j].pendingSince) })
 	var planned []*simPod
 	for _, p := range pending {
-		if kubesched.InterPod(p.pod) || len(pods.HostPorts(p.pod)) > 0 {
+		if _, volumed := s.usage[p.key]; volumed || kubesched.InterPod(p.pod) || len(pods.HostPorts(p.pod)) > 0 {
 			planned = append(planned, p)
 			continue
 		}
 		req := resources.PodRequests(p.pod)
-		if i := kubesched.Pick(p.pod, req, nodes); i >= 0 {
+		if i := kubesched.Pick(p.view, req, nodes); i >= 0 {
 			kubesched.Take(&nodes[i].Free, req)
 			s.bind(p, ready[i])
 		}
@@ -313,12 +314,12 @@ func (s *sim) schedule() {
 // bindPlanned binds pods where the planner fits them on the ready nodes,
 // their nominated node first.
 func (s *sim) bindPlanned(pending []*simPod, ready []*simNode) {
-	snap := scheduling.Snapshot{DaemonSets: s.daemonSets, Nominated: map[string]string{}, Namespaces: s.namespaces}
+	snap := scheduling.Snapshot{DaemonSets: s.daemonSets, Nominated: map[string]string{}, Namespaces: s.namespaces, Volumes: s.volumeUsage()}
 	for _, n := range ready {
 		snap.Nodes = append(snap.Nodes, s.schedulingNode(n))
 	}
 	for _, p := range pending {
-		snap.Pods = append(snap.Pods, p.pod)
+		snap.Pods = append(snap.Pods, p.view)
 		if p.nominated != "" {
 			snap.Nominated[p.key] = p.nominated
 		}

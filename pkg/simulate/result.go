@@ -44,6 +44,8 @@ type Summary struct {
 	// interruption; EvictionsByReason splits them.
 	Evictions         int            `json:"evictions"`
 	EvictionsByReason map[string]int `json:"evictionsByReason"`
+	// LostPods are bare Pods evicted, which nothing makes again.
+	LostPods int `json:"lostPods"`
 	// Disruptions are the nodes disrupted, by reason.
 	Disruptions       map[string]int `json:"disruptions"`
 	PendingSecondsP50 float64        `json:"pendingSecondsP50"`
@@ -96,6 +98,7 @@ type recorder struct {
 	nodeHours    float64
 	waits        []float64
 	evictions    map[string]int
+	lost         int
 	disruptions  map[string]int
 	launches     int
 	launchFailed int
@@ -170,7 +173,7 @@ func (r *recorder) summary(name string, d time.Duration, bound float64) Summary 
 		total += n
 	}
 	s := Summary{Config: name, TotalCost: round(r.cost, 4), ListCost: round(r.listCost, 4), LPBoundCost: round(bound, 4), CostAboveBound: round(r.cost-bound, 4),
-		NodeHours: round(r.nodeHours, 3), Evictions: total, EvictionsByReason: r.evictions, Disruptions: r.disruptions,
+		NodeHours: round(r.nodeHours, 3), Evictions: total, EvictionsByReason: r.evictions, LostPods: r.lost, Disruptions: r.disruptions,
 		PendingSecondsP50: percentile(r.waits, 0.5), PendingSecondsP99: percentile(r.waits, 0.99), PeakNodes: r.peak,
 		NodesLaunched: r.launches, LaunchesFailed: r.launchFailed, Plans: r.plans, DisruptionPasses: r.passes, Duration: d.String()}
 	if len(r.waits) > 0 {

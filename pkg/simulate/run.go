@@ -14,8 +14,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/manifests"
-	"github.com/joiner-autoscaler/joiner/pkg/pods"
-	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // Epoch is when every run starts: a Monday at midnight UTC, so budget
@@ -35,6 +33,12 @@ func Run(cfg Config, trace *Trace, progress func(float64)) (*Result, error) {
 	if err := s.checkApplies(trace); err != nil {
 		return nil, err
 	}
+	return s.play(trace, progress), nil
+}
+
+// play runs the validated trace to its end.
+func (s *sim) play(trace *Trace, progress func(float64)) *Result {
+	cfg := s.cfg
 	s.end = s.start.Add(trace.Duration.Duration)
 	for _, e := range trace.Events {
 		e := e
@@ -42,8 +46,12 @@ func Run(cfg Config, trace *Trace, progress func(float64)) (*Result, error) {
 	}
 	for _, key := range s.ownerNames {
 		o := s.owners[key]
-		for len(o.pods) < o.want {
-			s.newPod(o)
+		s.reconcile(o)
+		// A bare Pod of -f with a nodeName runs there from the start.
+		for _, p := range o.pods {
+			if o.nodeName != "" {
+				s.bind(p, s.nodes[o.nodeName])
+			}
 		}
 	}
 	bounds := newBounds(s)
@@ -70,7 +78,7 @@ func Run(cfg Config, trace *Trace, progress func(float64)) (*Result, error) {
 		progress(1)
 	}
 	return &Result{Summary: s.rec.summary(cfg.Name, trace.Duration.Duration, boundCost), Samples: s.rec.samples,
-		Decisions: s.rec.decisions, Blocked: s.rec.blockedBy, Problems: append(bounds.problems(), s.problems...)}, nil
+		Decisions: s.rec.decisions, Blocked: s.rec.blockedBy, Problems: append(bounds.problems(), s.problems...)}
 }
 
 // newSim sets the cluster up from cfg's manifests, refusing what the
@@ -78,18 +86,6 @@ func Run(cfg Config, trace *Trace, progress func(float64)) (*Result, error) {
 func newSim(cfg Config) (*sim, error) {
 	objs := cfg.Objects
 	var unsupported []string
-	if len(objs.Claims)+len(objs.Volumes) > 0 {
-		unsupported = append(unsupported, "PersistentVolumeClaims and PersistentVolumes: the simulator does not model volumes yet; remove them from -f")
-	}
-	for _, p := range objs.Pods {
-		if len(pods.ClaimNames(p)) > 0 {
-			unsupported = append(unsupported, fmt.Sprintf("pod %s/%s mounts a PersistentVolumeClaim: the simulator does not model volumes yet", p.Namespace, p.Name))
-			break
-		}
-	}
-	if len(objs.Pods) > podsOf(objs) {
-		unsupported = append(unsupported, "pods other than Deployments' and Jobs' (bare Pods, ReplicaSets, StatefulSets): the simulator scales Deployments and runs Jobs; give those workloads as Deployments, or remove them from -f")
-	}
 	snap, problems := objs.Snapshot(cfg.InstanceTypes)
 	for _, p := range problems {
 		unsupported = append(unsupported, fmt.Sprintf("NodePool %s: %s", p.NodePool, p.Reason))
@@ -139,21 +135,20 @@ func newSim(cfg Config) (*sim, error) {
 	for _, name := range sortedKeys(s.pools) {
 		s.markDrift(name)
 	}
-	for _, d := range objs.Deployments {
-		want := 1
-		if d.Spec.Replicas != nil {
-			want = int(*d.Spec.Replicas)
+	s.startStorage(objs)
+	for _, o := range workloadsOf(objs) {
+		if o.nodeName != "" && s.nodes[o.nodeName] == nil {
+			return nil, fmt.Errorf("pod %s/%s: spec.nodeName %s is not a Node of -f; give the Node with -f, or remove spec.nodeName to let the run place the pod", o.ns, o.name, o.nodeName)
 		}
-		s.addOwner(&owner{key: d.Namespace + "/" + d.Name, template: d.Spec.Template, want: want})
-	}
-	for _, j := range objs.Jobs {
-		s.addOwner(&owner{key: j.Namespace + "/" + j.Name, template: j.Spec.Template, job: true, parallel: parallelism(j.Spec.Parallelism)})
+		s.addOwner(o)
 	}
 	return s, nil
 }
 
 func (s *sim) addOwner(o *owner) {
 	o.pods = map[string]*simPod{}
+	s.versions++
+	o.version = s.versions
 	if _, ok := s.owners[o.key]; !ok {
 		s.ownerNames = append(s.ownerNames, o.key)
 		sort.Strings(s.ownerNames)
@@ -165,11 +160,16 @@ func (s *sim) addOwner(o *owner) {
 func (s *sim) apply(e Event) {
 	switch {
 	case e.Scale != nil:
-		o := s.owners[e.Scale.Deployment]
+		o := s.owners[e.Scale.owner()]
+		if o == nil {
+			s.problems = append(s.problems, fmt.Sprintf("at %s: scale of %s, which a delete event removed, was not carried out", e.At.Duration, e.Scale.owner()))
+			return
+		}
 		o.want = e.Scale.Replicas
 		s.reconcile(o)
 	case e.Job != nil:
-		o := s.owners[e.Job.Job]
+		ns, name := splitKey(e.Job.Job)
+		o := s.owners[ownerKey(kindJob, ns, name)]
 		o.runFor = e.Job.RunFor.Duration
 		n := e.Job.Pods
 		if n == 0 {
@@ -184,6 +184,8 @@ func (s *sim) apply(e Event) {
 			s.applyObjects(objs)
 			s.reconcileStatic()
 		}
+	case e.Delete != nil:
+		s.delete(*e.Delete)
 	case e.Interrupt != nil:
 		var spot []*simNode
 		for _, n := range s.liveNodes() {
@@ -197,40 +199,6 @@ func (s *sim) apply(e Event) {
 		}
 	case e.Shortage != nil:
 		s.short = append(s.short, shortage{Shortage: *e.Shortage, until: s.now.Add(e.Shortage.For.Duration)})
-	}
-}
-
-// reconcile makes o's pods number o.want, as the ReplicaSet controller
-// does: it makes new pods, or deletes pending pods first, then those on
-// the nodes running the most of o's pods, then the newest.
-func (s *sim) reconcile(o *owner) {
-	for len(o.pods) < o.want {
-		s.newPod(o)
-	}
-	if len(o.pods) <= o.want {
-		return
-	}
-	perNode := map[*simNode]int{}
-	list := make([]*simPod, 0, len(o.pods))
-	for _, key := range sortedKeys(o.pods) {
-		p := o.pods[key]
-		list = append(list, p)
-		if p.node != nil {
-			perNode[p.node]++
-		}
-	}
-	sort.SliceStable(list, func(i, j int) bool {
-		a, b := list[i], list[j]
-		if (a.node == nil) != (b.node == nil) {
-			return a.node == nil
-		}
-		if a.node != nil && perNode[a.node] != perNode[b.node] {
-			return perNode[a.node] > perNode[b.node]
-		}
-		return a.pod.CreationTimestamp.After(b.pod.CreationTimestamp.Time) || a.pod.CreationTimestamp.Equal(&b.pod.CreationTimestamp) && a.key > b.key
-	})
-	for _, p := range list[:len(list)-o.want] {
-		s.removePod(p)
 	}
 }
 
@@ -252,38 +220,7 @@ func (s *sim) applyObjects(objs *manifests.Objects) {
 	for _, np := range objs.NodePools {
 		s.markDrift(np.Name)
 	}
-	for _, d := range objs.Deployments {
-		key := d.Namespace + "/" + d.Name
-		want := 1
-		if d.Spec.Replicas != nil {
-			want = int(*d.Spec.Replicas)
-		}
-		old := s.owners[key]
-		if old == nil {
-			s.addOwner(&owner{key: key, template: d.Spec.Template, want: want})
-			s.reconcile(s.owners[key])
-			continue
-		}
-		if !equality.Semantic.DeepEqual(old.template, d.Spec.Template) {
-			// A rollout: the old pods go, new ones come.
-			old.template = d.Spec.Template
-			old.version++
-			for _, key := range sortedKeys(old.pods) {
-				s.removePod(old.pods[key])
-			}
-		}
-		old.want = want
-		s.reconcile(old)
-	}
-	for _, j := range objs.Jobs {
-		key := j.Namespace + "/" + j.Name
-		if o := s.owners[key]; o != nil {
-			o.template, o.parallel = j.Spec.Template, parallelism(j.Spec.Parallelism)
-			o.version++
-		} else {
-			s.addOwner(&owner{key: key, template: j.Spec.Template, job: true, parallel: parallelism(j.Spec.Parallelism)})
-		}
-	}
+	s.applyWorkloads(objs)
 	for _, pdb := range objs.PodDisruptionBudgets {
 		replaced := false
 		for i, old := range s.pdbs {

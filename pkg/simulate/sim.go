@@ -25,8 +25,9 @@ type Config struct {
 	// Name labels the configuration in results and reports.
 	Name string
 	// Objects are the NodePools, EC2NodeClasses, DaemonSets, workloads
-	// (Deployments and Jobs, at their initial replicas; other pods as
-	// written) and PodDisruptionBudgets.
+	// (Deployments, StatefulSets, ReplicaSets and Jobs, at their initial
+	// replicas; bare Pods), storage (claims, volumes, classes), Nodes to
+	// start from, and PodDisruptionBudgets.
 	Objects       *manifests.Objects
 	InstanceTypes []*cloudprovider.InstanceType
 	// Scheduling are the operator's planning settings.

@@ -290,11 +290,17 @@ func TestRefusedAtStart(t *testing.T) {
 		want        string
 		policy      string
 	}{
-		{"a bare pod", "---\napiVersion: v1\nkind: Pod\nmetadata: {name: lone}\nspec: {containers: [{name: c, image: pause}]}\n", upAndDown(),
-			"bare Pods, ReplicaSets, StatefulSets", ""},
+		{"a bare pod on a node -f does not give", "---\napiVersion: v1\nkind: Pod\nmetadata: {name: lone}\nspec: {nodeName: gone, containers: [{name: c, image: pause}]}\n", upAndDown(),
+			"pod default/lone: spec.nodeName gone is not a Node of -f", ""},
+		{"a NodePool deleted mid-run", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute), Delete: &Delete{Kind: "NodePool", Name: "default"}}}},
+			`events[0] (at 1m0s).delete.kind: "NodePool" cannot be deleted during a run`, ""},
+		{"a StatefulSet scaled that is nowhere", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute), Scale: &Scale{StatefulSet: "db", Replicas: 2}}}},
+			"events[0] (at 1m0s).scale.statefulSet: StatefulSet default/db is not in the manifests", ""},
+		{"a scale of two workloads", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute), Scale: &Scale{Deployment: "web", StatefulSet: "db", Replicas: 2}}}},
+			"events[0] (at 1m0s).scale: set exactly one of deployment, statefulSet and replicaSet (2 set)", ""},
 		{"a DaemonSet applied mid-run", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute),
 			Apply: "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\nspec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: pause}]}}}\n"}}},
-			"events[0] (at 1m0s).apply: only NodePools, EC2NodeClasses, Deployments, Jobs and PodDisruptionBudgets", ""},
+			"events[0] (at 1m0s).apply: only NodePools, EC2NodeClasses, Deployments, StatefulSets, ReplicaSets, Jobs, Pods and PodDisruptionBudgets", ""},
 		{"a NodePool applied before the EC2NodeClass it names", "", &Trace{Duration: d(3 * time.Hour), Events: []Event{
 			{At: d(2 * time.Hour), Apply: strings.NewReplacer(" KUBELET", "", "name: default", "name: late").Replace(classOf)},
 			{At: d(time.Hour), Apply: strings.Replace(strings.Split(strings.NewReplacer("CAPACITY", "on-demand", "POLICY", "WhenEmpty", "EXPIRE", "expireAfter: 720h").Replace(pool), "---")[0], "name: default}", "name: late}", 1)}}},

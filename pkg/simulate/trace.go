@@ -30,10 +30,13 @@ type Event struct {
 	Scale *Scale `json:"scale,omitempty"`
 	// Job starts a Job's pods, each running for a while.
 	Job *JobRun `json:"job,omitempty"`
-	// Apply replaces a NodePool, EC2NodeClass, Deployment, Job or PDB of
-	// the manifests by name (a NodePool's or EC2NodeClass's change drifts
-	// their nodes), or adds it.
+	// Apply replaces a NodePool, EC2NodeClass, workload (Deployment,
+	// StatefulSet, ReplicaSet, Job, Pod) or PDB of the manifests by name
+	// (a NodePool's or EC2NodeClass's change drifts their nodes), or adds
+	// it.
 	Apply string `json:"apply,omitempty"`
+	// Delete deletes a workload (its pods go) or a PodDisruptionBudget.
+	Delete *Delete `json:"delete,omitempty"`
 	// Interrupt sends spot interruption warnings.
 	Interrupt *Interrupt `json:"interrupt,omitempty"`
 	// Shortage makes offerings unavailable for a while, as EC2's
@@ -41,10 +44,39 @@ type Event struct {
 	Shortage *Shortage `json:"shortage,omitempty"`
 }
 
-// Scale sets Deployment (NAMESPACE/NAME, or NAME in default) to Replicas.
+// Scale sets the replicas of one Deployment, StatefulSet or ReplicaSet
+// (NAMESPACE/NAME, or NAME in default).
 type Scale struct {
-	Deployment string `json:"deployment"`
-	Replicas   int    `json:"replicas"`
+	Deployment  string `json:"deployment,omitempty"`
+	StatefulSet string `json:"statefulSet,omitempty"`
+	ReplicaSet  string `json:"replicaSet,omitempty"`
+	Replicas    int    `json:"replicas"`
+}
+
+// target is the kind and NAMESPACE/NAME the event scales, and how many of
+// the three fields are set.
+func (sc *Scale) target() (kind, name string, set int) {
+	for _, f := range []struct{ kind, name string }{{kindDeployment, sc.Deployment}, {kindStatefulSet, sc.StatefulSet}, {kindReplicaSet, sc.ReplicaSet}} {
+		if f.name != "" {
+			kind, name = f.kind, qualified(f.name)
+			set++
+		}
+	}
+	return kind, name, set
+}
+
+// owner is the key of the workload the event scales.
+func (sc *Scale) owner() string {
+	kind, name, _ := sc.target()
+	ns, n := splitKey(name)
+	return ownerKey(kind, ns, n)
+}
+
+// Delete deletes Kind NAMESPACE/NAME: a Deployment, StatefulSet,
+// ReplicaSet or Job with its pods, a Pod, or a PodDisruptionBudget.
+type Delete struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
 }
 
 // JobRun starts Pods pods of Job (NAMESPACE/NAME), each running RunFor once
@@ -85,28 +117,34 @@ func ReadTrace(path string) (*Trace, error) {
 // Validate checks the trace against the manifests, naming the event and
 // field at fault, and sorts the events by time.
 func (t *Trace) Validate(objs *manifests.Objects) error {
-	deployments, jobs, classes := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	classes, known := map[string]bool{}, map[string]bool{}
 	for _, c := range objs.EC2NodeClasses {
 		classes[c.Name] = true
 	}
-	for _, d := range objs.Deployments {
-		deployments[d.Namespace+"/"+d.Name] = true
+	for _, o := range workloadsOf(objs) {
+		known[o.key] = true
 	}
-	for _, j := range objs.Jobs {
-		jobs[j.Namespace+"/"+j.Name] = true
+	for _, pdb := range objs.PodDisruptionBudgets {
+		known[ownerKey("PodDisruptionBudget", pdb.Namespace, pdb.Name)] = true
+	}
+	// exists says whether kind NAMESPACE/NAME is in the manifests or an
+	// apply before event i.
+	exists := func(kind, name string, i int) bool {
+		ns, n := splitKey(name)
+		return known[ownerKey(kind, ns, n)] || t.applies(kind, name, i)
 	}
 	var errs []string
 	for i := range t.Events {
 		e := &t.Events[i]
 		where := fmt.Sprintf("events[%d] (at %s)", i, e.At.Duration)
 		set := 0
-		for _, on := range []bool{e.Scale != nil, e.Job != nil, e.Apply != "", e.Interrupt != nil, e.Shortage != nil} {
+		for _, on := range []bool{e.Scale != nil, e.Job != nil, e.Apply != "", e.Delete != nil, e.Interrupt != nil, e.Shortage != nil} {
 			if on {
 				set++
 			}
 		}
 		if set != 1 {
-			errs = append(errs, fmt.Sprintf("%s: set exactly one of scale, job, apply, interrupt or shortage (%d set)", where, set))
+			errs = append(errs, fmt.Sprintf("%s: set exactly one of scale, job, apply, delete, interrupt or shortage (%d set)", where, set))
 			continue
 		}
 		if e.At.Duration < 0 {
@@ -114,16 +152,18 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 		}
 		switch {
 		case e.Scale != nil:
-			e.Scale.Deployment = qualified(e.Scale.Deployment)
 			if e.Scale.Replicas < 0 {
 				errs = append(errs, fmt.Sprintf("%s.scale.replicas: must not be negative", where))
 			}
-			if !deployments[e.Scale.Deployment] && !t.applies("Deployment", e.Scale.Deployment, i) {
-				errs = append(errs, fmt.Sprintf("%s.scale.deployment: Deployment %s is not in the manifests; add it with -f or fix the name", where, e.Scale.Deployment))
+			switch kind, name, set := e.Scale.target(); {
+			case set != 1:
+				errs = append(errs, fmt.Sprintf("%s.scale: set exactly one of deployment, statefulSet and replicaSet (%d set)", where, set))
+			case !exists(kind, name, i):
+				errs = append(errs, fmt.Sprintf("%s.scale.%s: %s %s is not in the manifests; add it with -f or fix the name", where, lowerFirst(kind), kind, name))
 			}
 		case e.Job != nil:
 			e.Job.Job = qualified(e.Job.Job)
-			if !jobs[e.Job.Job] && !t.applies("Job", e.Job.Job, i) {
+			if !exists(kindJob, e.Job.Job, i) {
 				errs = append(errs, fmt.Sprintf("%s.job.job: Job %s is not in the manifests; add it with -f or fix the name", where, e.Job.Job))
 			}
 			if e.Job.RunFor.Duration <= 0 {
@@ -137,8 +177,8 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 			if err != nil {
 				errs = append(errs, err.Error())
 			} else if len(objs.DaemonSets)+len(objs.NodeOverlays)+len(objs.Nodes)+len(objs.Namespaces)+len(objs.LimitRanges)+
-				len(objs.Claims)+len(objs.Volumes)+len(objs.StorageClasses) > 0 || len(objs.Pods) > podsOf(objs) {
-				errs = append(errs, fmt.Sprintf("%s.apply: only NodePools, EC2NodeClasses, Deployments, Jobs and PodDisruptionBudgets are applied during a run; give the others with -f", where))
+				len(objs.Claims)+len(objs.Volumes)+len(objs.StorageClasses) > 0 {
+				errs = append(errs, fmt.Sprintf("%s.apply: only NodePools, EC2NodeClasses, Deployments, StatefulSets, ReplicaSets, Jobs, Pods and PodDisruptionBudgets are applied during a run; give the others with -f", where))
 			} else {
 				for _, c := range objs.EC2NodeClasses {
 					if err := instancetype.CheckClass(c); err != nil {
@@ -158,6 +198,16 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 						errs = append(errs, fmt.Sprintf("%s.apply: NodePool %s: spec.template.spec.nodeClassRef names no EC2NodeClass of the manifests or of an earlier apply; add the EC2NodeClass or fix the name", where, np.Name))
 					}
 				}
+			}
+		case e.Delete != nil:
+			e.Delete.Name = qualified(e.Delete.Name)
+			switch e.Delete.Kind {
+			case kindDeployment, kindStatefulSet, kindReplicaSet, kindJob, kindPod, "PodDisruptionBudget":
+				if !exists(e.Delete.Kind, e.Delete.Name, i) {
+					errs = append(errs, fmt.Sprintf("%s.delete.name: %s %s is not in the manifests or an earlier apply; fix the name", where, e.Delete.Kind, e.Delete.Name))
+				}
+			default:
+				errs = append(errs, fmt.Sprintf("%s.delete.kind: %q cannot be deleted during a run; use Deployment, StatefulSet, ReplicaSet, Job, Pod or PodDisruptionBudget", where, e.Delete.Kind))
 			}
 		case e.Interrupt != nil:
 			if e.Interrupt.SpotNodes <= 0 {
@@ -200,19 +250,19 @@ func (t *Trace) applies(kind, name string, i int) bool {
 		if err != nil {
 			continue
 		}
+		if kind != "EC2NodeClass" {
+			for _, o := range workloadsOf(objs) {
+				if o.key == ownerKey(kind, o.ns, o.name) && o.ns+"/"+o.name == name {
+					return true
+				}
+			}
+			for _, pdb := range objs.PodDisruptionBudgets {
+				if kind == "PodDisruptionBudget" && pdb.Namespace+"/"+pdb.Name == name {
+					return true
+				}
+			}
+		}
 		switch kind {
-		case "Deployment":
-			for _, d := range objs.Deployments {
-				if d.Namespace+"/"+d.Name == name {
-					return true
-				}
-			}
-		case "Job":
-			for _, j := range objs.Jobs {
-				if j.Namespace+"/"+j.Name == name {
-					return true
-				}
-			}
 		case "EC2NodeClass":
 			if applied(objs, name) {
 				return true
@@ -230,20 +280,8 @@ func qualified(name string) string {
 	return "default/" + name
 }
 
-// podsOf is how many pods objs' Deployments and Jobs make.
-func podsOf(objs *manifests.Objects) int {
-	n := 0
-	for _, d := range objs.Deployments {
-		n++
-		if d.Spec.Replicas != nil {
-			n += int(*d.Spec.Replicas) - 1
-		}
-	}
-	for _, j := range objs.Jobs {
-		n += parallelism(j.Spec.Parallelism)
-	}
-	return n
-}
+// lowerFirst is a kind as a field name: StatefulSet, statefulSet.
+func lowerFirst(kind string) string { return strings.ToLower(kind[:1]) + kind[1:] }
 
 // applied reports whether objs hold the EC2NodeClass name.
 func applied(objs *manifests.Objects, name string) bool {

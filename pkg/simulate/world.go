@@ -11,6 +11,8 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/volumes"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +51,12 @@ type sim struct {
 	daemonSets []*corev1.Pod
 	owners     map[string]*owner
 	ownerNames []string
+	// versions numbers owners' templates (owner.version).
+	versions int
+	// store holds the claims, volumes and classes, and usage what each
+	// pod with volumes attaches (storage.go).
+	store *volumes.Index
+	usage map[string]volumes.Usage
 
 	pods    map[string]*simPod
 	nodes   map[string]*simNode
@@ -81,25 +89,34 @@ type sim struct {
 	rec recorder
 }
 
-// owner is a Deployment, Job or bare pod: what makes pods and, when they
-// are evicted, makes them again.
+// owner is a workload (workloads.go): what makes pods and, when they are
+// evicted, makes them again.
 type owner struct {
-	key      string
-	template corev1.PodTemplateSpec
-	// want is the Deployment's replicas; a Job's pods are made once.
+	// key is ownerKey(kind, ns, name).
+	key            string
+	kind, ns, name string
+	template       corev1.PodTemplateSpec
+	// want is the replicas; a Job's pods are made by job events.
 	want int
-	job  bool
+	// sts is a StatefulSet's spec: its claims and its ordering.
+	sts *appsv1.StatefulSet
+	// nodeName is the Node of -f a bare Pod runs on at the start.
+	nodeName string
 	// runFor is how long a Job's pods run once bound; parallel is its
 	// spec.parallelism, the pods a job event starts by default.
 	runFor   time.Duration
 	parallel int
-	// version counts template changes, for the bound's cache.
+	// version changes with the template, for the bound's cache: a number
+	// no other owner or template of the run had (sim.versions).
 	version int
 	pods    map[string]*simPod
 }
 
 type simPod struct {
-	pod   *corev1.Pod
+	pod *corev1.Pod
+	// view is pod as planning sees it: with its volumes' zone in its
+	// required node affinity (storage.go); pod itself otherwise.
+	view  *corev1.Pod
 	key   string
 	owner *owner
 	node  *simNode
@@ -149,7 +166,7 @@ func (s *sim) schedulingNode(n *simNode) *scheduling.Node {
 		NodePool: n.pool, InFlight: !n.initialized(), MarkedForDeletion: n.deleting || n.underway != nil && n.underway.marked,
 		AttachLimits: n.it.AttachLimits}
 	for _, key := range sortedKeys(n.pods) {
-		sn.Pods = append(sn.Pods, n.pods[key].pod)
+		sn.Pods = append(sn.Pods, n.pods[key].view)
 	}
 	return sn
 }
@@ -159,16 +176,23 @@ func (s *sim) newPod(o *owner) *simPod {
 	s.podSeq++
 	p := &corev1.Pod{ObjectMeta: *o.template.ObjectMeta.DeepCopy(), Spec: *o.template.Spec.DeepCopy()}
 	pods.DefaultRequests(&p.Spec)
-	p.Namespace = o.namespace()
+	p.Namespace = o.ns
 	p = pods.WithLimitRanges(p, s.cfg.Objects.LimitRanges)
-	ns, name := splitKey(o.key)
-	p.Namespace, p.Name = ns, fmt.Sprintf("%s-%06d", name, s.podSeq)
-	p.UID = types.UID("uid-" + p.Name)
+	p.Namespace, p.Name = o.ns, s.podName(o)
+	p.UID = types.UID(fmt.Sprintf("uid-%s-%06d", p.Name, s.podSeq))
 	p.CreationTimestamp = metav1.NewTime(s.now)
 	p.Status.Phase = corev1.PodPending
-	sp := &simPod{pod: p, key: p.Namespace + "/" + p.Name, owner: o, pendingSince: s.now}
+	if o.kind != kindPod {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: ownerAPIVersion(o.kind), Kind: ownerKindOfPod(o.kind), Name: o.name, UID: types.UID("uid-" + o.key), Controller: &yes}}
+	}
+	sp := &simPod{pod: p, view: p, key: p.Namespace + "/" + p.Name, owner: o, pendingSince: s.now}
+	if o.sts != nil {
+		s.addClaims(volumes.StatefulClaims(o.sts, p))
+	}
 	s.pods[sp.key] = sp
 	o.pods[sp.key] = sp
+	s.resolve(sp)
 	s.workloadChanged()
 	s.pendingAdded()
 	return sp
@@ -189,9 +213,15 @@ func (s *sim) bind(p *simPod, n *simNode) {
 	}
 	p.pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	n.pods[p.key] = p
+	s.bindClaims(p, n)
+	s.resolve(p)
 	s.podEvent(n)
 	s.rec.pending(s.now.Sub(p.pendingSince))
-	if p.owner.job {
+	if p.owner.kind == kindStatefulSet {
+		// OrderedReady starts the next ordinal once this one runs.
+		s.reconcile(p.owner)
+	}
+	if p.owner.isJob() {
 		p.doneAt = s.now.Add(p.owner.runFor)
 		s.at(p.doneAt, func() {
 			if s.pods[p.key] == p {
@@ -204,6 +234,7 @@ func (s *sim) bind(p *simPod, n *simNode) {
 // removePod deletes p (scaled down, finished, or evicted before its owner
 // makes another).
 func (s *sim) removePod(p *simPod) {
+	delete(s.usage, p.key)
 	delete(s.pods, p.key)
 	delete(p.owner.pods, p.key)
 	if p.node != nil {
@@ -213,12 +244,23 @@ func (s *sim) removePod(p *simPod) {
 	s.workloadChanged()
 }
 
-// evict removes p from its node; its owner makes a new pod, pending.
+// evict removes p from its node; its owner makes a new pod, pending,
+// except a bare Pod's, which nothing makes again.
 func (s *sim) evict(p *simPod, reason string) {
 	s.rec.evicted(reason)
 	s.removePod(p)
-	// A Job's pod evicted before it finished starts over.
-	if !p.owner.job || p.doneAt.After(s.now) {
+	switch p.owner.kind {
+	case kindJob:
+		// A Job's pod evicted before it finished starts over.
+		if p.doneAt.After(s.now) {
+			s.newPod(p.owner)
+		}
+	case kindPod:
+		p.owner.want = 0
+		s.rec.lost++
+	case kindStatefulSet:
+		s.reconcile(p.owner)
+	default:
 		s.newPod(p.owner)
 	}
 }
@@ -275,10 +317,4 @@ func splitKey(key string) (string, string) {
 		}
 	}
 	return "default", key
-}
-
-// namespace is the owner's namespace.
-func (o *owner) namespace() string {
-	ns, _ := splitKey(o.key)
-	return ns
 }

@@ -1,0 +1,252 @@
+package simulate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// statefulSet is a StatefulSet of REPLICAS pods of 1 CPU, POLICY pod
+// management, with a claim of CLASS (WaitForFirstConsumer, EBS) when
+// VOLUMES is set.
+const statefulSet = `
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: gp3}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: BINDING
+ALLOWED
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: REPLICAS
+  podManagementPolicy: POLICY
+  RETENTION
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: pause, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {storageClassName: gp3, accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+`
+
+type stsCase struct {
+	replicas, policy, binding, allowed, retention string
+}
+
+func (c stsCase) manifest() string {
+	return strings.NewReplacer("REPLICAS", or(c.replicas, "3"), "POLICY", or(c.policy, "OrderedReady"),
+		"BINDING", or(c.binding, "WaitForFirstConsumer"), "ALLOWED", c.allowed, "RETENTION", c.retention).Replace(statefulSet)
+}
+
+// play runs trace over objs and returns the sim at its end, to look into.
+func play(t *testing.T, sc scenario, trace *Trace) (*sim, *Result) {
+	t.Helper()
+	its, err := catalog.InstanceTypes(catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := sc.objects(t)
+	s, err := newSim(Config{Name: "test", Objects: objs, InstanceTypes: its, Timing: DefaultTiming()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := trace.Validate(objs); err != nil {
+		t.Fatal(err)
+	}
+	return s, s.play(trace, nil)
+}
+
+func hour() *Trace { return &Trace{Duration: d(time.Hour)} }
+
+// TestStatefulSetStartsInOrder: under OrderedReady (the default) the
+// StatefulSet controller makes db-1 only once db-0 runs, so each pod waits
+// for the one before; under Parallel all three are made at the start.
+func TestStatefulSetStartsInOrder(t *testing.T) {
+	cases := []struct {
+		policy  string
+		ordered bool
+	}{{"OrderedReady", true}, {"Parallel", false}}
+	for _, c := range cases {
+		t.Run(c.policy, func(t *testing.T) {
+			s, _ := play(t, scenario{extra: stsCase{policy: c.policy}.manifest()}, hour())
+			for i, name := range []string{"db-0", "db-1", "db-2"} {
+				p := s.pods["default/"+name]
+				if p == nil || p.node == nil {
+					t.Fatalf("%s is not running at the end", name)
+				}
+				created := p.pod.CreationTimestamp.Time
+				if i == 0 || !c.ordered {
+					if !created.Equal(s.start) {
+						t.Errorf("%s made at %s; want the start", name, created.Sub(s.start))
+					}
+					continue
+				}
+				prev := s.pods["default/db-"+string(rune('0'+i-1))]
+				if started := prev.pod.Status.StartTime.Time; !created.Equal(started) || !created.After(s.start) {
+					t.Errorf("%s made at %s; want when %s started, %s", name, created.Sub(s.start), prev.pod.Name, started.Sub(s.start))
+				}
+			}
+		})
+	}
+}
+
+// TestStatefulSetKeepsItsZone: db-0's claim waits for its first consumer,
+// so its volume is made in the zone db-0 first lands in. When its NodePool
+// changes to allow a second zone and the first is short of capacity, the
+// drift replacement still has to be in the volume's zone: db-0 waits out
+// the shortage rather than move away from its disk, and comes back under
+// its own name with its own claim.
+func TestStatefulSetKeepsItsZone(t *testing.T) {
+	s0, _ := play(t, scenario{extra: stsCase{replicas: "1"}.manifest()}, hour())
+	first := s0.pods["default/db-0"].node.labels[corev1.LabelTopologyZone]
+	var other string
+	for _, z := range s0.zones() {
+		if z != first {
+			other = z
+			break
+		}
+	}
+	// A label in the template drifts the node (its hash changes); the
+	// zones allowed are both.
+	relabelled := strings.Replace(strings.Split(strings.NewReplacer("CAPACITY", "on-demand", "POLICY", "WhenEmptyOrUnderutilized", "EXPIRE", "expireAfter: 720h").Replace(pool), "---")[0],
+		"  template:\n    spec:\n", "  template:\n    metadata: {labels: {generation: two}}\n    spec:\n", 1)
+	relabelled = strings.Replace(relabelled, "        - {key: kubernetes.io/arch, operator: In, values: [amd64]}",
+		"        - {key: kubernetes.io/arch, operator: In, values: [amd64]}\n        - {key: topology.kubernetes.io/zone, operator: In, values: ["+first+", "+other+"]}", 1)
+	trace := &Trace{Duration: d(3 * time.Hour), Events: []Event{
+		{At: d(time.Hour), Shortage: &Shortage{Zone: first, For: d(30 * time.Minute)}},
+		{At: d(time.Hour), Apply: relabelled},
+	}}
+	s, res := play(t, scenario{extra: stsCase{replicas: "1"}.manifest()}, trace)
+	p := s.pods["default/db-0"]
+	if p == nil || p.node == nil {
+		t.Fatalf("db-0 is not running at the end (problems %v)", res.Problems)
+	}
+	if res.Summary.Evictions == 0 {
+		t.Fatalf("db-0 was never moved: the drift the NodePool change makes did not happen (disruptions %v)", res.Summary.Disruptions)
+	}
+	claim := s.store.Claim("default/data-db-0")
+	if claim == nil || claim.Spec.VolumeName == "" {
+		t.Fatalf("claim data-db-0 is %v; want it bound to a volume", claim)
+	}
+	if zone := p.node.labels[corev1.LabelTopologyZone]; zone != first {
+		t.Errorf("db-0 ends in %s; want %s, where its volume is", zone, first)
+	}
+	if started := p.pod.Status.StartTime.Time; started.Before(s.start.Add(90 * time.Minute)) {
+		t.Errorf("db-0 started again at %s; want after the shortage of its zone ends at 1h30m", started.Sub(s.start))
+	}
+}
+
+// TestImmediateClaimsDecideTheZone: a claim of an Immediate class gets its
+// volume at once, in a zone the class allows; the pod follows it there,
+// not to the zone it would pick with no volume.
+func TestImmediateClaimsDecideTheZone(t *testing.T) {
+	s0, _ := play(t, scenario{extra: stsCase{replicas: "1", binding: "WaitForFirstConsumer"}.manifest()}, hour())
+	free := s0.pods["default/db-0"].node.labels[corev1.LabelTopologyZone]
+	var other string
+	for _, z := range s0.zones() {
+		if z != free {
+			other = z
+			break
+		}
+	}
+	allowed := "allowedTopologies: [{matchLabelExpressions: [{key: topology.ebs.csi.aws.com/zone, values: [" + other + "]}]}]"
+	s, _ := play(t, scenario{extra: stsCase{replicas: "1", binding: "Immediate", allowed: allowed}.manifest()}, hour())
+	p := s.pods["default/db-0"]
+	if p == nil || p.node == nil {
+		t.Fatal("db-0 is not running at the end")
+	}
+	if zone := p.node.labels[corev1.LabelTopologyZone]; zone != other {
+		t.Errorf("db-0 runs in %s; want %s, the only zone its Immediate class allows", zone, other)
+	}
+}
+
+// TestStatefulSetScaleDown: scaled down, a StatefulSet removes its highest
+// ordinals; their claims stay unless whenScaled is Delete, and scaled up
+// again, db-2 is back with the claim it had.
+func TestStatefulSetScaleDown(t *testing.T) {
+	cases := []struct {
+		retention string
+		kept      bool
+	}{{"", true}, {"persistentVolumeClaimRetentionPolicy: {whenScaled: Delete}", false}}
+	for _, c := range cases {
+		t.Run(or(c.retention, "Retain"), func(t *testing.T) {
+			trace := &Trace{Duration: d(time.Hour), Events: []Event{{At: d(30 * time.Minute), Scale: &Scale{StatefulSet: "db", Replicas: 1}}}}
+			s, _ := play(t, scenario{extra: stsCase{retention: c.retention}.manifest()}, trace)
+			if s.pods["default/db-0"] == nil || s.pods["default/db-1"] != nil || s.pods["default/db-2"] != nil {
+				t.Errorf("pods %v; want db-0 alone", sortedKeys(s.pods))
+			}
+			if kept := s.store.Claim("default/data-db-2") != nil; kept != c.kept {
+				t.Errorf("claim data-db-2 kept: %v; want %v", kept, c.kept)
+			}
+		})
+	}
+}
+
+// TestBarePodsAreLost: a bare Pod evicted (here by its node's expiry) is
+// not made again, and the summary counts it; a Deployment's pod evicted
+// alongside is.
+func TestBarePodsAreLost(t *testing.T) {
+	lone := "---\napiVersion: v1\nkind: Pod\nmetadata: {name: lone}\nspec: {containers: [{name: c, image: pause, resources: {requests: {cpu: 100m}}}]}\n"
+	trace := &Trace{Duration: d(2 * time.Hour), Events: []Event{{At: d(0), Scale: &Scale{Deployment: "web", Replicas: 2}}}}
+	s, res := play(t, scenario{extra: lone, expire: "expireAfter: 1h"}, trace)
+	if s.pods["default/lone"] != nil {
+		t.Errorf("the bare pod lone is still there after its node expired")
+	}
+	if res.Summary.LostPods != 1 {
+		t.Errorf("lostPods %d; want 1", res.Summary.LostPods)
+	}
+	if web := len(s.owners[ownerKey(kindDeployment, "default", "web")].pods); web != 2 {
+		t.Errorf("web has %d pods; want its 2 made again", web)
+	}
+}
+
+// TestDeleteAndApplyPods: pods arrive (a bare Pod applied) and leave (the
+// Pod deleted, then its Deployment) mid-run.
+func TestDeleteAndApplyPods(t *testing.T) {
+	lone := "apiVersion: v1\nkind: Pod\nmetadata: {name: lone}\nspec: {containers: [{name: c, image: pause, resources: {requests: {cpu: 100m}}}]}\n"
+	trace := &Trace{Duration: d(2 * time.Hour), Events: []Event{
+		{At: d(0), Scale: &Scale{Deployment: "web", Replicas: 4}},
+		{At: d(10 * time.Minute), Apply: lone},
+		{At: d(40 * time.Minute), Delete: &Delete{Kind: "Pod", Name: "lone"}},
+		{At: d(time.Hour), Delete: &Delete{Kind: "Deployment", Name: "web"}},
+	}}
+	_, res := play(t, scenario{}, trace)
+	for _, c := range []struct{ minute, pods int }{{5, 4}, {30, 5}, {50, 4}, {90, 0}} {
+		if got := res.Samples[c.minute].Pods; got != c.pods {
+			t.Errorf("%d pods at %dm; want %d", got, c.minute, c.pods)
+		}
+	}
+}
+
+// TestAttachLimits: kube-scheduler in the run binds pods with volumes where
+// the planner fits them, so no node attaches more EBS volumes than its
+// type can, however little CPU the pods ask.
+func TestAttachLimits(t *testing.T) {
+	sts := strings.Replace(stsCase{replicas: "60", policy: "Parallel"}.manifest(), `requests: {cpu: "1", memory: 1Gi}`, `requests: {cpu: 10m, memory: 16Mi}`, 1)
+	s, _ := play(t, scenario{extra: sts}, hour())
+	nodes := map[*simNode]int{}
+	for _, p := range s.pods {
+		if p.node == nil {
+			t.Fatalf("%s is pending at the end", p.key)
+		}
+		nodes[p.node]++
+	}
+	for n, count := range nodes {
+		if limit := n.it.AttachLimits["ebs.csi.aws.com"]; count > limit {
+			t.Errorf("node %s (%s) runs %d pods with a volume each; its type attaches %d", n.name, n.it.Name, count, limit)
+		}
+	}
+	if len(nodes) < 2 {
+		t.Errorf("%d node for 60 volumes; no type attaches that many", len(nodes))
+	}
+}
