@@ -24,20 +24,23 @@ func newRecordCommand() *cobra.Command {
 		Use:   "record --out DIR [--audit-log FILE | --for DURATION]",
 		Short: "Record a cluster's workload over time as a trace for joiner simulate",
 		Long: `record writes what a cluster's workloads did as a trace that joiner simulate
-replays: Deployments' replicas over time, the Jobs that ran and for how
-long, and NodePool changes.
+replays: Deployments' and StatefulSets' replicas over time, the Jobs that
+ran and for how long, the bare Pods that came and went, and NodePool
+changes.
 
 Without --audit-log it watches the cluster of the kubeconfig from now until
---for has passed or it is interrupted (Ctrl-C): the Deployments, Jobs,
-NodePools, EC2NodeClasses, DaemonSets and PodDisruptionBudgets there at
-the start are the run's manifests.
+--for has passed or it is interrupted (Ctrl-C): the Deployments,
+StatefulSets, Jobs, bare Pods, NodePools, EC2NodeClasses, DaemonSets,
+PodDisruptionBudgets, PersistentVolumeClaims, PersistentVolumes,
+StorageClasses and NodePools' nodes there at the start are the run's
+manifests.
 With --audit-log it reads an API server audit log (the JSON lines of
---audit-log-path), whose writes of Deployments, Jobs and NodePools must be
-logged at level Request or RequestResponse.
+--audit-log-path), whose writes of Deployments, StatefulSets, Jobs, Pods
+and NodePools must be logged at level Request or RequestResponse.
 
-DIR gets trace.yaml, workload.yaml (the Deployments and Jobs) and
-cluster.yaml (the NodePools and the rest, as at the start; from an audit
-log, the NodePools it shows created). Replay with:
+DIR gets trace.yaml, workload.yaml (the workloads) and cluster.yaml (the
+NodePools and the rest, as at the start; from an audit log, the NodePools
+it shows created). Replay with:
 
   joiner simulate -f DIR/cluster.yaml -f DIR/workload.yaml --trace DIR/trace.yaml --out REPORT`,
 		Args:         cobra.NoArgs,
@@ -100,10 +103,10 @@ log, the NodePools it shows created). Replay with:
 			if err := writeYAML(filepath.Join(out, "cluster.yaml"), pools...); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "recorded %s: %d events, %d Deployments and Jobs, and %d NodePools and other objects, into %s\n",
+			fmt.Fprintf(cmd.OutOrStdout(), "recorded %s: %d events, %d workloads (Deployments, StatefulSets, Jobs), and %d NodePools and other objects, into %s\n",
 				trace.Duration.Duration, len(trace.Events), len(workload), len(pools), out)
 			if unknown := rec.Unknown(); len(unknown) > 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "the trace scales Deployments whose manifests the recording did not see (%s): give them to joiner simulate with -f\n", strings.Join(unknown, ", "))
+				fmt.Fprintf(cmd.OutOrStdout(), "the trace scales workloads whose manifests the recording did not see (%s): give them to joiner simulate with -f\n", strings.Join(unknown, ", "))
 			}
 			return nil
 		},

@@ -16,12 +16,13 @@ import (
 )
 
 // TestRecordAndReplay records the local control plane with `joiner
-// simulate record` while a Deployment is scaled and its NodePool changed,
-// and replays what it wrote with `joiner simulate`: the trace holds the
-// scale and the NodePool's change, the manifests hold the cluster's
-// NodePool, EC2NodeClass and Deployment as they were at the start, with
-// the node the NodePool manages, and the run accepts them and launches
-// nodes for the pods the node has no room for.
+// simulate record` while a Deployment and a StatefulSet are scaled, a bare
+// Pod is created and the NodePool changed, and replays what it wrote with
+// `joiner simulate`: the trace holds the scales, the Pod and the NodePool's
+// change, the manifests hold the cluster's NodePool, EC2NodeClass,
+// workloads, StorageClass and claims as they were at the start, with the
+// node the NodePool manages, and the run accepts them and launches nodes
+// for the pods the node has no room for.
 func TestRecordAndReplay(t *testing.T) {
 	t.Cleanup(func() { framework.ResetCluster(t) })
 	// A node of the NodePool's (no kubelet serves it: it only needs to be
@@ -41,6 +42,38 @@ metadata: {name: unmanaged-0}
 	t.Cleanup(func() { framework.Kubectl(t, "", "delete", "node", "recorded-0", "unmanaged-0", "--ignore-not-found") })
 	framework.Kubectl(t, framework.PoolWith("1m", "720h"), "apply", "-f", "-")
 	framework.Kubectl(t, framework.Deployment("web", 2, "1", "1Gi", "")+"---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: web}}}\n", "apply", "-f", "-")
+	// A StatefulSet with a claim of a class that waits for its consumer,
+	// and its claim, which no provisioner here binds.
+	framework.Kubectl(t, `apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: recorded-gp3}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: default}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: pause, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {storageClassName: recorded-gp3, accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+`, "apply", "-f", "-")
+	t.Cleanup(func() {
+		framework.Kubectl(t, "", "delete", "statefulset", "db", "--ignore-not-found")
+		framework.Kubectl(t, "", "delete", "pvc", "--all", "--ignore-not-found")
+		framework.Kubectl(t, "", "delete", "storageclass", "recorded-gp3", "--ignore-not-found")
+	})
+	framework.Eventually(t, time.Minute, "the StatefulSet's claim made", func() (bool, string) {
+		out := framework.Kubectl(t, "", "get", "pvc", "-o", "name")
+		return strings.Contains(out, "data-db-0"), out
+	})
 	dir := t.TempDir()
 	rec := exec.Command(framework.Binary, "simulate", "record", "--kubeconfig", framework.Cluster.Kubeconfig, "--out", dir)
 	stderr, err := rec.StderrPipe()
@@ -68,12 +101,14 @@ metadata: {name: unmanaged-0}
 		t.Fatal("joiner simulate record never said it was recording")
 	}
 	framework.Kubectl(t, "", "scale", "deployment/web", "--replicas=5")
+	framework.Kubectl(t, "", "scale", "statefulset/db", "--replicas=2")
+	framework.Kubectl(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lone, namespace: default}\nspec: {containers: [{name: c, image: pause, resources: {requests: {cpu: 100m}}}]}\n", "apply", "-f", "-")
 	framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"team":"payments"}}}}}`)
 	// The informers see a write within moments; stop once the API server
 	// has them all.
 	framework.Eventually(t, time.Minute, "the scale and the patch stored", func() (bool, string) {
-		out := framework.Kubectl(t, "", "get", "deployment/web", "nodepool/default", "-o", "jsonpath={.items[0].spec.replicas}/{.items[1].spec.template.metadata.labels.team}")
-		return out == "5/payments", out
+		out := framework.Kubectl(t, "", "get", "deployment/web", "nodepool/default", "statefulset/db", "pod/lone", "-o", "jsonpath={.items[0].spec.replicas}/{.items[1].spec.template.metadata.labels.team}/{.items[2].spec.replicas}/{.items[3].metadata.name}")
+		return out == "5/payments/2/lone", out
 	})
 	if err := rec.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -85,7 +120,7 @@ metadata: {name: unmanaged-0}
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"deployment: default/web\n    replicas: 5", "team: payments"} {
+	for _, want := range []string{"deployment: default/web\n    replicas: 5", "team: payments", "replicas: 2\n    statefulSet: default/db", "kind: Pod"} {
 		if !strings.Contains(string(trace), want) {
 			t.Errorf("the trace has no %q:\n%s", want, trace)
 		}
@@ -95,6 +130,12 @@ metadata: {name: unmanaged-0}
 		!strings.Contains(string(pools), "kind: PodDisruptionBudget") || strings.Contains(string(pools), "payments") ||
 		!strings.Contains(string(pools), "name: recorded-0") || strings.Contains(string(pools), "unmanaged-0") {
 		t.Errorf("cluster.yaml should hold the NodePool, EC2NodeClass, PDB and the NodePool's node as they were at the start (%v):\n%s", err, pools)
+	}
+	if !strings.Contains(string(pools), "name: recorded-gp3") || !strings.Contains(string(pools), "name: data-db-0") {
+		t.Errorf("cluster.yaml should hold the StorageClass and the StatefulSet's claim:\n%s", pools)
+	}
+	if workload, err := os.ReadFile(filepath.Join(dir, "workload.yaml")); err != nil || !strings.Contains(string(workload), "kind: StatefulSet") {
+		t.Errorf("workload.yaml should hold the StatefulSet (%v):\n%s", err, workload)
 	}
 	// The recording lasted seconds, less than a launch takes: replay it
 	// for an hour.

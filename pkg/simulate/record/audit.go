@@ -8,8 +8,11 @@ import (
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
@@ -17,14 +20,16 @@ import (
 // ReadAudit records the workload changes of an API server audit log (the
 // JSON lines of audit.k8s.io/v1 Events that --audit-log-path writes): the
 // trace starts at its first event. It reads the successful writes, at
-// their ResponseComplete stage, of Deployments (their scale subresource
-// too), Jobs (and their status, for how long they ran) and NodePools. An
+// their ResponseComplete stage, of Deployments and StatefulSets (their
+// scale subresource too), Jobs (and their status, for how long they ran),
+// bare Pods (created with no controller, and deleted) and NodePools. An
 // object's response body (level RequestResponse) is read where the log
 // has it, else the request's: a patch at level Request gives only what it
-// changed, which for a Deployment's replicas is enough (a JSON patch is
+// changed, which for a workload's replicas is enough (a JSON patch is
 // skipped, and so are patches of Jobs and NodePools without a response
-// body). A deleted Deployment scales to none; a deleted Job stops. A
-// NodePool created in the log is applied then. It returns the recording,
+// body). A deleted Deployment or StatefulSet scales to none; a deleted Job
+// stops. A NodePool created in the log is applied then. Bare Pods there
+// before the log began are not in it: give them with -f. It returns the recording,
 // ended at the log's last event.
 func ReadAudit(in io.Reader) (*Recording, time.Time, error) {
 	sc := bufio.NewScanner(in)
@@ -54,12 +59,14 @@ func ReadAudit(in io.Reader) (*Recording, time.Time, error) {
 		ref := ev.ObjectRef
 		if ev.Verb == "delete" {
 			// A deleted Deployment's pods go; a deleted Job's stop.
-			switch {
-			case ref.APIGroup == "apps" && ref.Resource == "deployments" && ref.Subresource == "":
-				rec.Scale(at, ref.Namespace, ref.Name, 0)
+			switch kind := scaledKinds[ref.Resource]; {
+			case ref.APIGroup == "apps" && kind != "" && ref.Subresource == "":
+				rec.Scale(at, kind, ref.Namespace, ref.Name, 0)
 				used++
 			case ref.APIGroup == "batch" && ref.Resource == "jobs" && ref.Subresource == "":
 				rec.JobGone(at, ref.Namespace, ref.Name)
+			case ref.APIGroup == "" && ref.Resource == "pods" && ref.Subresource == "":
+				rec.PodGone(at, ref.Namespace, ref.Name)
 			}
 			continue
 		}
@@ -87,17 +94,22 @@ func ReadAudit(in io.Reader) (*Recording, time.Time, error) {
 		return nil, last, err
 	}
 	if used == 0 {
-		return nil, last, fmt.Errorf("the audit log has no successful write of a Deployment, Job or NodePool with its body: log them at level Request or RequestResponse (the audit policy's rules for group apps resources deployments and deployments/scale, batch jobs and jobs/status, karpenter.sh nodepools)")
+		return nil, last, fmt.Errorf("the audit log has no successful write of a Deployment, StatefulSet, Job, bare Pod or NodePool with its body: log them at level Request or RequestResponse (the audit policy's rules for group apps resources deployments, deployments/scale, statefulsets and statefulsets/scale, batch jobs and jobs/status, core pods, karpenter.sh nodepools)")
 	}
 	return rec, last, nil
 }
+
+// scaledKinds are the workloads whose replicas the trace follows, by
+// resource.
+var scaledKinds = map[string]string{"deployments": "Deployment", "statefulsets": "StatefulSet"}
 
 // recordAudit records one write; ok reports that it was one the trace
 // uses. A body that is not whole (a patch's request) gives a Deployment's
 // replicas, if it sets them, and nothing else.
 func recordAudit(rec *Recording, at time.Time, verb string, ref *auditv1.ObjectReference, body *runtime.Unknown, whole bool) (bool, error) {
+	kind := scaledKinds[ref.Resource]
 	switch {
-	case ref.APIGroup == "apps" && ref.Resource == "deployments" && ref.Subresource == "scale":
+	case ref.APIGroup == "apps" && kind != "" && ref.Subresource == "scale":
 		var scale struct {
 			Spec struct {
 				Replicas *int `json:"replicas"`
@@ -106,23 +118,54 @@ func recordAudit(rec *Recording, at time.Time, verb string, ref *auditv1.ObjectR
 		if err := json.Unmarshal(body.Raw, &scale); err != nil || scale.Spec.Replicas == nil {
 			return false, err
 		}
-		rec.Scale(at, ref.Namespace, ref.Name, *scale.Spec.Replicas)
-	case ref.APIGroup == "apps" && ref.Resource == "deployments" && ref.Subresource == "":
+		rec.Scale(at, kind, ref.Namespace, ref.Name, *scale.Spec.Replicas)
+	case ref.APIGroup == "apps" && kind != "" && ref.Subresource == "":
+		var obj struct {
+			metav1.ObjectMeta `json:"metadata"`
+			Spec              struct {
+				Replicas *int32 `json:"replicas"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(body.Raw, &obj); err != nil {
+			return false, err
+		}
+		if obj.Name == "" {
+			obj.Name, obj.Namespace = ref.Name, ref.Namespace
+		}
+		if !whole {
+			if obj.Spec.Replicas == nil {
+				return false, nil
+			}
+			rec.Scale(at, kind, obj.Namespace, obj.Name, int(*obj.Spec.Replicas))
+			return true, nil
+		}
+		if kind == "StatefulSet" {
+			var sts appsv1.StatefulSet
+			if err := json.Unmarshal(body.Raw, &sts); err != nil {
+				return false, err
+			}
+			sts.Name, sts.Namespace = obj.Name, obj.Namespace
+			rec.StatefulSet(at, &sts, verb == "create")
+			return true, nil
+		}
 		var d appsv1.Deployment
 		if err := json.Unmarshal(body.Raw, &d); err != nil {
 			return false, err
 		}
-		if d.Name == "" {
-			d.Name, d.Namespace = ref.Name, ref.Namespace
-		}
-		if !whole {
-			if d.Spec.Replicas == nil {
-				return false, nil
-			}
-			rec.Scale(at, d.Namespace, d.Name, int(*d.Spec.Replicas))
-			return true, nil
-		}
+		d.Name, d.Namespace = obj.Name, obj.Namespace
 		rec.Deployment(at, &d, verb == "create")
+	case ref.APIGroup == "" && ref.Resource == "pods" && ref.Subresource == "" && verb == "create":
+		var p corev1.Pod
+		if err := json.Unmarshal(body.Raw, &p); err != nil {
+			return false, err
+		}
+		if p.Name == "" {
+			p.Name, p.Namespace = ref.Name, ref.Namespace
+		}
+		if !whole || p.Name == "" || metav1.GetControllerOf(&p) != nil || pods.IsOwnedByNode(&p) {
+			return false, nil
+		}
+		rec.Pod(at, &p, true)
 	case ref.APIGroup == "batch" && ref.Resource == "jobs":
 		var j batchv1.Job
 		if err := json.Unmarshal(body.Raw, &j); err != nil {

@@ -1,6 +1,7 @@
 // Package record turns what a cluster's workloads did into a trace for
-// `joiner simulate`: the Deployments' replicas over time, the Jobs that ran
-// and for how long, and the NodePools' changes. It reads them from a live
+// `joiner simulate`: the Deployments' and StatefulSets' replicas over
+// time, the Jobs that ran and for how long, the bare Pods that came and
+// went, and the NodePools' changes. It reads them from a live
 // cluster's watch stream (Watch) or from an API server audit log
 // (ReadAudit); both feed a Recording, which writes the trace and the
 // manifests it refers to.
@@ -19,6 +20,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/simulate"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -31,11 +33,15 @@ type Recording struct {
 	start time.Time
 	// events are the trace's, in the order seen; Finish sorts them.
 	events []simulate.Event
-	// replicas is each Deployment's last count; deployments their first
-	// full object, the template the run starts from.
-	replicas    map[string]int
-	deployments map[string]*appsv1.Deployment
-	jobs        map[string]*job
+	// replicas is each scaled workload's (Deployment's, StatefulSet's)
+	// last count, by kind/namespace/name; scaled their first full object,
+	// the template the run starts from.
+	replicas map[string]int
+	scaled   map[string]any
+	jobs     map[string]*job
+	// pods are the bare Pods seen, by namespace/name, and whether each is
+	// there now.
+	pods map[string]bool
 	nodePools   map[string]*v1.NodePool
 	// others are objects the run needs as they were at the start
 	// (EC2NodeClasses, nodes), by kind/namespace/name.
@@ -53,8 +59,8 @@ type job struct {
 
 // New starts a recording at start: the trace's time zero.
 func New(start time.Time) *Recording {
-	return &Recording{start: start, replicas: map[string]int{}, deployments: map[string]*appsv1.Deployment{},
-		jobs: map[string]*job{}, nodePools: map[string]*v1.NodePool{}, others: map[string]any{}, specs: map[string]any{}}
+	return &Recording{start: start, replicas: map[string]int{}, scaled: map[string]any{},
+		jobs: map[string]*job{}, pods: map[string]bool{}, nodePools: map[string]*v1.NodePool{}, others: map[string]any{}, specs: map[string]any{}}
 }
 
 func key(ns, name string) string { return ns + "/" + name }
@@ -72,43 +78,101 @@ func (r *Recording) since(at time.Time) metav1.Duration {
 // was created during the recording (created), with a scale event at its
 // creation. Later sights record changes of its replicas.
 func (r *Recording) Deployment(at time.Time, d *appsv1.Deployment, created bool) {
+	cp := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: clean(d.ObjectMeta), Spec: *d.Spec.DeepCopy()}
+	cp.Spec.Template.ObjectMeta = clean(cp.Spec.Template.ObjectMeta)
+	r.workload(at, "Deployment", d.Namespace, d.Name, d.Spec.Replicas, created, cp, &cp.Spec.Replicas)
+}
+
+// StatefulSet records a StatefulSet seen at at, as Deployment does.
+func (r *Recording) StatefulSet(at time.Time, sts *appsv1.StatefulSet, created bool) {
+	cp := &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}, ObjectMeta: clean(sts.ObjectMeta), Spec: *sts.Spec.DeepCopy()}
+	cp.Spec.Template.ObjectMeta = clean(cp.Spec.Template.ObjectMeta)
+	for i := range cp.Spec.VolumeClaimTemplates {
+		t := &cp.Spec.VolumeClaimTemplates[i]
+		t.ObjectMeta, t.Status = clean(t.ObjectMeta), corev1.PersistentVolumeClaimStatus{}
+	}
+	r.workload(at, "StatefulSet", sts.Namespace, sts.Name, sts.Spec.Replicas, created, cp, &cp.Spec.Replicas)
+}
+
+// workload records a scaled workload: cp, the manifest to start from
+// (whose replicas field is start), at its first sight, and its replicas.
+func (r *Recording) workload(at time.Time, kind, ns, name string, want *int32, created bool, cp any, start **int32) {
 	replicas := 1
-	if d.Spec.Replicas != nil {
-		replicas = int(*d.Spec.Replicas)
+	if want != nil {
+		replicas = int(*want)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := key(d.Namespace, d.Name)
-	if _, seen := r.deployments[k]; !seen {
-		cp := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: clean(d.ObjectMeta), Spec: *d.Spec.DeepCopy()}
-		cp.Spec.Template.ObjectMeta = clean(cp.Spec.Template.ObjectMeta)
-		start := int32(replicas)
+	k := kind + "/" + key(ns, name)
+	if _, seen := r.scaled[k]; !seen {
+		first := int32(replicas)
 		if created {
-			start = 0
+			first = 0
 		}
-		cp.Spec.Replicas = &start
-		r.deployments[k] = cp
-		if _, scaled := r.replicas[k]; !scaled {
-			r.replicas[k] = int(start)
+		*start = &first
+		r.scaled[k] = cp
+		if _, ok := r.replicas[k]; !ok {
+			r.replicas[k] = int(first)
 		}
 	}
-	r.scale(at, k, replicas)
+	r.scale(at, kind, ns, name, replicas)
 }
 
-// Scale records a Deployment's replicas at at when only the count is
-// known: an audit log's write to the scale subresource, or a patch.
-func (r *Recording) Scale(at time.Time, ns, name string, replicas int) {
+// Scale records the replicas of a Deployment or StatefulSet (kind) at at
+// when only the count is known: an audit log's write to the scale
+// subresource, or a patch.
+func (r *Recording) Scale(at time.Time, kind, ns, name string, replicas int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.scale(at, key(ns, name), replicas)
+	r.scale(at, kind, ns, name, replicas)
 }
 
-func (r *Recording) scale(at time.Time, k string, replicas int) {
+func (r *Recording) scale(at time.Time, kind, ns, name string, replicas int) {
+	k := kind + "/" + key(ns, name)
 	if last, ok := r.replicas[k]; ok && last == replicas {
 		return
 	}
 	r.replicas[k] = replicas
-	r.events = append(r.events, simulate.Event{At: r.since(at), Scale: &simulate.Scale{Deployment: k, Replicas: replicas}})
+	sc := &simulate.Scale{Replicas: replicas}
+	if kind == "StatefulSet" {
+		sc.StatefulSet = key(ns, name)
+	} else {
+		sc.Deployment = key(ns, name)
+	}
+	r.events = append(r.events, simulate.Event{At: r.since(at), Scale: sc})
+}
+
+// Pod records a bare Pod (one no controller owns) seen at at: there at the
+// start, it is one of the run's manifests; created later, an apply event.
+// The run places it: its node is left out, as the run may not start from
+// that node.
+func (r *Recording) Pod(at time.Time, p *corev1.Pod, created bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := key(p.Namespace, p.Name)
+	if r.pods[k] {
+		return
+	}
+	r.pods[k] = true
+	cp := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: clean(p.ObjectMeta), Spec: *p.Spec.DeepCopy()}
+	cp.Spec.NodeName = ""
+	if !created || !at.After(r.start) {
+		r.others["Pod/"+k] = cp
+		return
+	}
+	r.apply(at, cp)
+}
+
+// PodGone records that a bare Pod seen was deleted at at.
+func (r *Recording) PodGone(at time.Time, ns, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := key(ns, name)
+	if !r.pods[k] {
+		return
+	}
+	r.pods[k] = false
+	r.events = append(r.events, simulate.Event{At: r.since(at), Delete: &simulate.Delete{Kind: "Pod", Name: k}})
 }
 
 // Job records a Job seen at at: from its first sight its pods, and once
@@ -263,8 +327,8 @@ func (r *Recording) Finish(end time.Time) (trace *simulate.Trace, workload, conf
 	}
 	sort.SliceStable(events, func(i, j int) bool { return events[i].At.Duration < events[j].At.Duration })
 	trace = &simulate.Trace{Duration: metav1.Duration{Duration: end.Sub(r.start).Round(time.Second)}, Events: events}
-	for _, k := range slices.Sorted(maps.Keys(r.deployments)) {
-		workload = append(workload, r.deployments[k])
+	for _, k := range slices.Sorted(maps.Keys(r.scaled)) {
+		workload = append(workload, r.scaled[k])
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.jobs)) {
 		workload = append(workload, r.jobs[k].obj)
@@ -275,15 +339,15 @@ func (r *Recording) Finish(end time.Time) (trace *simulate.Trace, workload, conf
 	return trace, workload, config, nil
 }
 
-// Unknown are the Deployments the trace scales whose manifests the
-// recording never saw (an audit log that only shows them scaled): the run
-// needs them with -f.
+// Unknown are the workloads (Kind/NAMESPACE/NAME) the trace scales whose
+// manifests the recording never saw (an audit log that only shows them
+// scaled): the run needs them with -f.
 func (r *Recording) Unknown() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
 	for k := range r.replicas {
-		if _, ok := r.deployments[k]; !ok {
+		if _, ok := r.scaled[k]; !ok {
 			out = append(out, k)
 		}
 	}

@@ -48,6 +48,19 @@ func aJob(name string, done *time.Time) *batchv1.Job {
 	return j
 }
 
+func statefulSet(name string, replicas int32) *appsv1.StatefulSet {
+	d := deployment(name, replicas)
+	return &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}, ObjectMeta: d.ObjectMeta,
+		Spec: appsv1.StatefulSetSpec{Replicas: &replicas, Selector: d.Spec.Selector, Template: d.Spec.Template, ServiceName: name,
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data", ResourceVersion: "3"},
+				Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}}}}}}
+}
+
+func lonePod(name string) *corev1.Pod {
+	return &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "ip-10-0-0-1", Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}
+}
+
 // line is one audit event: a successful write at ResponseComplete, its
 // body as the response (full) or only the request.
 func line(t *testing.T, at time.Duration, verb, group, resource, sub, name string, body any, responseBody bool) string {
@@ -139,6 +152,23 @@ func TestReadAudit(t *testing.T) {
 		},
 		wantEvents: []string{"0s scale default/web 3", "7m0s job default/nightly 4 for 2m0s", "20m0s scale default/web 0"},
 	}, {
+		name: "a StatefulSet created and scaled, and bare Pods that come and go",
+		lines: func(t *testing.T) []string {
+			owned := lonePod("owned")
+			owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "u", Controller: ptr.To(true)}}
+			return []string{
+				line(t, 0, "create", "apps", "statefulsets", "", "db", statefulSet("db", 2), true),
+				line(t, 10*time.Minute, "update", "apps", "statefulsets", "scale", "db", map[string]any{"spec": map[string]any{"replicas": 3}}, true),
+				line(t, 12*time.Minute, "create", "", "pods", "", "lone", lonePod("lone"), false),
+				// A controller's pod is its workload's, not an event.
+				line(t, 13*time.Minute, "create", "", "pods", "", "owned", owned, false),
+				line(t, 14*time.Minute, "delete", "", "pods", "", "owned", map[string]any{}, false),
+				line(t, 15*time.Minute, "delete", "", "pods", "", "lone", map[string]any{}, false),
+				line(t, 20*time.Minute, "delete", "apps", "statefulsets", "", "db", map[string]any{}, false),
+			}
+		},
+		wantEvents: []string{"0s scale default/db 2", "10m0s scale default/db 3", "12m0s apply Pod lone", "15m0s delete Pod default/lone", "20m0s scale default/db 0"},
+	}, {
 		name: "a log without the writes' bodies",
 		lines: func(t *testing.T) []string {
 			return []string{`{"stage":"ResponseComplete","verb":"get","stageTimestamp":"2026-12-07T09:00:00.000000Z"}`}
@@ -180,7 +210,9 @@ func TestReadAudit(t *testing.T) {
 func describe(e simulate.Event) string {
 	switch {
 	case e.Scale != nil:
-		return e.At.Duration.String() + " scale " + e.Scale.Deployment + " " + itoa(e.Scale.Replicas)
+		return e.At.Duration.String() + " scale " + e.Scale.Deployment + e.Scale.StatefulSet + " " + itoa(e.Scale.Replicas)
+	case e.Delete != nil:
+		return e.At.Duration.String() + " delete " + e.Delete.Kind + " " + e.Delete.Name
 	case e.Job != nil:
 		return e.At.Duration.String() + " job " + e.Job.Job + " " + itoa(e.Job.Pods) + " for " + e.Job.RunFor.Duration.String()
 	case e.Apply != "":

@@ -1,11 +1,14 @@
 package record
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // TestStartNode: a node a NodePool manages is recorded with its labels
@@ -42,5 +45,29 @@ func TestStartNode(t *testing.T) {
 				t.Errorf("recorded %+v", got)
 			}
 		})
+	}
+}
+
+// TestBarePodAtStart: a bare Pod there at the start is one of the run's
+// manifests, without its node, which the run need not start from; one that
+// goes is a delete event, and one never seen is no event.
+func TestBarePodAtStart(t *testing.T) {
+	rec := New(t0)
+	rec.Pod(t0, lonePod("lone"), false)
+	rec.PodGone(t0.Add(time.Minute), "default", "lone")
+	rec.PodGone(t0.Add(2*time.Minute), "default", "never-seen")
+	trace, _, config, err := rec.Finish(t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(config) != 1 {
+		t.Fatalf("config %v; want the pod", config)
+	}
+	raw, _ := yaml.Marshal(config[0])
+	if strings.Contains(string(raw), "nodeName") {
+		t.Errorf("the recorded pod keeps its node:\n%s", raw)
+	}
+	if len(trace.Events) != 1 || describe(trace.Events[0]) != "1m0s delete Pod default/lone" {
+		t.Errorf("events %v; want the one delete", trace.Events)
 	}
 }

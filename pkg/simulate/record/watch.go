@@ -8,10 +8,12 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -34,11 +36,13 @@ type watched struct {
 }
 
 // Watch records a live cluster from now until ctx ends: the Deployments,
-// Jobs, NodePools, EC2NodeClasses, DaemonSets and PodDisruptionBudgets
-// there at the start are the run's manifests, and the nodes a NodePool
-// manages its first nodes (startNode), and what changes after is
-// the trace (Deployments' replicas, deletions included; Jobs; NodePools,
-// EC2NodeClasses and PodDisruptionBudgets created or changed). ready is called once the
+// StatefulSets, Jobs, bare Pods, NodePools, EC2NodeClasses, DaemonSets,
+// PodDisruptionBudgets and storage (claims, volumes, classes) there at the
+// start are the run's manifests, and the nodes a NodePool manages its
+// first nodes (startNode), and what changes after is the trace
+// (Deployments' and StatefulSets' replicas, deletions included; Jobs;
+// bare Pods created and deleted; NodePools, EC2NodeClasses and
+// PodDisruptionBudgets created or changed). ready is called once the
 // start is recorded. Timestamps are clk's.
 func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk clock.PassiveClock, ready func()) (*Recording, error) {
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
@@ -51,7 +55,46 @@ func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk cl
 			if d, ok := obj.(*appsv1.Deployment); ok {
 				rec.Deployment(clk.Now(), d, !initial)
 			}
-		}, func(obj client.Object) { rec.Scale(clk.Now(), obj.GetNamespace(), obj.GetName(), 0) }},
+		}, func(obj client.Object) { rec.Scale(clk.Now(), "Deployment", obj.GetNamespace(), obj.GetName(), 0) }},
+		{&appsv1.StatefulSet{}, func(obj any, initial bool) {
+			if sts, ok := obj.(*appsv1.StatefulSet); ok {
+				rec.StatefulSet(clk.Now(), sts, !initial)
+			}
+		}, func(obj client.Object) { rec.Scale(clk.Now(), "StatefulSet", obj.GetNamespace(), obj.GetName(), 0) }},
+		{&corev1.Pod{}, func(obj any, initial bool) {
+			// Only bare Pods: a controller's pods are its workload's.
+			p, ok := obj.(*corev1.Pod)
+			switch {
+			case !ok || metav1.GetControllerOf(p) != nil || pods.IsOwnedByNode(p):
+			case pods.IsTerminal(p) || p.DeletionTimestamp != nil:
+				// Finished or going: gone from the run's point of view.
+				rec.PodGone(clk.Now(), p.Namespace, p.Name)
+			default:
+				rec.Pod(clk.Now(), p, !initial)
+			}
+		}, func(obj client.Object) { rec.PodGone(clk.Now(), obj.GetNamespace(), obj.GetName()) }},
+		{&corev1.PersistentVolumeClaim{}, func(obj any, initial bool) {
+			if c, ok := obj.(*corev1.PersistentVolumeClaim); ok && initial {
+				cp := &corev1.PersistentVolumeClaim{ObjectMeta: clean(c.ObjectMeta), Spec: *c.Spec.DeepCopy(), Status: corev1.PersistentVolumeClaimStatus{Phase: c.Status.Phase}}
+				cp.APIVersion, cp.Kind = "v1", "PersistentVolumeClaim"
+				rec.Object("PersistentVolumeClaim", c.Namespace, c.Name, cp)
+			}
+		}, nil},
+		{&corev1.PersistentVolume{}, func(obj any, initial bool) {
+			if pv, ok := obj.(*corev1.PersistentVolume); ok && initial {
+				cp := &corev1.PersistentVolume{ObjectMeta: clean(pv.ObjectMeta), Spec: *pv.Spec.DeepCopy()}
+				cp.APIVersion, cp.Kind = "v1", "PersistentVolume"
+				rec.Object("PersistentVolume", "", pv.Name, cp)
+			}
+		}, nil},
+		{&storagev1.StorageClass{}, func(obj any, initial bool) {
+			if sc, ok := obj.(*storagev1.StorageClass); ok && initial {
+				cp := sc.DeepCopy()
+				cp.ObjectMeta = clean(sc.ObjectMeta)
+				cp.APIVersion, cp.Kind = "storage.k8s.io/v1", "StorageClass"
+				rec.Object("StorageClass", "", sc.Name, cp)
+			}
+		}, nil},
 		{&batchv1.Job{}, func(obj any, _ bool) {
 			// Job leaves out those that finished before the start.
 			if j, ok := obj.(*batchv1.Job); ok {
@@ -119,7 +162,7 @@ func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk cl
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	if !c.WaitForCacheSync(syncCtx) {
-		why := "is the API server reachable, and may this user list and watch deployments, jobs, daemonsets, poddisruptionbudgets, nodes, nodepools and ec2nodeclasses?"
+		why := "is the API server reachable, and may this user list and watch deployments, statefulsets, jobs, pods, daemonsets, poddisruptionbudgets, persistentvolumeclaims, persistentvolumes, storageclasses, nodes, nodepools and ec2nodeclasses?"
 		select {
 		case err := <-errs:
 			if err != nil {
