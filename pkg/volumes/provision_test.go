@@ -9,7 +9,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 )
 
-
 // TestProvision: the volume a claim's provisioner makes lives in the zone
 // given, under the driver's zone key, and once the claim is bound to it
 // the claim's pods resolve to that zone alone.

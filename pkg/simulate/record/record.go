@@ -41,8 +41,8 @@ type Recording struct {
 	jobs     map[string]*job
 	// pods are the bare Pods seen, by namespace/name, and whether each is
 	// there now.
-	pods map[string]bool
-	nodePools   map[string]*v1.NodePool
+	pods      map[string]bool
+	nodePools map[string]*v1.NodePool
 	// others are objects the run needs as they were at the start
 	// (EC2NodeClasses, nodes), by kind/namespace/name.
 	others map[string]any
