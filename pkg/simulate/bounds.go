@@ -93,7 +93,7 @@ func (b *bounds) request(s *sim, i int) {
 	}
 	// The pools' configuration is part of what the bound depends on.
 	for _, name := range sortedKeys(s.pools) {
-		fmt.Fprintf(&sig, "|%s:%s:%p:%d", name, s.poolHash[name], s.pools[name], s.typesGen)
+		fmt.Fprintf(&sig, "|%s:%s:%p:%d:%d", name, s.poolHash[name], s.pools[name], s.typesGen, s.daemonGen)
 	}
 	key := sig.String()
 	b.last = key

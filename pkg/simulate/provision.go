@@ -74,7 +74,7 @@ func (s *sim) snapshot(pending []*simPod) scheduling.Snapshot {
 		} else {
 			snap.NodePools = append(snap.NodePools, np)
 		}
-		fmt.Fprintf(&key, "%s %p %d %s;", name, s.pools[name], s.typesGen, resources.ListString(rl))
+		fmt.Fprintf(&key, "%s %p %d %d %s;", name, s.pools[name], s.typesGen, s.daemonGen, resources.ListString(rl))
 	}
 	snap, billKey := s.withCommitments(snap)
 	key.WriteString(billKey)

@@ -14,6 +14,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/manifests"
+	appsv1 "k8s.io/api/apps/v1"
 )
 
 // Epoch is when every run starts: a Monday at midnight UTC, so budget
@@ -112,7 +113,10 @@ func newSim(cfg Config) (*sim, error) {
 	s := &sim{cfg: cfg, start: Epoch, now: Epoch, rng: rand.New(rand.NewSource(cfg.Timing.Seed)),
 		pools: map[string]*v1.NodePool{}, poolHash: map[string]string{}, classPrints: map[string]string{}, classes: map[string]*awsv1.EC2NodeClass{}, poolTypes: map[string][]*cloudprovider.InstanceType{},
 		owners: map[string]*owner{}, pods: map[string]*simPod{}, nodes: map[string]*simNode{},
-		unavailable: map[offering]time.Time{}, daemonSets: snap.DaemonSets, namespaces: snap.Namespaces}
+		unavailable: map[offering]time.Time{}, daemonSets: snap.DaemonSets, daemonSetObjs: map[string]*appsv1.DaemonSet{}, namespaces: snap.Namespaces}
+	for _, ds := range objs.DaemonSets {
+		s.daemonSetObjs[ds.Namespace+"/"+ds.Name] = ds
+	}
 	s.rec = recorder{start: Epoch, billSince: Epoch, onBill: cfg.Commitments != nil, evictions: map[string]int{}, disruptions: map[string]int{}, blockedBy: map[string]int{}}
 	for _, p := range snap.NodePools {
 		s.pools[p.NodePool.Name] = p.NodePool
@@ -221,6 +225,9 @@ func (s *sim) applyObjects(objs *manifests.Objects) {
 		s.markDrift(np.Name)
 	}
 	s.applyWorkloads(objs)
+	if len(objs.DaemonSets) > 0 {
+		s.applyDaemonSets(objs.DaemonSets)
+	}
 	for _, pdb := range objs.PodDisruptionBudgets {
 		replaced := false
 		for i, old := range s.pdbs {

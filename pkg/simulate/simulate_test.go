@@ -298,9 +298,9 @@ func TestRefusedAtStart(t *testing.T) {
 			"events[0] (at 1m0s).scale.statefulSet: StatefulSet default/db is not in the manifests", ""},
 		{"a scale of two workloads", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute), Scale: &Scale{Deployment: "web", StatefulSet: "db", Replicas: 2}}}},
 			"events[0] (at 1m0s).scale: set exactly one of deployment, statefulSet and replicaSet (2 set)", ""},
-		{"a DaemonSet applied mid-run", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute),
-			Apply: "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\nspec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: pause}]}}}\n"}}},
-			"events[0] (at 1m0s).apply: only NodePools, EC2NodeClasses, Deployments, StatefulSets, ReplicaSets, Jobs, Pods and PodDisruptionBudgets", ""},
+		{"a LimitRange applied mid-run", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute),
+			Apply: "apiVersion: v1\nkind: LimitRange\nmetadata: {name: defaults}\nspec: {limits: [{type: Container, defaultRequest: {cpu: 100m}}]}\n"}}},
+			"events[0] (at 1m0s).apply: only NodePools, EC2NodeClasses, Deployments, StatefulSets, ReplicaSets, Jobs, Pods, DaemonSets and PodDisruptionBudgets", ""},
 		{"a NodePool applied before the EC2NodeClass it names", "", &Trace{Duration: d(3 * time.Hour), Events: []Event{
 			{At: d(2 * time.Hour), Apply: strings.NewReplacer(" KUBELET", "", "name: default", "name: late").Replace(classOf)},
 			{At: d(time.Hour), Apply: strings.Replace(strings.Split(strings.NewReplacer("CAPACITY", "on-demand", "POLICY", "WhenEmpty", "EXPIRE", "expireAfter: 720h").Replace(pool), "---")[0], "name: default}", "name: late}", 1)}}},

@@ -35,7 +35,8 @@ type Event struct {
 	// (a NodePool's or EC2NodeClass's change drifts their nodes), or adds
 	// it.
 	Apply string `json:"apply,omitempty"`
-	// Delete deletes a workload (its pods go) or a PodDisruptionBudget.
+	// Delete deletes a workload (its pods go), a DaemonSet or a
+	// PodDisruptionBudget.
 	Delete *Delete `json:"delete,omitempty"`
 	// Interrupt sends spot interruption warnings.
 	Interrupt *Interrupt `json:"interrupt,omitempty"`
@@ -73,7 +74,8 @@ func (sc *Scale) owner() string {
 }
 
 // Delete deletes Kind NAMESPACE/NAME: a Deployment, StatefulSet,
-// ReplicaSet or Job with its pods, a Pod, or a PodDisruptionBudget.
+// ReplicaSet or Job with its pods, a Pod, a DaemonSet or a
+// PodDisruptionBudget.
 type Delete struct {
 	Kind string `json:"kind"`
 	Name string `json:"name"`
@@ -127,6 +129,9 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 	for _, pdb := range objs.PodDisruptionBudgets {
 		known[ownerKey("PodDisruptionBudget", pdb.Namespace, pdb.Name)] = true
 	}
+	for _, ds := range objs.DaemonSets {
+		known[ownerKey("DaemonSet", ds.Namespace, ds.Name)] = true
+	}
 	// exists says whether kind NAMESPACE/NAME is in the manifests or an
 	// apply before event i.
 	exists := func(kind, name string, i int) bool {
@@ -176,9 +181,9 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 			objs, err := manifests.Parse(fmt.Sprintf("%s.apply", where), strings.NewReader(e.Apply))
 			if err != nil {
 				errs = append(errs, err.Error())
-			} else if len(objs.DaemonSets)+len(objs.NodeOverlays)+len(objs.Nodes)+len(objs.Namespaces)+len(objs.LimitRanges)+
+			} else if len(objs.NodeOverlays)+len(objs.Nodes)+len(objs.Namespaces)+len(objs.LimitRanges)+
 				len(objs.Claims)+len(objs.Volumes)+len(objs.StorageClasses) > 0 {
-				errs = append(errs, fmt.Sprintf("%s.apply: only NodePools, EC2NodeClasses, Deployments, StatefulSets, ReplicaSets, Jobs, Pods and PodDisruptionBudgets are applied during a run; give the others with -f", where))
+				errs = append(errs, fmt.Sprintf("%s.apply: only NodePools, EC2NodeClasses, Deployments, StatefulSets, ReplicaSets, Jobs, Pods, DaemonSets and PodDisruptionBudgets are applied during a run; give the others with -f", where))
 			} else {
 				for _, c := range objs.EC2NodeClasses {
 					if err := instancetype.CheckClass(c); err != nil {
@@ -202,12 +207,12 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 		case e.Delete != nil:
 			e.Delete.Name = qualified(e.Delete.Name)
 			switch e.Delete.Kind {
-			case kindDeployment, kindStatefulSet, kindReplicaSet, kindJob, kindPod, "PodDisruptionBudget":
+			case kindDeployment, kindStatefulSet, kindReplicaSet, kindJob, kindPod, "DaemonSet", "PodDisruptionBudget":
 				if !exists(e.Delete.Kind, e.Delete.Name, i) {
 					errs = append(errs, fmt.Sprintf("%s.delete.name: %s %s is not in the manifests or an earlier apply; fix the name", where, e.Delete.Kind, e.Delete.Name))
 				}
 			default:
-				errs = append(errs, fmt.Sprintf("%s.delete.kind: %q cannot be deleted during a run; use Deployment, StatefulSet, ReplicaSet, Job, Pod or PodDisruptionBudget", where, e.Delete.Kind))
+				errs = append(errs, fmt.Sprintf("%s.delete.kind: %q cannot be deleted during a run; use Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet or PodDisruptionBudget", where, e.Delete.Kind))
 			}
 		case e.Interrupt != nil:
 			if e.Interrupt.SpotNodes <= 0 {
@@ -258,6 +263,11 @@ func (t *Trace) applies(kind, name string, i int) bool {
 			}
 			for _, pdb := range objs.PodDisruptionBudgets {
 				if kind == "PodDisruptionBudget" && pdb.Namespace+"/"+pdb.Name == name {
+					return true
+				}
+			}
+			for _, ds := range objs.DaemonSets {
+				if kind == "DaemonSet" && ds.Namespace+"/"+ds.Name == name {
 					return true
 				}
 			}

@@ -220,6 +220,10 @@ func sortForScaleDown(list []*simPod, perNode map[*simNode]int) {
 // graceful termination is not modelled), and so does the workload.
 func (s *sim) delete(d Delete) {
 	ns, name := splitKey(d.Name)
+	if d.Kind == "DaemonSet" {
+		s.deleteDaemonSet(d.Name)
+		return
+	}
 	if d.Kind == "PodDisruptionBudget" {
 		for i, pdb := range s.pdbs {
 			if pdb.Namespace == ns && pdb.Name == name {

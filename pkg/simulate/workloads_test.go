@@ -250,3 +250,45 @@ func TestAttachLimits(t *testing.T) {
 		t.Errorf("%d node for 60 volumes; no type attaches that many", len(nodes))
 	}
 }
+
+// TestDaemonSetApplied: a DaemonSet applied mid-run takes room on every
+// node from then on: the nodes launched after it leave its pod room, and
+// its deletion gives the room back.
+func TestDaemonSetApplied(t *testing.T) {
+	agent := "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\nspec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: pause, resources: {requests: {cpu: 1500m}}}]}}}\n"
+	trace := &Trace{Duration: d(2 * time.Hour), Events: []Event{
+		{At: d(0), Scale: &Scale{Deployment: "web", Replicas: 4}},
+		{At: d(30 * time.Minute), Apply: agent},
+		{At: d(40 * time.Minute), Scale: &Scale{Deployment: "web", Replicas: 12}},
+	}}
+	s, _ := play(t, scenario{}, trace)
+	checked := 0
+	for _, n := range s.liveNodes() {
+		if n.launched.Before(s.start.Add(30 * time.Minute)) {
+			continue
+		}
+		used := int64(1500)
+		for _, p := range n.pods {
+			used += p.pod.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+		}
+		if alloc := n.it.Allocatable.Cpu().MilliValue(); used > alloc {
+			t.Errorf("node %s (%s) holds %dm of CPU with the agent's 1500m; it has %dm", n.name, n.it.Name, used, alloc)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no node was launched after the DaemonSet")
+	}
+	// The pools' shared working-out holds the DaemonSets: a snapshot after
+	// a change must not reuse the one from before it.
+	before := s.snapshot(nil).Shared
+	s.deleteDaemonSet("default/agent")
+	if after := s.snapshot(nil).Shared; after == before {
+		t.Error("the snapshot after the DaemonSet's deletion reuses the shared working-out from before it")
+	}
+	del := &Trace{Duration: d(2 * time.Hour), Events: append(trace.Events, Event{At: d(time.Hour), Delete: &Delete{Kind: "DaemonSet", Name: "agent"}})}
+	s, _ = play(t, scenario{}, del)
+	if len(s.daemonSets) != 0 {
+		t.Errorf("%d DaemonSets after the delete; want none", len(s.daemonSets))
+	}
+}

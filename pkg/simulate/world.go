@@ -48,7 +48,12 @@ type sim struct {
 	// poolTypes are each pool's instance types, NodeOverlays applied.
 	poolTypes  map[string][]*cloudprovider.InstanceType
 	pdbs       []*policyv1.PodDisruptionBudget
-	daemonSets []*corev1.Pod
+	// daemonSets are the DaemonSets' pods as the planner takes them, from
+	// daemonSetObjs by namespace/name; daemonGen counts their changes, for
+	// the caches keyed on them (daemonsets.go).
+	daemonSets    []*corev1.Pod
+	daemonSetObjs map[string]*appsv1.DaemonSet
+	daemonGen     int
 	owners     map[string]*owner
 	ownerNames []string
 	// versions numbers owners' templates (owner.version).

@@ -17,9 +17,9 @@ import (
 
 // TestRecordAndReplay records the local control plane with `joiner
 // simulate record` while a Deployment and a StatefulSet are scaled, a bare
-// Pod is created and the NodePool changed, and replays what it wrote with
-// `joiner simulate`: the trace holds the scales, the Pod and the NodePool's
-// change, the manifests hold the cluster's NodePool, EC2NodeClass,
+// Pod is created, a DaemonSet and the NodePool changed, and replays what it wrote with
+// `joiner simulate`: the trace holds the scales, the Pod and the
+// DaemonSet's and NodePool's changes, the manifests hold the cluster's NodePool, EC2NodeClass,
 // workloads, StorageClass and claims as they were at the start, with the
 // node the NodePool manages, and the run accepts them and launches nodes
 // for the pods the node has no room for.
@@ -74,6 +74,7 @@ spec:
 		out := framework.Kubectl(t, "", "get", "pvc", "-o", "name")
 		return strings.Contains(out, "data-db-0"), out
 	})
+	framework.Kubectl(t, "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent, namespace: default}\nspec: {selector: {matchLabels: {app: agent}}, template: {metadata: {labels: {app: agent}}, spec: {containers: [{name: agent, image: pause, resources: {requests: {cpu: 100m}}}]}}}\n", "apply", "-f", "-")
 	dir := t.TempDir()
 	rec := exec.Command(framework.Binary, "simulate", "record", "--kubeconfig", framework.Cluster.Kubeconfig, "--out", dir)
 	stderr, err := rec.StderrPipe()
@@ -102,13 +103,15 @@ spec:
 	}
 	framework.Kubectl(t, "", "scale", "deployment/web", "--replicas=5")
 	framework.Kubectl(t, "", "scale", "statefulset/db", "--replicas=2")
+	framework.Kubectl(t, "", "set", "resources", "daemonset/agent", "--requests=cpu=200m")
 	framework.Kubectl(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lone, namespace: default}\nspec: {containers: [{name: c, image: pause, resources: {requests: {cpu: 100m}}}]}\n", "apply", "-f", "-")
 	framework.Kubectl(t, "", "patch", "nodepool", "default", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"team":"payments"}}}}}`)
 	// The informers see a write within moments; stop once the API server
 	// has them all.
 	framework.Eventually(t, time.Minute, "the scale and the patch stored", func() (bool, string) {
-		out := framework.Kubectl(t, "", "get", "deployment/web", "nodepool/default", "statefulset/db", "pod/lone", "-o", "jsonpath={.items[0].spec.replicas}/{.items[1].spec.template.metadata.labels.team}/{.items[2].spec.replicas}/{.items[3].metadata.name}")
-		return out == "5/payments/2/lone", out
+		out := framework.Kubectl(t, "", "get", "deployment/web", "nodepool/default", "statefulset/db", "pod/lone", "daemonset/agent", "-o",
+			"jsonpath={.items[0].spec.replicas}/{.items[1].spec.template.metadata.labels.team}/{.items[2].spec.replicas}/{.items[3].metadata.name}/{.items[4].spec.template.spec.containers[0].resources.requests.cpu}")
+		return out == "5/payments/2/lone/200m", out
 	})
 	if err := rec.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -120,7 +123,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"deployment: default/web\n    replicas: 5", "team: payments", "replicas: 2\n    statefulSet: default/db", "kind: Pod"} {
+	for _, want := range []string{"deployment: default/web\n    replicas: 5", "team: payments", "replicas: 2\n    statefulSet: default/db", "kind: Pod", "kind: DaemonSet"} {
 		if !strings.Contains(string(trace), want) {
 			t.Errorf("the trace has no %q:\n%s", want, trace)
 		}

@@ -260,7 +260,7 @@ func (r *Recording) NodePool(at time.Time, np *v1.NodePool, created bool) {
 }
 
 // Tracked records an object of kind whose changes a run can apply (a
-// PodDisruptionBudget, an EC2NodeClass): as it was at the start, or, when
+// PodDisruptionBudget, a DaemonSet, an EC2NodeClass): as it was at the start, or, when
 // it was created after the recording began, an apply event then; and
 // each later change of spec, what a change is judged by (its status
 // changes often and is not the object's), as an apply event.
@@ -277,6 +277,19 @@ func (r *Recording) Tracked(at time.Time, kind, ns, name string, obj, spec any, 
 	default:
 		r.apply(at, obj)
 	}
+}
+
+// Untracked records that a Tracked object (a DaemonSet, a
+// PodDisruptionBudget) was deleted at at: a delete event.
+func (r *Recording) Untracked(at time.Time, kind, ns, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := kind + "/" + key(ns, name)
+	if _, seen := r.specs[k]; !seen {
+		return
+	}
+	delete(r.specs, k)
+	r.events = append(r.events, simulate.Event{At: r.since(at), Delete: &simulate.Delete{Kind: kind, Name: key(ns, name)}})
 }
 
 func (r *Recording) apply(at time.Time, obj any) {

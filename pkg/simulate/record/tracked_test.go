@@ -13,7 +13,7 @@ import (
 // TestTracked: a PodDisruptionBudget there at the start is in the
 // manifests, and each later change of its spec an apply event; an update
 // of its status alone is none; one created during the recording is an
-// apply event at its creation.
+// apply event at its creation; one deleted is a delete event.
 func TestTracked(t *testing.T) {
 	pdb := func(name string, maxUnavailable int) *policyv1.PodDisruptionBudget {
 		mu := intstr.FromInt32(int32(maxUnavailable))
@@ -29,6 +29,8 @@ func TestTracked(t *testing.T) {
 	see(5*time.Minute, pdb("web", 1), false) // a status update: the same spec
 	see(10*time.Minute, pdb("web", 0), false)
 	see(20*time.Minute, pdb("batch", 2), true)
+	rec.Untracked(t0.Add(30*time.Minute), "PodDisruptionBudget", "default", "batch")
+	rec.Untracked(t0.Add(31*time.Minute), "PodDisruptionBudget", "default", "never-seen")
 	trace, _, config, err := rec.Finish(t0.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +39,7 @@ func TestTracked(t *testing.T) {
 	for _, e := range trace.Events {
 		got = append(got, describe(e))
 	}
-	if want := "10m0s apply PodDisruptionBudget web; 20m0s apply PodDisruptionBudget batch"; strings.Join(got, "; ") != want {
+	if want := "10m0s apply PodDisruptionBudget web; 20m0s apply PodDisruptionBudget batch; 30m0s delete PodDisruptionBudget default/batch"; strings.Join(got, "; ") != want {
 		t.Errorf("events %q, want %q", strings.Join(got, "; "), want)
 	}
 	if len(config) != 1 || config[0].(*policyv1.PodDisruptionBudget).Spec.MaxUnavailable.IntValue() != 1 {

@@ -41,8 +41,8 @@ type watched struct {
 // start are the run's manifests, and the nodes a NodePool manages its
 // first nodes (startNode), and what changes after is the trace
 // (Deployments' and StatefulSets' replicas, deletions included; Jobs;
-// bare Pods created and deleted; NodePools, EC2NodeClasses and
-// PodDisruptionBudgets created or changed). ready is called once the
+// bare Pods created and deleted; NodePools, EC2NodeClasses, DaemonSets and
+// PodDisruptionBudgets created or changed, and the last two deleted). ready is called once the
 // start is recorded. Timestamps are clk's.
 func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk clock.PassiveClock, ready func()) (*Recording, error) {
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
@@ -107,20 +107,20 @@ func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk cl
 			}
 		}, nil},
 		{&appsv1.DaemonSet{}, func(obj any, initial bool) {
-			if ds, ok := obj.(*appsv1.DaemonSet); ok && initial {
+			if ds, ok := obj.(*appsv1.DaemonSet); ok {
 				cp := &appsv1.DaemonSet{ObjectMeta: clean(ds.ObjectMeta), Spec: *ds.Spec.DeepCopy()}
 				cp.APIVersion, cp.Kind = "apps/v1", "DaemonSet"
 				cp.Spec.Template.ObjectMeta = clean(cp.Spec.Template.ObjectMeta)
-				rec.Object("DaemonSet", ds.Namespace, ds.Name, cp)
+				rec.Tracked(clk.Now(), "DaemonSet", ds.Namespace, ds.Name, cp, cp.Spec, !initial)
 			}
-		}, nil},
+		}, func(obj client.Object) { rec.Untracked(clk.Now(), "DaemonSet", obj.GetNamespace(), obj.GetName()) }},
 		{&policyv1.PodDisruptionBudget{}, func(obj any, initial bool) {
 			if pdb, ok := obj.(*policyv1.PodDisruptionBudget); ok {
 				cp := &policyv1.PodDisruptionBudget{ObjectMeta: clean(pdb.ObjectMeta), Spec: *pdb.Spec.DeepCopy()}
 				cp.APIVersion, cp.Kind = "policy/v1", "PodDisruptionBudget"
 				rec.Tracked(clk.Now(), "PodDisruptionBudget", pdb.Namespace, pdb.Name, cp, cp.Spec, !initial)
 			}
-		}, nil},
+		}, func(obj client.Object) { rec.Untracked(clk.Now(), "PodDisruptionBudget", obj.GetNamespace(), obj.GetName()) }},
 		{&corev1.Node{}, func(obj any, initial bool) {
 			if n, ok := obj.(*corev1.Node); ok && initial {
 				if cp := startNode(n); cp != nil {
