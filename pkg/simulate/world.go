@@ -46,16 +46,16 @@ type sim struct {
 	// problems are what the run could not do as asked, for Result.Problems.
 	problems []string
 	// poolTypes are each pool's instance types, NodeOverlays applied.
-	poolTypes  map[string][]*cloudprovider.InstanceType
-	pdbs       []*policyv1.PodDisruptionBudget
+	poolTypes map[string][]*cloudprovider.InstanceType
+	pdbs      []*policyv1.PodDisruptionBudget
 	// daemonSets are the DaemonSets' pods as the planner takes them, from
 	// daemonSetObjs by namespace/name; daemonGen counts their changes, for
 	// the caches keyed on them (daemonsets.go).
 	daemonSets    []*corev1.Pod
 	daemonSetObjs map[string]*appsv1.DaemonSet
 	daemonGen     int
-	owners     map[string]*owner
-	ownerNames []string
+	owners        map[string]*owner
+	ownerNames    []string
 	// versions numbers owners' templates (owner.version).
 	versions int
 	// store holds the claims, volumes and classes, and usage what each

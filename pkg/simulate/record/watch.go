@@ -120,7 +120,9 @@ func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk cl
 				cp.APIVersion, cp.Kind = "policy/v1", "PodDisruptionBudget"
 				rec.Tracked(clk.Now(), "PodDisruptionBudget", pdb.Namespace, pdb.Name, cp, cp.Spec, !initial)
 			}
-		}, func(obj client.Object) { rec.Untracked(clk.Now(), "PodDisruptionBudget", obj.GetNamespace(), obj.GetName()) }},
+		}, func(obj client.Object) {
+			rec.Untracked(clk.Now(), "PodDisruptionBudget", obj.GetNamespace(), obj.GetName())
+		}},
 		{&corev1.Node{}, func(obj any, initial bool) {
 			if n, ok := obj.(*corev1.Node); ok && initial {
 				if cp := startNode(n); cp != nil {
