@@ -37,8 +37,8 @@ const (
 	// reports them as instances and never mistakes a Node someone else
 	// registered (a control-plane node, another provider's) for a leak.
 	LabelInstance = "joiner.sh/kwok-instance"
-	// ImageID is the image every kwok machine "boots"; there is one because
-	// kwok nodes have no NodeClass to choose from.
+	// ImageID is the image every kwok machine "boots": there are no AMIs
+	// for a class to choose from.
 	ImageID = "kwok-ami"
 	// ProviderIDPrefix starts every provider ID this cloud hands out.
 	ProviderIDPrefix = "kwok://"
@@ -93,6 +93,8 @@ type CloudProvider struct {
 	opts   Options
 	types  []*cloudprovider.InstanceType
 	byName map[string]*cloudprovider.InstanceType
+	// shapes are the types as each EC2NodeClass shapes them (shape.go).
+	shapes shapes
 }
 
 // New builds the provider and loads the catalog once, so a broken catalog
@@ -141,11 +143,16 @@ func New(kubeClient client.Client, opts Options) (*CloudProvider, error) {
 func (c *CloudProvider) Name() string { return Name }
 
 // InstanceTypes returns the catalog for the configured region and zones, with
-// the injected shortages marked unavailable. The instance types are shared
-// between calls and must not be modified; the NodePool does not matter
-// because kwok has no NodeClass to narrow the choice.
-func (c *CloudProvider) InstanceTypes(context.Context, *v1.NodePool) ([]*cloudprovider.InstanceType, error) {
-	return slices.Clone(c.types), nil
+// the injected shortages marked unavailable, as the NodePool's EC2NodeClass
+// shapes them (shape.go). The instance types are shared between calls and
+// must not be modified.
+func (c *CloudProvider) InstanceTypes(ctx context.Context, np *v1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	var ref *v1.NodeClassReference
+	if np != nil {
+		ref = np.Spec.Template.Spec.NodeClassRef
+	}
+	its, _, err := c.typesFor(ctx, ref)
+	return slices.Clone(its), err
 }
 
 // Create launches the cheapest available offering the NodeClaim allows. A
@@ -165,7 +172,11 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 	if err := c.nodeClassReady(ctx, nodeClaim); err != nil {
 		return nil, err
 	}
-	it, offering, err := c.choose(nodeClaim)
+	its, shapedByClass, err := c.typesFor(ctx, nodeClaim.Spec.NodeClassRef)
+	if err != nil {
+		return nil, &cloudprovider.NodeClassNotReadyError{Err: err}
+	}
+	it, offering, err := c.choose(nodeClaim, its)
 	if err != nil {
 		return nil, err
 	}
@@ -177,6 +188,9 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 		}
 	}
 	node := c.newNode(nodeClaim, it, offering)
+	if shapedByClass {
+		node.Annotations[AnnotationClassShaped] = "true"
+	}
 	if err := c.kube.Create(ctx, node); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating node %s: %w", nodeClaim.Name, err)
@@ -223,7 +237,7 @@ func (c *CloudProvider) launchedBefore(ctx context.Context, name string) (*corev
 // choose picks the cheapest available offering among the instance types the
 // NodeClaim allows and fits in. Ties break by type name, zone and capacity
 // type so that the same request always launches the same machine.
-func (c *CloudProvider) choose(nodeClaim *v1.NodeClaim) (*cloudprovider.InstanceType, cloudprovider.Offering, error) {
+func (c *CloudProvider) choose(nodeClaim *v1.NodeClaim, its []*cloudprovider.InstanceType) (*cloudprovider.InstanceType, cloudprovider.Offering, error) {
 	reqs, err := requirements.FromNodeSelectorRequirements(nodeClaim.Spec.Requirements...)
 	if err != nil {
 		return nil, cloudprovider.Offering{}, fmt.Errorf("nodeclaim %s: %w", nodeClaim.Name, err)
@@ -234,7 +248,7 @@ func (c *CloudProvider) choose(nodeClaim *v1.NodeClaim) (*cloudprovider.Instance
 		bestOffer  cloudprovider.Offering
 		compatible int
 	)
-	for _, it := range c.overlaid(nodeClaim.Labels[v1.LabelNodePool], c.types) {
+	for _, it := range c.overlaid(nodeClaim.Labels[v1.LabelNodePool], its) {
 		if !it.Admits(reqs) || !resources.FromResourceList(requests).Fits(resources.FromResourceList(it.Allocatable)) {
 			continue
 		}
@@ -270,8 +284,12 @@ func (c *CloudProvider) overlaid(pool string, types []*cloudprovider.InstanceTyp
 	return c.opts.Overlay(pool, types)
 }
 
-// typeOf is the instance type of a kwok Node, overlaid for its pool.
+// typeOf is the instance type of a kwok Node, overlaid for its pool; none
+// for a Node its class shaped, which its status describes.
 func (c *CloudProvider) typeOf(node *corev1.Node) (*cloudprovider.InstanceType, bool) {
+	if node.Annotations[AnnotationClassShaped] == "true" {
+		return nil, false
+	}
 	it, ok := c.byName[node.Labels[corev1.LabelInstanceTypeStable]]
 	if !ok {
 		return nil, false

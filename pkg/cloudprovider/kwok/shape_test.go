@@ -1,0 +1,87 @@
+package kwok
+
+import (
+	"context"
+	"testing"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/api/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// TestClassShapesTheMachines: an EC2NodeClass's kubelet settings hold on
+// kwok machines as on AWS. With maxPods 8, the NodePool's m5.large offers
+// 8 pods and its machine reports 8; with no kubelet settings, the
+// catalog's 29. A machine keeps what it launched with when its class
+// changes later, as a booted kubelet does.
+func TestClassShapesTheMachines(t *testing.T) {
+	kube := kubeClient(t)
+	scheme := runtime.NewScheme()
+	if err := awsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		kubelet *awsv1.KubeletConfiguration
+		pods    int64
+	}{
+		{"maxPods 8", &awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](8)}, 8},
+		{"no kubelet settings", nil, 29},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "class", UID: "class-uid", Generation: 1},
+				Spec: awsv1.EC2NodeClassSpec{Kubelet: tt.kubelet}}
+			reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(class).Build()
+			p := newProvider(t, kube, Options{NodeClasses: reader})
+			ref := &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "class"}
+			np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+			np.Spec.Template.Spec.NodeClassRef = ref
+			its, err := p.InstanceTypes(context.Background(), np)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range its {
+				if it.Name == "m5.large" {
+					if got := it.Allocatable.Pods().Value(); got != tt.pods {
+						t.Errorf("the pool's m5.large offers %d pods; want %d", got, tt.pods)
+					}
+				}
+			}
+			nc := newNodeClaim(uniqueName("shaped"), req(itKey, in, "m5.large"))
+			nc.Spec.NodeClassRef = ref
+			cleanupNode(t, kube, nc.Name)
+			out, err := p.Create(context.Background(), nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := out.Status.Allocatable.Pods().Value(); got != tt.pods {
+				t.Errorf("the launched NodeClaim reports %d pods; want %d", got, tt.pods)
+			}
+			// The class changes: the machine does not.
+			class.Spec.Kubelet, class.Generation = &awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](50)}, 2
+			if err := reader.Update(context.Background(), class); err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.Get(context.Background(), out.Status.ProviderID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pods := got.Status.Allocatable.Pods().Value(); pods != tt.pods && tt.kubelet != nil {
+				t.Errorf("after the class changed, the machine reports %d pods; want the %d it launched with", pods, tt.pods)
+			}
+			var node corev1.Node
+			if err := kube.Get(context.Background(), types.NamespacedName{Name: nc.Name}, &node); err != nil {
+				t.Fatal(err)
+			}
+			if pods := node.Status.Allocatable.Pods().Value(); pods != tt.pods {
+				t.Errorf("the Node reports %d pods; want %d", pods, tt.pods)
+			}
+		})
+	}
+}
