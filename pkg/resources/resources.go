@@ -5,6 +5,7 @@ package resources
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -54,6 +55,7 @@ func PodRequests(pod *corev1.Pod) Resources {
 // but r's own map of extended resources, where Add would copy that map at
 // every step.
 func (r *Resources) AddList(rl corev1.ResourceList) {
+	owned := false
 	for name, q := range rl {
 		switch name {
 		case corev1.ResourceCPU:
@@ -68,8 +70,13 @@ func (r *Resources) AddList(rl corev1.ResourceList) {
 			if q.IsZero() {
 				continue
 			}
-			if r.Ext == nil {
-				r.Ext = map[corev1.ResourceName]int64{}
+			// r's map may be another value's too (Add shares them): it
+			// is copied before the first write, never written.
+			if !owned {
+				r.Ext, owned = maps.Clone(r.Ext), true
+				if r.Ext == nil {
+					r.Ext = map[corev1.ResourceName]int64{}
+				}
 			}
 			r.Ext[name] += q.Value()
 		}
@@ -89,9 +96,21 @@ func (r Resources) With(name corev1.ResourceName, v int64) Resources {
 }
 
 // Add returns r + o.
+//
+// A map of extended resources is never written once made, so a sum with
+// nothing to add to it shares it: nearly every instance type has
+// vpc.amazonaws.com/pod-eni, and copying it on every sum of a node's room
+// and a pod's requests took a third of the planning at a 2,000-pod noon
+// (joiner simulate's 30 minutes of it from 31 s to 20 s, the same
+// decisions).
 func (r Resources) Add(o Resources) Resources {
 	out := Resources{CPU: r.CPU + o.CPU, Memory: r.Memory + o.Memory, Pods: r.Pods + o.Pods, Ephemeral: r.Ephemeral + o.Ephemeral}
-	if r.Ext != nil || o.Ext != nil {
+	switch {
+	case o.Ext == nil:
+		out.Ext = r.Ext
+	case r.Ext == nil:
+		out.Ext = o.Ext
+	default:
 		out.Ext = make(map[corev1.ResourceName]int64, len(r.Ext)+len(o.Ext))
 		for k, v := range r.Ext {
 			out.Ext[k] += v
@@ -103,8 +122,12 @@ func (r Resources) Add(o Resources) Resources {
 	return out
 }
 
-// Sub returns r - o.
+// Sub returns r - o, sharing r's map of extended resources when o has
+// none (see Add).
 func (r Resources) Sub(o Resources) Resources {
+	if o.Ext == nil {
+		return Resources{CPU: r.CPU - o.CPU, Memory: r.Memory - o.Memory, Pods: r.Pods - o.Pods, Ephemeral: r.Ephemeral - o.Ephemeral, Ext: r.Ext}
+	}
 	neg := Resources{CPU: -o.CPU, Memory: -o.Memory, Pods: -o.Pods, Ephemeral: -o.Ephemeral}
 	if o.Ext != nil {
 		neg.Ext = make(map[corev1.ResourceName]int64, len(o.Ext))
