@@ -15,6 +15,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/manifests"
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Epoch is when every run starts: a Monday at midnight UTC, so budget
@@ -140,6 +141,13 @@ func newSim(cfg Config) (*sim, error) {
 		s.markDrift(name)
 	}
 	s.startStorage(objs)
+	for _, p := range objs.BarePods {
+		// A controller's pod given as a Pod would run beside the pods
+		// its workload makes (kubectl get pods -o yaml gives them all).
+		if ref := metav1.GetControllerOf(p); ref != nil {
+			return nil, fmt.Errorf("pod %s/%s: its %s %s makes it; give the workload (its Deployment, StatefulSet, Job or DaemonSet) with -f rather than its pods", p.Namespace, p.Name, ref.Kind, ref.Name)
+		}
+	}
 	for _, o := range workloadsOf(objs) {
 		if o.nodeName != "" && s.nodes[o.nodeName] == nil {
 			return nil, fmt.Errorf("pod %s/%s: spec.nodeName %s is not a Node of -f; give the Node with -f, or remove spec.nodeName to let the run place the pod", o.ns, o.name, o.nodeName)

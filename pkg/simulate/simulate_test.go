@@ -292,6 +292,8 @@ func TestRefusedAtStart(t *testing.T) {
 	}{
 		{"a bare pod on a node -f does not give", "---\napiVersion: v1\nkind: Pod\nmetadata: {name: lone}\nspec: {nodeName: gone, containers: [{name: c, image: pause}]}\n", upAndDown(),
 			"pod default/lone: spec.nodeName gone is not a Node of -f", ""},
+		{"a ReplicaSet's pod given as a Pod", "---\napiVersion: v1\nkind: Pod\nmetadata: {name: web-abc, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web-7d9, uid: u, controller: true}]}\nspec: {containers: [{name: c, image: pause}]}\n", upAndDown(),
+			"pod default/web-abc: its ReplicaSet web-7d9 makes it; give the workload", ""},
 		{"a NodePool deleted mid-run", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute), Delete: &Delete{Kind: "NodePool", Name: "default"}}}},
 			`events[0] (at 1m0s).delete.kind: "NodePool" cannot be deleted during a run`, ""},
 		{"a StatefulSet scaled that is nowhere", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute), Scale: &Scale{StatefulSet: "db", Replicas: 2}}}},
