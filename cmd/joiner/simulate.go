@@ -149,8 +149,12 @@ disruption command).`,
 			}
 			for _, r := range results {
 				s := r.Summary
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: $%.2f (LP bound $%.2f), %.1f node-hours, peak %d nodes, %d evictions, pending p50 %.0fs p99 %.0fs\n",
-					s.Config, s.TotalCost, s.LPBoundCost, s.NodeHours, s.PeakNodes, s.Evictions, s.PendingSecondsP50, s.PendingSecondsP99)
+				lost := ""
+				if s.LostPods > 0 {
+					lost = fmt.Sprintf(" (%d bare pods lost)", s.LostPods)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: $%.2f (LP bound $%.2f), %.1f node-hours, peak %d nodes, %d evictions%s, pending p50 %.0fs p99 %.0fs\n",
+					s.Config, s.TotalCost, s.LPBoundCost, s.NodeHours, s.PeakNodes, s.Evictions, lost, s.PendingSecondsP50, s.PendingSecondsP99)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(out, "report.html"))
 			return nil

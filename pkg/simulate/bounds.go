@@ -84,7 +84,7 @@ func (b *bounds) request(s *sim, i int) {
 	s.boundStale = false
 	counts := map[string]int{}
 	for _, p := range s.pods {
-		counts[fmt.Sprintf("%s@%d", p.owner.key, p.owner.version)]++
+		counts[fmt.Sprintf("%s@%d", p.owner.key, p.version)]++
 	}
 	keys := sortedKeys(counts)
 	var sig strings.Builder
@@ -119,18 +119,15 @@ func (b *bounds) request(s *sim, i int) {
 			listed.NodePools = append(listed.NodePools, scheduling.NodePool{NodePool: s.pools[name], InstanceTypes: s.poolTypes[name]})
 		}
 	}
-	byOwner := map[string]*owner{}
+	// Each pod as its template made it: a ReplicaSet's or StatefulSet's
+	// pods of an older template run on beside the new ones.
+	byOwner := map[string]*simPod{}
 	for _, p := range s.pods {
-		byOwner[fmt.Sprintf("%s@%d", p.owner.key, p.owner.version)] = p.owner
+		byOwner[fmt.Sprintf("%s@%d", p.owner.key, p.version)] = p
 	}
 	for _, k := range keys {
-		o := byOwner[k]
 		for n := 0; n < counts[k]; n++ {
-			p := &corev1.Pod{ObjectMeta: *o.template.ObjectMeta.DeepCopy(), Spec: *o.template.Spec.DeepCopy()}
-			pods.DefaultRequests(&p.Spec)
-			p.Namespace, p.Name = splitKey(o.key)
-			p.Name = fmt.Sprintf("%s-bound-%d", p.Name, n)
-			snap.Pods = append(snap.Pods, p)
+			snap.Pods = append(snap.Pods, boundPod(byOwner[k].owner, byOwner[k].version, n))
 		}
 	}
 	if listed != nil {
@@ -162,4 +159,22 @@ func (b *bounds) integrate(samples []Sample, interval, duration time.Duration, c
 func (b *bounds) problems() []string {
 	sort.Strings(b.errs)
 	return slices.Compact(b.errs)
+}
+
+// boundPod is the nth pod of o's template version for the bound: in o's
+// namespace, named apart from every other workload's and version's (a
+// Deployment's and a StatefulSet's of one name are two workloads; only
+// the Deployment's current pods keep the plain name).
+func boundPod(o *owner, version, n int) *corev1.Pod {
+	tmpl := o.templates[version]
+	p := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+	pods.DefaultRequests(&p.Spec)
+	p.Namespace, p.Name = o.ns, fmt.Sprintf("%s-bound-%d", o.name, n)
+	if o.kind != kindDeployment {
+		p.Name = strings.ToLower(o.kind) + "-" + p.Name
+	}
+	if version != o.version {
+		p.Name += fmt.Sprintf("-v%d", version)
+	}
+	return p
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/manifests"
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Epoch is when every run starts: a Monday at midnight UTC, so budget
@@ -29,6 +28,7 @@ func Run(cfg Config, trace *Trace, progress func(float64)) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	trace = trace.clone()
 	if err := trace.Validate(cfg.Objects); err != nil {
 		return nil, err
 	}
@@ -141,12 +141,8 @@ func newSim(cfg Config) (*sim, error) {
 		s.markDrift(name)
 	}
 	s.startStorage(objs)
-	for _, p := range objs.BarePods {
-		// A controller's pod given as a Pod would run beside the pods
-		// its workload makes (kubectl get pods -o yaml gives them all).
-		if ref := metav1.GetControllerOf(p); ref != nil {
-			return nil, fmt.Errorf("pod %s/%s: its %s %s makes it; give the workload (its Deployment, StatefulSet, Job or DaemonSet) with -f rather than its pods", p.Namespace, p.Name, ref.Kind, ref.Name)
-		}
+	if err := ownedRefused(objs); err != nil {
+		return nil, err
 	}
 	for _, o := range workloadsOf(objs) {
 		if o.nodeName != "" && s.nodes[o.nodeName] == nil {
@@ -159,8 +155,7 @@ func newSim(cfg Config) (*sim, error) {
 
 func (s *sim) addOwner(o *owner) {
 	o.pods = map[string]*simPod{}
-	s.versions++
-	o.version = s.versions
+	s.newVersion(o)
 	if _, ok := s.owners[o.key]; !ok {
 		s.ownerNames = append(s.ownerNames, o.key)
 		sort.Strings(s.ownerNames)
@@ -182,6 +177,10 @@ func (s *sim) apply(e Event) {
 	case e.Job != nil:
 		ns, name := splitKey(e.Job.Job)
 		o := s.owners[ownerKey(kindJob, ns, name)]
+		if o == nil {
+			s.problems = append(s.problems, fmt.Sprintf("at %s: job %s, which a delete event removed, was not started", e.At.Duration, e.Job.Job))
+			return
+		}
 		o.runFor = e.Job.RunFor.Duration
 		n := e.Job.Pods
 		if n == 0 {

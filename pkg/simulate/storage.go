@@ -104,11 +104,11 @@ func (s *sim) provisionClaim(c *corev1.PersistentVolumeClaim, zone string) {
 	}
 }
 
-// deleteClaims deletes p's StatefulSet claims, as a retention policy of
-// Delete does when the set scales down.
-func (s *sim) deleteClaims(p *simPod) {
-	for _, t := range p.owner.sts.Spec.VolumeClaimTemplates {
-		s.store.DeleteClaim(p.pod.Namespace + "/" + t.Name + "-" + p.pod.Name)
+// deleteClaims deletes the claims of StatefulSet o's pod podName, as a
+// retention policy of Delete does when the set scales down or goes.
+func (s *sim) deleteClaims(o *owner, podName string) {
+	for _, t := range o.sts.Spec.VolumeClaimTemplates {
+		s.store.DeleteClaim(o.ns + "/" + t.Name + "-" + podName)
 	}
 }
 

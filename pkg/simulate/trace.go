@@ -116,6 +116,36 @@ func ReadTrace(path string) (*Trace, error) {
 	return &t, nil
 }
 
+// clone is a copy of t that Validate may change: --compare validates the
+// one trace for each configuration at once.
+func (t *Trace) clone() *Trace {
+	out := &Trace{Duration: t.Duration, Events: make([]Event, len(t.Events))}
+	for i, e := range t.Events {
+		if e.Scale != nil {
+			cp := *e.Scale
+			e.Scale = &cp
+		}
+		if e.Job != nil {
+			cp := *e.Job
+			e.Job = &cp
+		}
+		if e.Delete != nil {
+			cp := *e.Delete
+			e.Delete = &cp
+		}
+		if e.Interrupt != nil {
+			cp := *e.Interrupt
+			e.Interrupt = &cp
+		}
+		if e.Shortage != nil {
+			cp := *e.Shortage
+			e.Shortage = &cp
+		}
+		out.Events[i] = e
+	}
+	return out
+}
+
 // Validate checks the trace against the manifests, naming the event and
 // field at fault, and sorts the events by time.
 func (t *Trace) Validate(objs *manifests.Objects) error {
@@ -185,6 +215,14 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 				len(objs.Claims)+len(objs.Volumes)+len(objs.StorageClasses) > 0 {
 				errs = append(errs, fmt.Sprintf("%s.apply: only NodePools, EC2NodeClasses, Deployments, StatefulSets, ReplicaSets, Jobs, Pods, DaemonSets and PodDisruptionBudgets are applied during a run; give the others with -f", where))
 			} else {
+				if err := ownedRefused(objs); err != nil {
+					errs = append(errs, fmt.Sprintf("%s.apply: %v", where, err))
+				}
+				for _, p := range objs.BarePods {
+					if p.Spec.NodeName != "" {
+						errs = append(errs, fmt.Sprintf("%s.apply: pod %s/%s: spec.nodeName: a pod applied during a run is placed by the run; remove spec.nodeName", where, p.Namespace, p.Name))
+					}
+				}
 				for _, c := range objs.EC2NodeClasses {
 					if err := instancetype.CheckClass(c); err != nil {
 						errs = append(errs, fmt.Sprintf("%s.apply: %v", where, err))

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The kinds of workload the simulator runs, each as its controller keeps
@@ -113,18 +114,19 @@ func (s *sim) reconcile(o *owner) {
 // unless persistentVolumeClaimRetentionPolicy.whenScaled is Delete), and
 // makes the missing ones lowest first; under OrderedReady (the default) it
 // makes one only when every lower ordinal runs, so a set starts one pod at
-// a time.
+// a time; then it rolls pods of an older template over.
 func (s *sim) reconcileSet(o *owner) {
 	var above []*simPod
-	for _, p := range o.pods {
-		if ordinal(o, p) >= o.want {
+	for _, key := range sortedKeys(o.pods) {
+		if p := o.pods[key]; ordinal(o, p) >= o.want {
 			above = append(above, p)
 		}
 	}
+	sort.Slice(above, func(i, j int) bool { return ordinal(o, above[i]) > ordinal(o, above[j]) })
 	for _, p := range above {
 		s.removePod(p)
 		if pol := o.sts.Spec.PersistentVolumeClaimRetentionPolicy; pol != nil && pol.WhenScaled == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
-			s.deleteClaims(p)
+			s.deleteClaims(o, p.pod.Name)
 		}
 	}
 	ordered := o.sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
@@ -140,6 +142,26 @@ func (s *sim) reconcileSet(o *owner) {
 		if ordered && p.node == nil {
 			return
 		}
+	}
+	// Every ordinal is there: a RollingUpdate (the default) replaces the
+	// highest one of an older template once every pod runs, one at a time;
+	// OnDelete leaves them. (Partitions and maxUnavailable are not
+	// modelled.)
+	if o.sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		return
+	}
+	var stale *simPod
+	for _, p := range o.pods {
+		if p.node == nil {
+			return
+		}
+		if p.version != o.version && (stale == nil || ordinal(o, p) > ordinal(o, stale)) {
+			stale = p
+		}
+	}
+	if stale != nil {
+		s.removePod(stale)
+		s.newPod(o)
 	}
 }
 
@@ -170,8 +192,8 @@ func (s *sim) reconcileReplicas(o *owner) {
 }
 
 // applyWorkloads carries out an apply of workloads: a new one starts; a
-// changed pod template rolls every pod over (the old go, new ones come);
-// the replicas are set.
+// changed pod template rolls it over as its controller does; the replicas
+// are set.
 func (s *sim) applyWorkloads(objs *manifests.Objects) {
 	for _, o := range workloadsOf(objs) {
 		old := s.owners[o.key]
@@ -182,16 +204,19 @@ func (s *sim) applyWorkloads(objs *manifests.Objects) {
 		}
 		if o.isJob() {
 			old.template, old.parallel = o.template, o.parallel
-			s.versions++
-			old.version = s.versions
+			s.newVersion(old)
 			continue
 		}
 		if !equality.Semantic.DeepEqual(old.template, o.template) {
 			old.template = o.template
-			s.versions++
-			old.version = s.versions
-			for _, key := range sortedKeys(old.pods) {
-				s.removePod(old.pods[key])
+			s.newVersion(old)
+			// A Deployment rolls every pod over at once (its surge and
+			// unavailability limits are not modelled); a ReplicaSet's pods
+			// keep their template; a StatefulSet rolls (reconcileSet).
+			if old.kind == kindDeployment || old.kind == kindPod {
+				for _, key := range sortedKeys(old.pods) {
+					s.removePod(old.pods[key])
+				}
 			}
 		}
 		old.sts = o.sts
@@ -241,6 +266,14 @@ func (s *sim) delete(d Delete) {
 	for _, key := range sortedKeys(o.pods) {
 		s.removePod(o.pods[key])
 	}
+	// whenDeleted: Delete takes every claim the set made, those its
+	// scale-downs kept too.
+	if o.sts != nil && o.sts.Spec.PersistentVolumeClaimRetentionPolicy != nil &&
+		o.sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
+		for i := 0; i < o.made; i++ {
+			s.deleteClaims(o, o.name+"-"+strconv.Itoa(i))
+		}
+	}
 	delete(s.owners, o.key)
 	s.ownerNames = slices.DeleteFunc(s.ownerNames, func(k string) bool { return k == o.key })
 	s.changed()
@@ -260,4 +293,33 @@ func ownerAPIVersion(kind string) string {
 		return "batch/v1"
 	}
 	return "apps/v1"
+}
+
+// ownedRefused refuses Pods and ReplicaSets that a controller makes: given
+// as well as their workload (kubectl get deploy,rs,pods -o yaml gives them
+// all), they would run beside the pods it makes.
+func ownedRefused(objs *manifests.Objects) error {
+	for _, p := range objs.BarePods {
+		if ref := metav1.GetControllerOf(p); ref != nil {
+			return fmt.Errorf("pod %s/%s: its %s %s makes it; give the workload (its Deployment, StatefulSet, Job or DaemonSet) rather than its pods", p.Namespace, p.Name, ref.Kind, ref.Name)
+		}
+	}
+	for _, rs := range objs.ReplicaSets {
+		if ref := metav1.GetControllerOf(rs); ref != nil {
+			return fmt.Errorf("replicaset %s/%s: its %s %s makes it; give the %s rather than its ReplicaSets", rs.Namespace, rs.Name, ref.Kind, ref.Name, ref.Kind)
+		}
+	}
+	return nil
+}
+
+// newVersion gives o's template a version no template of the run had, and
+// keeps it for the pods made from it.
+func (s *sim) newVersion(o *owner) {
+	s.versions++
+	o.version = s.versions
+	if o.templates == nil {
+		o.templates = map[int]*corev1.PodTemplateSpec{}
+	}
+	tmpl := o.template
+	o.templates[o.version] = &tmpl
 }

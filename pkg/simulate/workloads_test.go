@@ -292,3 +292,106 @@ func TestDaemonSetApplied(t *testing.T) {
 		t.Errorf("%d DaemonSets after the delete; want none", len(s.daemonSets))
 	}
 }
+
+// TestStatefulSetRollsOver: a changed template replaces a StatefulSet's
+// pods one at a time from the highest ordinal under RollingUpdate (the
+// default), each once the one before runs again, and leaves them under
+// OnDelete; a ReplicaSet's pods keep their template.
+func TestStatefulSetRollsOver(t *testing.T) {
+	rs := "---\napiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: cache}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: cache}}\n  template:\n    metadata: {labels: {app: cache}}\n    spec: {containers: [{name: c, image: IMAGE, resources: {requests: {cpu: 500m}}}]}\n"
+	cases := []struct {
+		strategy string
+		rolled   bool
+	}{{"", true}, {"updateStrategy: {type: OnDelete}", false}}
+	for _, c := range cases {
+		t.Run(or(c.strategy, "RollingUpdate"), func(t *testing.T) {
+			sts := stsCase{retention: c.strategy}.manifest()
+			changed := strings.Split(strings.Replace(sts, "image: pause", "image: pause:2", 1), "---")[2]
+			trace := &Trace{Duration: d(2 * time.Hour), Events: []Event{
+				{At: d(30 * time.Minute), Apply: changed},
+				{At: d(30 * time.Minute), Apply: strings.Replace(rs, "IMAGE", "pause:2", 1)},
+			}}
+			s, _ := play(t, scenario{extra: sts + strings.Replace(rs, "IMAGE", "pause", 1)}, trace)
+			at := func(name string) time.Duration { return s.pods["default/"+name].pod.CreationTimestamp.Sub(s.start) }
+			// The order pods were made in: the run's pod sequence ends the UID.
+			seq := func(name string) string { uid := string(s.pods["default/"+name].pod.UID); return uid[len(uid)-6:] }
+			if !c.rolled {
+				for _, name := range []string{"db-0", "db-1", "db-2"} {
+					if at(name) >= 30*time.Minute {
+						t.Errorf("%s was made again at %s under OnDelete", name, at(name))
+					}
+				}
+				return
+			}
+			// A pod that binds at once lets the next go in the same instant.
+			if !(30*time.Minute <= at("db-2") && seq("db-2") < seq("db-1") && seq("db-1") < seq("db-0")) {
+				t.Errorf("db-2, db-1, db-0 made again at %s, %s, %s (sequence %s, %s, %s); want from 30m, one after another, the highest first",
+					at("db-2"), at("db-1"), at("db-0"), seq("db-2"), seq("db-1"), seq("db-0"))
+			}
+			for _, p := range s.owners[ownerKey(kindStatefulSet, "default", "db")].pods {
+				if p.pod.Spec.Containers[0].Image != "pause:2" {
+					t.Errorf("%s runs %s after the roll-out", p.key, p.pod.Spec.Containers[0].Image)
+				}
+			}
+			for _, p := range s.owners[ownerKey(kindReplicaSet, "default", "cache")].pods {
+				if p.pod.Spec.Containers[0].Image != "pause" {
+					t.Errorf("the ReplicaSet's %s was made again from the new template; a ReplicaSet leaves its pods", p.key)
+				}
+			}
+		})
+	}
+}
+
+// TestStatefulSetDeleted: deleted under whenDeleted: Delete, a StatefulSet
+// takes every claim it made, a scaled-down ordinal's too; a job event for
+// a deleted Job is a problem, not a crash.
+func TestStatefulSetDeleted(t *testing.T) {
+	job := "---\napiVersion: batch/v1\nkind: Job\nmetadata: {name: batch}\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: pause}]}}}\n"
+	trace := &Trace{Duration: d(time.Hour), Events: []Event{
+		{At: d(10 * time.Minute), Scale: &Scale{StatefulSet: "db", Replicas: 1}},
+		{At: d(20 * time.Minute), Delete: &Delete{Kind: "StatefulSet", Name: "db"}},
+		{At: d(20 * time.Minute), Delete: &Delete{Kind: "Job", Name: "batch"}},
+		{At: d(30 * time.Minute), Job: &JobRun{Job: "batch", RunFor: d(time.Minute)}},
+	}}
+	s, res := play(t, scenario{extra: stsCase{retention: "persistentVolumeClaimRetentionPolicy: {whenScaled: Retain, whenDeleted: Delete}"}.manifest() + job}, trace)
+	for _, name := range []string{"data-db-0", "data-db-2"} {
+		if s.store.Claim("default/"+name) != nil {
+			t.Errorf("claim %s kept after the StatefulSet was deleted under whenDeleted: Delete", name)
+		}
+	}
+	if len(res.Problems) != 1 || !strings.Contains(res.Problems[0], "job default/batch, which a delete event removed, was not started") {
+		t.Errorf("problems %q; want the job event after the Job's deletion", res.Problems)
+	}
+}
+
+// TestBoundPods: the bound's pods keep their workload's namespace (an
+// anti-affinity reaches only within it), and two workloads of one name,
+// or two versions of one template, give pods of different names.
+func TestBoundPods(t *testing.T) {
+	s := &sim{}
+	web := &owner{kind: kindDeployment, ns: "team-a", name: "web"}
+	set := &owner{kind: kindStatefulSet, ns: "team-a", name: "web"}
+	for _, o := range []*owner{web, set} {
+		s.newVersion(o)
+	}
+	old := web.version
+	web.template.Labels = map[string]string{"v": "2"}
+	s.newVersion(web)
+	seen := map[string]bool{}
+	for _, c := range []struct {
+		o       *owner
+		version int
+	}{{web, web.version}, {web, old}, {set, set.version}} {
+		p := boundPod(c.o, c.version, 0)
+		if p.Namespace != "team-a" {
+			t.Errorf("%s's bound pod is in namespace %q; want team-a", c.o.kind, p.Namespace)
+		}
+		if seen[p.Name] {
+			t.Errorf("two bound pods named %s", p.Name)
+		}
+		seen[p.Name] = true
+	}
+	if p := boundPod(web, old, 0); p.Labels["v"] != "" {
+		t.Errorf("the older version's pod has the newer template's labels %v", p.Labels)
+	}
+}

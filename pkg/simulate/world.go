@@ -103,22 +103,28 @@ type owner struct {
 	template       corev1.PodTemplateSpec
 	// want is the replicas; a Job's pods are made by job events.
 	want int
-	// sts is a StatefulSet's spec: its claims and its ordering.
-	sts *appsv1.StatefulSet
+	// sts is a StatefulSet's spec: its claims and its ordering; made is
+	// one more than the highest ordinal it ever made.
+	sts  *appsv1.StatefulSet
+	made int
 	// nodeName is the Node of -f a bare Pod runs on at the start.
 	nodeName string
 	// runFor is how long a Job's pods run once bound; parallel is its
 	// spec.parallelism, the pods a job event starts by default.
 	runFor   time.Duration
 	parallel int
-	// version changes with the template, for the bound's cache: a number
-	// no other owner or template of the run had (sim.versions).
-	version int
-	pods    map[string]*simPod
+	// version changes with the template: a number no other owner or
+	// template of the run had (sim.versions); templates are the templates
+	// by version, as pods made from older ones still run.
+	version   int
+	templates map[int]*corev1.PodTemplateSpec
+	pods      map[string]*simPod
 }
 
 type simPod struct {
 	pod *corev1.Pod
+	// version is its owner's template version when it was made.
+	version int
 	// view is pod as planning sees it: with its volumes' zone in its
 	// required node affinity (storage.go); pod itself otherwise.
 	view  *corev1.Pod
@@ -191,9 +197,10 @@ func (s *sim) newPod(o *owner) *simPod {
 		yes := true
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: ownerAPIVersion(o.kind), Kind: ownerKindOfPod(o.kind), Name: o.name, UID: types.UID("uid-" + o.key), Controller: &yes}}
 	}
-	sp := &simPod{pod: p, view: p, key: p.Namespace + "/" + p.Name, owner: o, pendingSince: s.now}
+	sp := &simPod{pod: p, view: p, key: p.Namespace + "/" + p.Name, owner: o, version: o.version, pendingSince: s.now}
 	if o.sts != nil {
 		s.addClaims(volumes.StatefulClaims(o.sts, p))
+		o.made = max(o.made, ordinal(o, &simPod{pod: p})+1)
 	}
 	s.pods[sp.key] = sp
 	o.pods[sp.key] = sp

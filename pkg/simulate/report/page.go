@@ -52,6 +52,11 @@ figure svg{width:100%;max-width:1000px;height:auto}
 			c.LPBoundCost, c.CostAboveBound, c.NodeHours, c.PeakNodes, c.Evictions, c.PendingSecondsP50, c.PendingSecondsP99, e(reasons(c.Disruptions)))
 	}
 	b.WriteString("</table>\n")
+	for _, c := range page.Configs {
+		if c.LostPods > 0 {
+			fmt.Fprintf(b, `<p class="lostPods">%s: <span class="count">%d</span> bare Pods were evicted, and no controller makes them again.</p>`+"\n", e(c.Config), c.LostPods)
+		}
+	}
 	for _, p := range page.Plots {
 		fmt.Fprintf(b, "<figure id=\"%s\">%s</figure>\n", e(p.Name), p.SVG)
 	}

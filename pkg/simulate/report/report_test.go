@@ -55,6 +55,9 @@ func TestReportRendersAndAgrees(t *testing.T) {
 		}
 		results = append(results, res)
 	}
+	// The day has no bare Pods: say one configuration lost three, which
+	// the page must show.
+	results[1].Summary.LostPods = 3
 	dir := t.TempDir()
 	if err := Write(dir, "test", results); err != nil {
 		t.Fatal(err)
@@ -90,6 +93,9 @@ func TestReportRendersAndAgrees(t *testing.T) {
 				t.Errorf("report.html %s of %s is %s, summary.json's %s", field, doc.Configurations[i].Config, c[1], w)
 			}
 		}
+	}
+	if !strings.Contains(string(page), `whenempty.yaml: <span class="count">3</span> bare Pods were evicted`) || strings.Contains(string(page), `nodepool.yaml: <span class="count">`) {
+		t.Errorf("report.html should say that whenempty.yaml lost 3 bare Pods, and nothing of nodepool.yaml, which lost none")
 	}
 	for _, name := range []string{"cost", "nodes", "pending", "disruptions", "nodes-by-type-1"} {
 		f, err := os.Open(filepath.Join(dir, name+".png"))
