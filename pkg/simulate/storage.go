@@ -2,9 +2,11 @@ package simulate
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/joiner-autoscaler/joiner/pkg/manifests"
+	"github.com/joiner-autoscaler/joiner/pkg/pods"
 	"github.com/joiner-autoscaler/joiner/pkg/volumes"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -73,11 +75,8 @@ func (s *sim) zones() []string {
 // bindClaims provisions, in n's zone, the unbound claims of p that wait
 // for their first consumer.
 func (s *sim) bindClaims(p *simPod, n *simNode) {
-	for _, vol := range p.pod.Spec.Volumes {
-		if vol.PersistentVolumeClaim == nil {
-			continue
-		}
-		c := s.store.Claim(p.pod.Namespace + "/" + vol.PersistentVolumeClaim.ClaimName)
+	for _, name := range pods.ClaimNames(p.pod) {
+		c := s.store.Claim(p.pod.Namespace + "/" + name)
 		if c != nil && c.Spec.VolumeName == "" && s.store.WaitsForConsumer(c) {
 			s.provisionClaim(c, n.labels[corev1.LabelTopologyZone])
 		}
@@ -98,7 +97,7 @@ func (s *sim) provisionClaim(c *corev1.PersistentVolumeClaim, zone string) {
 	s.store.SetVolume(pv)
 	s.store.SetClaim(bound)
 	for _, key := range sortedKeys(s.pods) {
-		if p := s.pods[key]; usesClaim(p.pod, c.Namespace, c.Name) {
+		if p := s.pods[key]; p.pod.Namespace == c.Namespace && slices.Contains(pods.ClaimNames(p.pod), c.Name) {
 			s.resolve(p)
 		}
 	}
@@ -108,20 +107,8 @@ func (s *sim) provisionClaim(c *corev1.PersistentVolumeClaim, zone string) {
 // retention policy of Delete does when the set scales down or goes.
 func (s *sim) deleteClaims(o *owner, podName string) {
 	for _, t := range o.sts.Spec.VolumeClaimTemplates {
-		s.store.DeleteClaim(o.ns + "/" + t.Name + "-" + podName)
+		s.store.DeleteClaim(o.ns + "/" + volumes.StatefulClaimName(t.Name, podName))
 	}
-}
-
-func usesClaim(p *corev1.Pod, namespace, name string) bool {
-	if p.Namespace != namespace {
-		return false
-	}
-	for _, vol := range p.Spec.Volumes {
-		if vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ClaimName == name {
-			return true
-		}
-	}
-	return false
 }
 
 // resolve works out p's view and usage: what its volumes demand now.

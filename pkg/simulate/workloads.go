@@ -83,9 +83,9 @@ func (s *sim) podName(o *owner) string {
 	return fmt.Sprintf("%s-%06d", o.name, s.podSeq)
 }
 
-// ordinal is a StatefulSet pod's number.
-func ordinal(o *owner, p *simPod) int {
-	n, _ := strconv.Atoi(p.pod.Name[len(o.name)+1:])
+// ordinal is the number of StatefulSet o's pod pod.
+func ordinal(o *owner, pod string) int {
+	n, _ := strconv.Atoi(pod[len(o.name)+1:])
 	return n
 }
 
@@ -118,11 +118,11 @@ func (s *sim) reconcile(o *owner) {
 func (s *sim) reconcileSet(o *owner) {
 	var above []*simPod
 	for _, key := range sortedKeys(o.pods) {
-		if p := o.pods[key]; ordinal(o, p) >= o.want {
+		if p := o.pods[key]; ordinal(o, p.pod.Name) >= o.want {
 			above = append(above, p)
 		}
 	}
-	sort.Slice(above, func(i, j int) bool { return ordinal(o, above[i]) > ordinal(o, above[j]) })
+	sort.Slice(above, func(i, j int) bool { return ordinal(o, above[i].pod.Name) > ordinal(o, above[j].pod.Name) })
 	for _, p := range above {
 		s.removePod(p)
 		if pol := o.sts.Spec.PersistentVolumeClaimRetentionPolicy; pol != nil && pol.WhenScaled == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
@@ -155,7 +155,7 @@ func (s *sim) reconcileSet(o *owner) {
 		if p.node == nil {
 			return
 		}
-		if p.version != o.version && (stale == nil || ordinal(o, p) > ordinal(o, stale)) {
+		if p.version != o.version && (stale == nil || ordinal(o, p.pod.Name) > ordinal(o, stale.pod.Name)) {
 			stale = p
 		}
 	}

@@ -200,7 +200,7 @@ func (s *sim) newPod(o *owner) *simPod {
 	sp := &simPod{pod: p, view: p, key: p.Namespace + "/" + p.Name, owner: o, version: o.version, pendingSince: s.now}
 	if o.sts != nil {
 		s.addClaims(volumes.StatefulClaims(o.sts, p))
-		o.made = max(o.made, ordinal(o, &simPod{pod: p})+1)
+		o.made = max(o.made, ordinal(o, p.Name)+1)
 	}
 	s.pods[sp.key] = sp
 	o.pods[sp.key] = sp

@@ -22,7 +22,7 @@ import (
 func StatefulClaims(sts *appsv1.StatefulSet, pod *corev1.Pod) []*corev1.PersistentVolumeClaim {
 	var out []*corev1.PersistentVolumeClaim
 	for _, t := range sts.Spec.VolumeClaimTemplates {
-		name := t.Name + "-" + pod.Name
+		name := StatefulClaimName(t.Name, pod.Name)
 		vol := corev1.Volume{Name: t.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}
 		replaced := false
 		for i := range pod.Spec.Volumes {
@@ -39,6 +39,10 @@ func StatefulClaims(sts *appsv1.StatefulSet, pod *corev1.Pod) []*corev1.Persiste
 	}
 	return out
 }
+
+// StatefulClaimName is the claim a StatefulSet's volumeClaimTemplate
+// template gives its pod pod.
+func StatefulClaimName(template, pod string) string { return template + "-" + pod }
 
 // SetClaim adds claim to the index, or replaces the one of its name.
 func (ix *Index) SetClaim(claim *corev1.PersistentVolumeClaim) {
