@@ -218,6 +218,12 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 				if err := ownedRefused(objs); err != nil {
 					errs = append(errs, fmt.Sprintf("%s.apply: %v", where, err))
 				}
+				for _, sts := range objs.StatefulSets {
+					// A roll-out mid-run goes one pod at a time, whole.
+					if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && (ru.Partition != nil && *ru.Partition > 0 || ru.MaxUnavailable != nil && ru.MaxUnavailable.IntValue() != 1) {
+						errs = append(errs, fmt.Sprintf("%s.apply: statefulset %s/%s: spec.updateStrategy.rollingUpdate: a partition or a maxUnavailable other than 1 is not modelled during a run; remove it from the applied StatefulSet", where, sts.Namespace, sts.Name))
+					}
+				}
 				for _, p := range objs.BarePods {
 					if p.Spec.NodeName != "" {
 						errs = append(errs, fmt.Sprintf("%s.apply: pod %s/%s: spec.nodeName: a pod applied during a run is placed by the run; remove spec.nodeName", where, p.Namespace, p.Name))

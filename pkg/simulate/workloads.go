@@ -145,8 +145,8 @@ func (s *sim) reconcileSet(o *owner) {
 	}
 	// Every ordinal is there: a RollingUpdate (the default) replaces the
 	// highest one of an older template once every pod runs, one at a time;
-	// OnDelete leaves them. (Partitions and maxUnavailable are not
-	// modelled.)
+	// OnDelete leaves them. (A roll-out comes only from an apply, and
+	// Validate refuses one with a partition or a wider maxUnavailable.)
 	if o.sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
 		return
 	}
