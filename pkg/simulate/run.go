@@ -144,6 +144,11 @@ func newSim(cfg Config) (*sim, error) {
 	if err := ownedRefused(objs); err != nil {
 		return nil, err
 	}
+	for _, d := range objs.Deployments {
+		if why := deploymentRefused(d, false); why != "" {
+			return nil, fmt.Errorf("deployment %s/%s: %s", d.Namespace, d.Name, why)
+		}
+	}
 	for _, o := range workloadsOf(objs) {
 		if o.nodeName != "" && s.nodes[o.nodeName] == nil {
 			return nil, fmt.Errorf("pod %s/%s: spec.nodeName %s is not a Node of -f; give the Node with -f, or remove spec.nodeName to let the run place the pod", o.ns, o.name, o.nodeName)

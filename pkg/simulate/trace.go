@@ -224,6 +224,11 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 						errs = append(errs, fmt.Sprintf("%s.apply: statefulset %s/%s: spec.updateStrategy.rollingUpdate: a partition or a maxUnavailable other than 1 is not modelled during a run; remove it from the applied StatefulSet", where, sts.Namespace, sts.Name))
 					}
 				}
+				for _, d := range objs.Deployments {
+					if why := deploymentRefused(d, true); why != "" {
+						errs = append(errs, fmt.Sprintf("%s.apply: deployment %s/%s: %s", where, d.Namespace, d.Name, why))
+					}
+				}
 				for _, p := range objs.BarePods {
 					if p.Spec.NodeName != "" {
 						errs = append(errs, fmt.Sprintf("%s.apply: pod %s/%s: spec.nodeName: a pod applied during a run is placed by the run; remove spec.nodeName", where, p.Namespace, p.Name))

@@ -46,7 +46,7 @@ func workloadsOf(objs *manifests.Objects) []*owner {
 		return o
 	}
 	for _, d := range objs.Deployments {
-		add(kindDeployment, d.Namespace, d.Name, d.Spec.Template, d.Spec.Replicas)
+		add(kindDeployment, d.Namespace, d.Name, d.Spec.Template, d.Spec.Replicas).deploy = d
 	}
 	for _, rs := range objs.ReplicaSets {
 		add(kindReplicaSet, rs.Namespace, rs.Name, rs.Spec.Template, rs.Spec.Replicas)
@@ -95,6 +95,8 @@ func (s *sim) reconcile(o *owner) {
 	case kindJob:
 	case kindStatefulSet:
 		s.reconcileSet(o)
+	case kindDeployment:
+		s.reconcileDeployment(o)
 	case kindPod:
 		if o.want > 0 && len(o.pods) == 0 {
 			s.newPod(o)
@@ -210,16 +212,16 @@ func (s *sim) applyWorkloads(objs *manifests.Objects) {
 		if !equality.Semantic.DeepEqual(old.template, o.template) {
 			old.template = o.template
 			s.newVersion(old)
-			// A Deployment rolls every pod over at once (its surge and
-			// unavailability limits are not modelled); a ReplicaSet's pods
-			// keep their template; a StatefulSet rolls (reconcileSet).
-			if old.kind == kindDeployment || old.kind == kindPod {
+			// A Deployment (reconcileDeployment) and a StatefulSet
+			// (reconcileSet) roll over; a ReplicaSet's pods keep their
+			// template; a bare Pod is replaced.
+			if old.kind == kindPod {
 				for _, key := range sortedKeys(old.pods) {
 					s.removePod(old.pods[key])
 				}
 			}
 		}
-		old.sts = o.sts
+		old.sts, old.deploy = o.sts, o.deploy
 		old.want = o.want
 		s.reconcile(old)
 	}

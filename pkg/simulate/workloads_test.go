@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,14 @@ func (c stsCase) manifest() string {
 // play runs trace over objs and returns the sim at its end, to look into.
 func play(t *testing.T, sc scenario, trace *Trace) (*sim, *Result) {
 	t.Helper()
+	s := prepare(t, sc, trace)
+	return s, s.play(trace, nil)
+}
+
+// prepare is the sim of sc, trace validated and not yet played: a test
+// may add its own events to look in at chosen instants.
+func prepare(t *testing.T, sc scenario, trace *Trace) *sim {
+	t.Helper()
 	its, err := catalog.InstanceTypes(catalog.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +72,7 @@ func play(t *testing.T, sc scenario, trace *Trace) (*sim, *Result) {
 	if err := trace.Validate(objs); err != nil {
 		t.Fatal(err)
 	}
-	return s, s.play(trace, nil)
+	return s
 }
 
 func hour() *Trace { return &Trace{Duration: d(time.Hour)} }
@@ -393,5 +402,114 @@ func TestBoundPods(t *testing.T) {
 	}
 	if p := boundPod(web, old, 0); p.Labels["v"] != "" {
 		t.Errorf("the older version's pod has the newer template's labels %v", p.Labels)
+	}
+}
+
+// rollingAPI is a run of the Deployment api, 8 pods of image pause under
+// strategy, whose template changes at 30m to pause:2. The new template asks
+// for another instance category, so its pods wait for new nodes rather
+// than take the room the old ones leave in the same instant: every step
+// of the roll-out shows.
+func rollingAPI(t *testing.T, strategy string) (*sim, *Trace) {
+	t.Helper()
+	const api = "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: api}\nspec:\n  replicas: 8\n  STRATEGY\n  selector: {matchLabels: {app: api}}\n  template:\n    metadata: {labels: {app: api}}\n    spec: {nodeSelector: {karpenter.k8s.aws/instance-category: CATEGORY}, containers: [{name: c, image: IMAGE, resources: {requests: {cpu: \"1\", memory: 1Gi}}}]}\n"
+	manifest := func(image, category string) string {
+		return strings.NewReplacer("STRATEGY", strategy, "IMAGE", image, "CATEGORY", category).Replace(api)
+	}
+	trace := &Trace{Duration: d(time.Hour), Events: []Event{{At: d(30 * time.Minute), Apply: manifest("pause:2", "c")}}}
+	return prepare(t, scenario{policy: "WhenEmpty", extra: manifest("pause", "m")}, trace), trace
+}
+
+// TestDeploymentRollsOver: a Deployment whose template changes rolls over
+// within its surge and unavailability (25% each by default, the surge
+// rounded up), or under Recreate all at once; between any two instants of
+// the run its pods number at most replicas+surge and at least
+// replicas-unavailable of them run, and the roll-out takes several steps.
+func TestDeploymentRollsOver(t *testing.T) {
+	cases := []struct {
+		strategy                string
+		mostPods, fewestRunning int
+		// gradual: some instant has both templates' pods, for at least
+		// mixedFor when that is set.
+		gradual  bool
+		mixedFor time.Duration
+	}{
+		{"", 10, 6, true, 0},
+		{"strategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}", 8, 7, true, 0},
+		// A new pod counts only a minute after it starts: eight steps
+		// of at least a minute each.
+		{"minReadySeconds: 60\n  strategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}", 8, 7, true, 8 * time.Minute},
+		{"strategy: {rollingUpdate: {maxSurge: 100%, maxUnavailable: 0}}", 16, 8, false, 0},
+		{"strategy: {type: Recreate}", 8, 0, false, 0},
+	}
+	for _, c := range cases {
+		t.Run(or(c.strategy, "default"), func(t *testing.T) {
+			s, trace := rollingAPI(t, c.strategy)
+			o := s.owners[ownerKey(kindDeployment, "default", "api")]
+			mostPods, fewestRunning, mixed, mixedFor := 0, 8, false, time.Duration(0)
+			for at := 30 * time.Minute; at < time.Hour; at += time.Second {
+				s.at(s.start.Add(at), func() {
+					running, fresh := 0, 0
+					for _, p := range o.pods {
+						if p.node != nil {
+							running++
+						}
+						if p.pod.Spec.Containers[0].Image == "pause:2" {
+							fresh++
+						}
+					}
+					if fresh > 0 && fresh < 8 {
+						mixed, mixedFor = true, mixedFor+time.Second
+					}
+					mostPods, fewestRunning = max(mostPods, len(o.pods)), min(fewestRunning, running)
+				})
+			}
+			s.play(trace, nil)
+			if mixedFor < c.mixedFor {
+				t.Errorf("both templates' pods ran for %s; want at least %s", mixedFor, c.mixedFor)
+			}
+			if mostPods != c.mostPods || fewestRunning != c.fewestRunning || mixed != c.gradual {
+				t.Errorf("during the roll-out at most %d pods, at least %d running, both templates' pods at once %v; want %d, %d and %v",
+					mostPods, fewestRunning, mixed, c.mostPods, c.fewestRunning, c.gradual)
+			}
+			for _, p := range o.pods {
+				if p.pod.Spec.Containers[0].Image != "pause:2" {
+					t.Errorf("%s runs %s after the roll-out", p.key, p.pod.Spec.Containers[0].Image)
+				}
+			}
+			if len(o.pods) != 8 {
+				t.Errorf("%d pods after the roll-out; want 8", len(o.pods))
+			}
+		})
+	}
+}
+
+// TestDeploymentEvictedMidRoll: a pod of the old template evicted during a
+// roll-out is made again by its own ReplicaSet, of the old template.
+func TestDeploymentEvictedMidRoll(t *testing.T) {
+	s, trace := rollingAPI(t, "strategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}")
+	o := s.owners[ownerKey(kindDeployment, "default", "api")]
+	remade := ""
+	s.at(s.start.Add(31*time.Minute), func() {
+		old := s.oldPods(o)
+		if len(old) == 0 || len(old) == 8 {
+			t.Fatalf("%d pods of the old template at 31m; want a roll-out under way", len(old))
+		}
+		seq := s.podSeq
+		s.evict(old[0], "test")
+		for _, p := range o.pods {
+			if strings.HasSuffix(string(p.pod.UID), fmt.Sprintf("-%06d", seq+1)) {
+				remade = p.pod.Spec.Containers[0].Image
+			}
+		}
+	})
+	s.play(trace, nil)
+	if remade != "pause" {
+		t.Errorf("the evicted old pod was made again of image %q; want its own template's pause", remade)
+	}
+	for _, p := range o.pods {
+		if p.pod.Spec.Containers[0].Image != "pause:2" {
+			t.Errorf("%s runs %s after the roll-out", p.key, p.pod.Spec.Containers[0].Image)
+		}
 	}
 }

@@ -107,6 +107,8 @@ type owner struct {
 	// one more than the highest ordinal it ever made.
 	sts  *appsv1.StatefulSet
 	made int
+	// deploy is a Deployment's spec: its roll-out strategy.
+	deploy *appsv1.Deployment
 	// nodeName is the Node of -f a bare Pod runs on at the start.
 	nodeName string
 	// runFor is how long a Job's pods run once bound; parallel is its
@@ -182,10 +184,17 @@ func (s *sim) schedulingNode(n *simNode) *scheduling.Node {
 	return sn
 }
 
-// newPod makes a pod of o, pending from now.
+// newPod makes a pod of o's template, pending from now.
 func (s *sim) newPod(o *owner) *simPod {
+	return s.newPodOf(o, o.version)
+}
+
+// newPodOf makes a pod of o's template version, pending from now: an
+// older one is what a Deployment's old ReplicaSet makes mid-roll.
+func (s *sim) newPodOf(o *owner, version int) *simPod {
 	s.podSeq++
-	p := &corev1.Pod{ObjectMeta: *o.template.ObjectMeta.DeepCopy(), Spec: *o.template.Spec.DeepCopy()}
+	tmpl := o.templates[version]
+	p := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
 	pods.DefaultRequests(&p.Spec)
 	p.Namespace = o.ns
 	p = pods.WithLimitRanges(p, s.cfg.Objects.LimitRanges)
@@ -197,7 +206,7 @@ func (s *sim) newPod(o *owner) *simPod {
 		yes := true
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: ownerAPIVersion(o.kind), Kind: ownerKindOfPod(o.kind), Name: o.name, UID: types.UID("uid-" + o.key), Controller: &yes}}
 	}
-	sp := &simPod{pod: p, view: p, key: p.Namespace + "/" + p.Name, owner: o, version: o.version, pendingSince: s.now}
+	sp := &simPod{pod: p, view: p, key: p.Namespace + "/" + p.Name, owner: o, version: version, pendingSince: s.now}
 	if o.sts != nil {
 		s.addClaims(volumes.StatefulClaims(o.sts, p))
 		o.made = max(o.made, ordinal(o, p.Name)+1)
@@ -229,9 +238,17 @@ func (s *sim) bind(p *simPod, n *simNode) {
 	s.resolve(p)
 	s.podEvent(n)
 	s.rec.pending(s.now.Sub(p.pendingSince))
-	if p.owner.kind == kindStatefulSet {
-		// OrderedReady starts the next ordinal once this one runs.
+	if p.owner.kind == kindStatefulSet || p.owner.rolling() {
+		// OrderedReady starts the next ordinal once this one runs; a
+		// roll-out goes on once this pod is available.
 		s.reconcile(p.owner)
+		if d := p.owner.deploy; d != nil && d.Spec.MinReadySeconds > 0 {
+			s.after(time.Duration(d.Spec.MinReadySeconds)*time.Second, func() {
+				if p.owner.rolling() {
+					s.reconcile(p.owner)
+				}
+			})
+		}
 	}
 	if p.owner.isJob() {
 		p.doneAt = s.now.Add(p.owner.runFor)
@@ -273,7 +290,12 @@ func (s *sim) evict(p *simPod, reason string) {
 	case kindStatefulSet:
 		s.reconcile(p.owner)
 	default:
-		s.newPod(p.owner)
+		// Its ReplicaSet makes another of its template: mid-roll, an old
+		// one's, and the roll-out goes on from there.
+		s.newPodOf(p.owner, p.version)
+		if p.owner.rolling() {
+			s.reconcile(p.owner)
+		}
 	}
 }
 
