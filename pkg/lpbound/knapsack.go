@@ -2,7 +2,7 @@ package lpbound
 
 import (
 	"math"
-	"sort"
+	"slices"
 )
 
 // knapsack is the pricing problem of Patterns for one kind: the most
@@ -68,9 +68,7 @@ func newKnapsack(g *patternGen, k int, val []float64) *knapsack {
 		}
 		return d
 	}
-	sort.SliceStable(ks.items, func(i, j int) bool {
-		return ks.items[i].v/dom(ks.items[i]) > ks.items[j].v/dom(ks.items[j])
-	})
+	slices.SortStableFunc(ks.items, func(a, b kitem) int { return greater(a.v/dom(a), b.v/dom(b)) })
 	return ks
 }
 
@@ -83,8 +81,10 @@ func (ks *knapsack) quickUpper() float64 {
 		return ks.frac(0, ks.cap)
 	}
 	best := math.Inf(1)
+	var s surrogate
 	for _, w := range ws {
-		best = min(best, ks.surBound(ks.surrogate(w), 0, ks.cap))
+		ks.surrogateIn(w, &s)
+		best = min(best, ks.surBound(s, 0, ks.cap))
 	}
 	return best
 }
@@ -120,14 +120,16 @@ func (ks *knapsack) prepare() {
 		bound float64
 	}
 	all := make([]scored, len(ws))
+	var s surrogate
 	for i, w := range ws {
-		all[i] = scored{w, ks.surBound(ks.surrogate(w), 0, ks.cap)}
+		ks.surrogateIn(w, &s)
+		all[i] = scored{w, ks.surBound(s, 0, ks.cap)}
 	}
 	ks.sur = ks.sur[:0]
 	if len(all) == 0 {
 		return // no item requests anything: frac counts them all whole
 	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].bound < all[j].bound })
+	slices.SortStableFunc(all, func(a, b scored) int { return greater(b.bound, a.bound) })
 	top := all[0].w
 	weighted := func(it kitem) float64 {
 		d := 0.0
@@ -136,9 +138,7 @@ func (ks *knapsack) prepare() {
 		}
 		return d
 	}
-	sort.SliceStable(ks.items, func(i, j int) bool {
-		return ks.items[i].v*weighted(ks.items[j]) > ks.items[j].v*weighted(ks.items[i])
-	})
+	slices.SortStableFunc(ks.items, func(a, b kitem) int { return greater(a.v*weighted(b), b.v*weighted(a)) })
 	for i := 0; i < len(all) && i < 3; i++ {
 		ks.sur = append(ks.sur, ks.surrogate(all[i].w))
 	}
@@ -165,7 +165,19 @@ func (ks *knapsack) unitWeights() [][]float64 {
 
 // surrogate builds the weighting w over the items in their current order.
 func (ks *knapsack) surrogate(w []float64) surrogate {
-	s := surrogate{w: w, req: make([]float64, len(ks.items))}
+	var s surrogate
+	ks.surrogateIn(w, &s)
+	return s
+}
+
+// surrogateIn builds the weighting w into s, reusing its slices: the
+// weightings tried only for their bound at the root need no slices of
+// their own.
+func (ks *knapsack) surrogateIn(w []float64, s *surrogate) {
+	s.w, s.free = w, false
+	s.req = slices.Grow(s.req[:0], len(ks.items))[:len(ks.items)]
+	clear(s.req)
+	s.order = s.order[:0]
 	for i, it := range ks.items {
 		for r, q := range it.req {
 			s.req[i] += w[r] * q
@@ -176,11 +188,7 @@ func (ks *knapsack) surrogate(w []float64) surrogate {
 			s.free = true
 		}
 	}
-	sort.SliceStable(s.order, func(a, b int) bool {
-		ia, ib := s.order[a], s.order[b]
-		return ks.items[ia].v*s.req[ib] > ks.items[ib].v*s.req[ia]
-	})
-	return s
+	slices.SortStableFunc(s.order, func(ia, ib int) int { return greater(ks.items[ia].v*s.req[ib], ks.items[ib].v*s.req[ia]) })
 }
 
 // upper bounds the knapsack's optimum from the start.
@@ -203,6 +211,22 @@ func (ks *knapsack) frac(from int, rem []float64) float64 {
 		best = min(best, ks.surBound(s, from, rem))
 	}
 	return best
+}
+
+// cannotBeat is whether items[from:] added to v within rem cannot beat
+// the best found: v+frac(from, rem) <= best, stopping at the first
+// surrogate that shows it (the first is the tightest at the root) rather
+// than taking the least of them all.
+func (ks *knapsack) cannotBeat(from int, rem []float64, v float64) bool {
+	if len(ks.sur) == 0 {
+		return v+ks.frac(from, rem) <= ks.best+1e-12
+	}
+	for _, s := range ks.sur {
+		if v+ks.surBound(s, from, rem) <= ks.best+1e-12 {
+			return true
+		}
+	}
+	return false
 }
 
 // surBound is the fractional knapsack bound of one surrogate. Items that
@@ -269,7 +293,7 @@ func (ks *knapsack) dfs(i int, rem []float64, v float64) {
 	if i == len(ks.items) {
 		return
 	}
-	if v+ks.frac(i, rem) <= ks.best+1e-12 {
+	if ks.cannotBeat(i, rem, v) {
 		return
 	}
 	it := ks.items[i]
@@ -317,4 +341,15 @@ func (ks *knapsack) record() {
 	for i, it := range ks.items {
 		ks.bestZ[it.shape] = ks.z[i]
 	}
+}
+
+// greater orders a before b when a > b, for slices.SortStableFunc. Its
+// stable sort is sort.SliceStable's algorithm and reads only whether the
+// result is negative, so the order is the one a less of a > b gave, ties
+// and all, without sort.SliceStable's reflection.
+func greater(a, b float64) int {
+	if a > b {
+		return -1
+	}
+	return 0
 }

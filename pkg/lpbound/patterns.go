@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 )
 
 // Patterns solves the configuration LP of the packing problem (Gilmore and
@@ -294,22 +293,32 @@ func (g *patternGen) prune() {
 			cand = append(cand, k)
 		}
 	}
-	sort.SliceStable(cand, func(a, b int) bool { return g.kinds[cand[a]].Price < g.kinds[cand[b]].Price })
+	slices.SortStableFunc(cand, func(a, b int) int { return greater(g.kinds[b].Price, g.kinds[a].Price) })
+	// Each kind's shapes as a bit set and the resources they use, worked
+	// out once: every pair of kinds is compared.
+	words := (len(g.shapes) + 63) / 64
+	okBits := make([][]uint64, len(g.kinds))
+	used := make([][]bool, len(g.kinds))
+	for _, k := range cand {
+		okBits[k], used[k] = make([]uint64, words), make([]bool, g.nres)
+		for _, s := range g.kOK[k] {
+			okBits[k][s/64] |= 1 << (s % 64)
+			for r := 0; r < g.nres; r++ {
+				used[k][r] = used[k][r] || g.shapes[s].Request[r] > 0
+			}
+		}
+	}
 	dominates := func(j, k int) bool {
 		if g.kinds[j].Price > g.kinds[k].Price {
 			return false
 		}
-		for _, s := range g.kOK[k] {
-			if !slices.Contains(g.kOK[j], s) {
+		for w, bits := range okBits[k] {
+			if bits&^okBits[j][w] != 0 {
 				return false
 			}
 		}
 		for r := 0; r < g.nres; r++ {
-			used := false
-			for _, s := range g.kOK[k] {
-				used = used || g.shapes[s].Request[r] > 0
-			}
-			if used && g.kinds[j].Capacity[r] < g.kinds[k].Capacity[r] {
+			if used[k][r] && g.kinds[j].Capacity[r] < g.kinds[k].Capacity[r] {
 				return false
 			}
 		}

@@ -2,7 +2,7 @@ package lpbound
 
 import (
 	"math"
-	"sort"
+	"slices"
 )
 
 // price adds up to PerRound improving patterns, the most improving first.
@@ -56,7 +56,7 @@ func (g *patternGen) price() (added int, rho float64) {
 			rho = max(rho, up)
 		}
 	}
-	sort.SliceStable(todo, func(i, j int) bool { return todo[i].ratio > todo[j].ratio })
+	slices.SortStableFunc(todo, func(a, b promise) int { return greater(a.ratio, b.ratio) })
 	var found []cand
 	failed := 0
 	for _, t := range todo {
@@ -98,7 +98,7 @@ func (g *patternGen) price() (added int, rho float64) {
 			rho = max(rho, t.ratio)
 		}
 	}
-	sort.SliceStable(found, func(i, j int) bool { return found[i].gain > found[j].gain })
+	slices.SortStableFunc(found, func(a, b cand) int { return greater(a.gain, b.gain) })
 	for _, c := range found {
 		if added >= g.opt.PerRound {
 			break

@@ -3,7 +3,7 @@ package scheduling
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/joiner-autoscaler/joiner/pkg/resources"
 	"github.com/joiner-autoscaler/joiner/pkg/spendcap"
@@ -247,12 +247,19 @@ func (s *solver) openIn(p *pool, pg *podGroup, pc *podConstraints) (*node, error
 	case inLimits == 0:
 		return nil, fmt.Errorf("all available instance types exceed limits for nodepool: %q (limits %s, in use %s)", p.name, resources.ListString(p.limits), withoutRooms(p.acct.usage))
 	}
-	sort.SliceStable(cands, func(i, j int) bool {
-		a, b := cands[i], cands[j]
+	// A stable sort of the typed slice: sort.SliceStable's algorithm,
+	// negative exactly where its less was true, without reflection.
+	slices.SortStableFunc(cands, func(a, b candidate) int {
 		if a.eff > b.eff*(1+1e-9) || a.eff < b.eff*(1-1e-9) {
-			return a.eff > b.eff
+			if a.eff > b.eff {
+				return -1
+			}
+			return 0
 		}
-		return a.value > b.value
+		if a.value > b.value {
+			return -1
+		}
+		return 0
 	})
 	var rejected error
 	for _, c := range cands {

@@ -43,7 +43,13 @@ func stretch(tb testing.TB, from, span time.Duration) (*manifests.Objects, *Trac
 // where it rises fastest and consolidation has the most to weigh:
 //
 //	go test -run '^$' -bench DiurnalRise -benchtime 1x ./pkg/simulate
-func BenchmarkDiurnalRise(b *testing.B) {
+func BenchmarkDiurnalRise(b *testing.B) { benchStretch(b, "rise", 8*time.Hour, 20*time.Minute) }
+
+// BenchmarkDiurnalNoon times the 30 minutes of the README's day from noon,
+// its peak, where passes weigh the most candidates.
+func BenchmarkDiurnalNoon(b *testing.B) { benchStretch(b, "noon", 12*time.Hour, 30*time.Minute) }
+
+func benchStretch(b *testing.B, name string, from, span time.Duration) {
 	its, err := catalog.InstanceTypes(catalog.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -51,9 +57,9 @@ func BenchmarkDiurnalRise(b *testing.B) {
 	var res *Result
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		objs, tr := stretch(b, 8*time.Hour, 20*time.Minute)
+		objs, tr := stretch(b, from, span)
 		b.StartTimer()
-		if res, err = Run(Config{Name: "rise", Objects: objs, InstanceTypes: its, Timing: DefaultTiming()}, tr, nil); err != nil {
+		if res, err = Run(Config{Name: name, Objects: objs, InstanceTypes: its, Timing: DefaultTiming()}, tr, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
