@@ -102,6 +102,8 @@ spec:
 		t.Fatal("joiner simulate record never said it was recording")
 	}
 	framework.Kubectl(t, "", "scale", "deployment/web", "--replicas=5")
+	// A new template: a roll-out, which the trace applies.
+	framework.Kubectl(t, "", "set", "env", "deployment/web", "ROLLED=yes")
 	framework.Kubectl(t, "", "scale", "statefulset/db", "--replicas=2")
 	framework.Kubectl(t, "", "set", "resources", "daemonset/agent", "--requests=cpu=200m")
 	framework.Kubectl(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lone, namespace: default}\nspec: {containers: [{name: c, image: pause, resources: {requests: {cpu: 100m}}}]}\n", "apply", "-f", "-")
@@ -110,8 +112,8 @@ spec:
 	// has them all.
 	framework.Eventually(t, time.Minute, "the scale and the patch stored", func() (bool, string) {
 		out := framework.Kubectl(t, "", "get", "deployment/web", "nodepool/default", "statefulset/db", "pod/lone", "daemonset/agent", "-o",
-			"jsonpath={.items[0].spec.replicas}/{.items[1].spec.template.metadata.labels.team}/{.items[2].spec.replicas}/{.items[3].metadata.name}/{.items[4].spec.template.spec.containers[0].resources.requests.cpu}")
-		return out == "5/payments/2/lone/200m", out
+			"jsonpath={.items[0].spec.replicas}/{.items[1].spec.template.metadata.labels.team}/{.items[2].spec.replicas}/{.items[3].metadata.name}/{.items[4].spec.template.spec.containers[0].resources.requests.cpu}/{.items[0].spec.template.spec.containers[0].env[0].value}")
+		return out == "5/payments/2/lone/200m/yes", out
 	})
 	if err := rec.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -123,7 +125,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"deployment: default/web\n    replicas: 5", "team: payments", "replicas: 2\n    statefulSet: default/db", "kind: Pod", "kind: DaemonSet"} {
+	for _, want := range []string{"deployment: default/web\n    replicas: 5", "value: \"yes\"", "team: payments", "replicas: 2\n    statefulSet: default/db", "kind: Pod", "kind: DaemonSet"} {
 		if !strings.Contains(string(trace), want) {
 			t.Errorf("the trace has no %q:\n%s", want, trace)
 		}

@@ -27,8 +27,9 @@ import (
 // has it, else the request's: a patch at level Request gives only what it
 // changed, which for a workload's replicas is enough (a JSON patch is
 // skipped, and so are patches of Jobs and NodePools without a response
-// body). A deleted Deployment or StatefulSet scales to none; a deleted Job
-// stops. A NodePool created in the log is applied then. Bare Pods there
+// body). A whole write that changes a Deployment's or StatefulSet's spec
+// other than its replicas (a new template) is an apply event, and its
+// deletion a delete event; a deleted Job stops. A NodePool created in the log is applied then. Bare Pods there
 // before the log began are not in it: give them with -f. It returns the recording,
 // ended at the log's last event.
 func ReadAudit(in io.Reader) (*Recording, time.Time, error) {
@@ -61,7 +62,7 @@ func ReadAudit(in io.Reader) (*Recording, time.Time, error) {
 			// A deleted Deployment's pods go; a deleted Job's stop.
 			switch kind := scaledKinds[ref.Resource]; {
 			case ref.APIGroup == "apps" && kind != "" && ref.Subresource == "":
-				rec.Scale(at, kind, ref.Namespace, ref.Name, 0)
+				rec.WorkloadGone(at, kind, ref.Namespace, ref.Name)
 				used++
 			case ref.APIGroup == "batch" && ref.Resource == "jobs" && ref.Subresource == "":
 				rec.JobGone(at, ref.Namespace, ref.Name)

@@ -46,8 +46,12 @@ type Recording struct {
 	// others are objects the run needs as they were at the start
 	// (EC2NodeClasses, nodes), by kind/namespace/name.
 	others map[string]any
-	// specs are the Tracked objects' last specs, by kind/namespace/name.
+	// specs are the Tracked objects' and the scaled workloads' last specs
+	// (a workload's without its replicas), by kind/namespace/name.
 	specs map[string]any
+	// gone are the scaled workloads deleted, by kind/namespace/name: seen
+	// again, they are new.
+	gone map[string]bool
 }
 
 type job struct {
@@ -60,7 +64,7 @@ type job struct {
 // New starts a recording at start: the trace's time zero.
 func New(start time.Time) *Recording {
 	return &Recording{start: start, replicas: map[string]int{}, scaled: map[string]any{},
-		jobs: map[string]*job{}, pods: map[string]bool{}, nodePools: map[string]*v1.NodePool{}, others: map[string]any{}, specs: map[string]any{}}
+		jobs: map[string]*job{}, pods: map[string]bool{}, nodePools: map[string]*v1.NodePool{}, others: map[string]any{}, specs: map[string]any{}, gone: map[string]bool{}}
 }
 
 func key(ns, name string) string { return ns + "/" + name }
@@ -76,11 +80,20 @@ func (r *Recording) since(at time.Time) metav1.Duration {
 // Deployment records a Deployment seen at at. The first sight of it gives
 // its template; the run starts it at its replicas then, or at none when it
 // was created during the recording (created), with a scale event at its
-// creation. Later sights record changes of its replicas.
+// creation. Later sights record changes of its replicas, and a change of
+// the rest of its spec (a new template: a roll-out) as an apply event. A
+// paused Deployment's spec changes are left until it is unpaused, when
+// its roll-out starts.
 func (r *Recording) Deployment(at time.Time, d *appsv1.Deployment, created bool) {
 	cp := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: clean(d.ObjectMeta), Spec: *d.Spec.DeepCopy()}
 	cp.Spec.Template.ObjectMeta = clean(cp.Spec.Template.ObjectMeta)
-	r.workload(at, "Deployment", d.Namespace, d.Name, d.Spec.Replicas, created, cp, &cp.Spec.Replicas)
+	var spec any // an untyped nil while paused
+	if !d.Spec.Paused {
+		s := cp.Spec.DeepCopy()
+		s.Replicas = nil
+		spec = s
+	}
+	r.workload(at, "Deployment", d.Namespace, d.Name, d.Spec.Replicas, created, cp, &cp.Spec.Replicas, spec)
 }
 
 // StatefulSet records a StatefulSet seen at at, as Deployment does.
@@ -91,12 +104,17 @@ func (r *Recording) StatefulSet(at time.Time, sts *appsv1.StatefulSet, created b
 		t := &cp.Spec.VolumeClaimTemplates[i]
 		t.ObjectMeta, t.Status = clean(t.ObjectMeta), corev1.PersistentVolumeClaimStatus{}
 	}
-	r.workload(at, "StatefulSet", sts.Namespace, sts.Name, sts.Spec.Replicas, created, cp, &cp.Spec.Replicas)
+	spec := cp.Spec.DeepCopy()
+	spec.Replicas = nil
+	r.workload(at, "StatefulSet", sts.Namespace, sts.Name, sts.Spec.Replicas, created, cp, &cp.Spec.Replicas, spec)
 }
 
 // workload records a scaled workload: cp, the manifest to start from
 // (whose replicas field is start), at its first sight, and its replicas.
-func (r *Recording) workload(at time.Time, kind, ns, name string, want *int32, created bool, cp any, start **int32) {
+// spec is its spec without the replicas, nil when its changes are not to
+// be recorded now: once seen, a change of it is an apply event of cp, as
+// is a sight after a deletion.
+func (r *Recording) workload(at time.Time, kind, ns, name string, want *int32, created bool, cp any, start **int32, spec any) {
 	replicas := 1
 	if want != nil {
 		replicas = int(*want)
@@ -104,7 +122,19 @@ func (r *Recording) workload(at time.Time, kind, ns, name string, want *int32, c
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := kind + "/" + key(ns, name)
+	if _, seen := r.scaled[k]; seen && (r.gone[k] || spec != nil && !equality.Semantic.DeepEqual(r.specs[k], spec)) {
+		n := int32(replicas)
+		*start = &n
+		delete(r.gone, k)
+		if spec != nil {
+			r.specs[k] = spec
+		}
+		r.replicas[k] = replicas
+		r.apply(at, cp)
+		return
+	}
 	if _, seen := r.scaled[k]; !seen {
+		r.specs[k] = spec
 		first := int32(replicas)
 		if created {
 			first = 0
@@ -116,6 +146,26 @@ func (r *Recording) workload(at time.Time, kind, ns, name string, want *int32, c
 		}
 	}
 	r.scale(at, kind, ns, name, replicas)
+}
+
+// WorkloadGone records that a Deployment or StatefulSet (kind) was
+// deleted at at: a delete event, whose run takes a StatefulSet's claims
+// as its retention policy says. One never seen whole (an audit log that
+// only shows it scaled) is scaled to none.
+func (r *Recording) WorkloadGone(at time.Time, kind, ns, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := kind + "/" + key(ns, name)
+	if _, seen := r.scaled[k]; !seen {
+		r.scale(at, kind, ns, name, 0)
+		return
+	}
+	if r.gone[k] {
+		return
+	}
+	r.gone[k] = true
+	r.replicas[k] = 0
+	r.events = append(r.events, simulate.Event{At: r.since(at), Delete: &simulate.Delete{Kind: kind, Name: key(ns, name)}})
 }
 
 // Scale records the replicas of a Deployment or StatefulSet (kind) at at

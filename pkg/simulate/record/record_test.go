@@ -150,7 +150,28 @@ func TestReadAudit(t *testing.T) {
 				line(t, 20*time.Minute, "delete", "apps", "deployments", "", "web", map[string]any{}, false),
 			}
 		},
-		wantEvents: []string{"0s scale default/web 3", "7m0s job default/nightly 4 for 2m0s", "20m0s scale default/web 0"},
+		wantEvents: []string{"0s scale default/web 3", "7m0s job default/nightly 4 for 2m0s", "20m0s delete Deployment default/web"},
+	}, {
+		name: "a Deployment's new template is a roll-out, held while it is paused; deleted and made again, it is new",
+		lines: func(t *testing.T) []string {
+			image := func(d *appsv1.Deployment, image string, paused bool) *appsv1.Deployment {
+				d.Spec.Template.Spec.Containers[0].Image, d.Spec.Paused = image, paused
+				return d
+			}
+			return []string{
+				line(t, 0, "create", "apps", "deployments", "", "web", deployment("web", 3), true),
+				line(t, 5*time.Minute, "update", "apps", "deployments", "", "web", image(deployment("web", 3), "pause:2", false), true),
+				// Only the replicas: a scale, not a roll-out.
+				line(t, 8*time.Minute, "update", "apps", "deployments", "", "web", image(deployment("web", 5), "pause:2", false), true),
+				line(t, 10*time.Minute, "update", "apps", "deployments", "", "web", image(deployment("web", 5), "pause:3", true), true),
+				line(t, 12*time.Minute, "update", "apps", "deployments", "", "web", image(deployment("web", 5), "pause:3", false), true),
+				line(t, 20*time.Minute, "delete", "apps", "deployments", "", "web", map[string]any{}, false),
+				// The same spec as before its deletion: new all the same.
+				line(t, 30*time.Minute, "create", "apps", "deployments", "", "web", image(deployment("web", 2), "pause:3", false), true),
+			}
+		},
+		wantEvents: []string{"0s scale default/web 3", "5m0s apply Deployment web", "8m0s scale default/web 5", "12m0s apply Deployment web",
+			"20m0s delete Deployment default/web", "30m0s apply Deployment web"},
 	}, {
 		name: "a StatefulSet created and scaled, and bare Pods that come and go",
 		lines: func(t *testing.T) []string {
@@ -167,7 +188,7 @@ func TestReadAudit(t *testing.T) {
 				line(t, 20*time.Minute, "delete", "apps", "statefulsets", "", "db", map[string]any{}, false),
 			}
 		},
-		wantEvents: []string{"0s scale default/db 2", "10m0s scale default/db 3", "12m0s apply Pod lone", "15m0s delete Pod default/lone", "20m0s scale default/db 0"},
+		wantEvents: []string{"0s scale default/db 2", "10m0s scale default/db 3", "12m0s apply Pod lone", "15m0s delete Pod default/lone", "20m0s delete StatefulSet default/db"},
 	}, {
 		name: "a log without the writes' bodies",
 		lines: func(t *testing.T) []string {

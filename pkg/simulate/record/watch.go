@@ -40,7 +40,7 @@ type watched struct {
 // PodDisruptionBudgets and storage (claims, volumes, classes) there at the
 // start are the run's manifests, and the nodes a NodePool manages its
 // first nodes (startNode), and what changes after is the trace
-// (Deployments' and StatefulSets' replicas, deletions included; Jobs;
+// (Deployments' and StatefulSets' replicas, their roll-outs and deletions; Jobs;
 // bare Pods created and deleted; NodePools, EC2NodeClasses, DaemonSets and
 // PodDisruptionBudgets created or changed, and the last two deleted). ready is called once the
 // start is recorded. Timestamps are clk's.
@@ -55,12 +55,12 @@ func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk cl
 			if d, ok := obj.(*appsv1.Deployment); ok {
 				rec.Deployment(clk.Now(), d, !initial)
 			}
-		}, func(obj client.Object) { rec.Scale(clk.Now(), "Deployment", obj.GetNamespace(), obj.GetName(), 0) }},
+		}, func(obj client.Object) { rec.WorkloadGone(clk.Now(), "Deployment", obj.GetNamespace(), obj.GetName()) }},
 		{&appsv1.StatefulSet{}, func(obj any, initial bool) {
 			if sts, ok := obj.(*appsv1.StatefulSet); ok {
 				rec.StatefulSet(clk.Now(), sts, !initial)
 			}
-		}, func(obj client.Object) { rec.Scale(clk.Now(), "StatefulSet", obj.GetNamespace(), obj.GetName(), 0) }},
+		}, func(obj client.Object) { rec.WorkloadGone(clk.Now(), "StatefulSet", obj.GetNamespace(), obj.GetName()) }},
 		{&corev1.Pod{}, func(obj any, initial bool) {
 			// Only bare Pods: a controller's pods are its workload's.
 			p, ok := obj.(*corev1.Pod)
