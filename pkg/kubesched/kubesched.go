@@ -1,8 +1,10 @@
 // Package kubesched is how kube-scheduler's default profile chooses a
 // node for a pod among those that can take it: the filters Joiner's plans
 // share with it (room, node selector and required affinity, taints), and
-// its resource scoring (least allocated plus balanced allocation), which
-// spreads pods onto the emptiest nodes rather than packing them.
+// its scoring (least allocated and balanced allocation, the system's
+// default topology spreading, preferred node affinity and
+// PreferNoSchedule taints), which spreads pods onto the emptiest nodes
+// and apart from their siblings rather than packing them.
 //
 // Joiner plans where pods could go; kube-scheduler decides where they do.
 // Disruption prices the difference (pkg/disruption's kube model) and the
@@ -47,11 +49,15 @@ func Admits(aff nodeaffinity.RequiredNodeAffinity, p *corev1.Pod, n *corev1.Node
 	return !untolerated
 }
 
-// Score is the default profile's resource scoring of a node for a pod:
-// NodeResourcesFit's LeastAllocated (the share of CPU and memory left free
-// once the pod is placed, averaged) plus NodeResourcesBalancedAllocation
-// (one less half the difference between the CPU and memory shares used),
-// each on a 0-1 scale and of equal weight, as in the default profile.
+// Score is the default profile's resource scoring of a node for a pod, in
+// the continuous form the disruption model's stranding search weighs
+// nodes by: NodeResourcesFit's LeastAllocated (the share of CPU and
+// memory left free once the pod is placed, averaged) plus
+// NodeResourcesBalancedAllocation (one less half the difference between
+// the CPU and memory shares used), each on a 0-1 scale and of equal
+// weight, as in the default profile. Pick (profile.go), which binds the
+// simulator's pods, scores as kube-scheduler does, in whole numbers and
+// with the profile's other plugins.
 func Score(req, free, alloc resources.Resources) float64 {
 	if alloc.CPU <= 0 || alloc.Memory <= 0 {
 		return 0
@@ -71,24 +77,6 @@ func Take(free *resources.Resources, req resources.Resources) {
 	if req.Ext != nil {
 		*free = free.Sub(resources.Resources{Ext: req.Ext})
 	}
-}
-
-// Pick is the node the default profile binds p (requesting req) to: the
-// highest Score among the nodes that fit and admit it, the first of equals
-// (kube-scheduler picks among equals at random). -1 when none can take it.
-func Pick(p *corev1.Pod, req resources.Resources, nodes []Node) int {
-	aff := nodeaffinity.GetRequiredNodeAffinity(p)
-	best, bestScore := -1, -1.0
-	for i := range nodes {
-		n := &nodes[i]
-		if !Fits(req, n.Free) || !Admits(aff, p, n.Node) {
-			continue
-		}
-		if s := Score(req, n.Free, n.Alloc); s > bestScore {
-			best, bestScore = i, s
-		}
-	}
-	return best
 }
 
 // InterPod reports a pod with pod affinity, pod anti-affinity or topology

@@ -92,3 +92,18 @@ func TestStartFromNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestPodsSpreadFromSiblings: kube-scheduler's default spreading sends
+// one of a Deployment's four pods to the small node beside the big one,
+// where least allocated alone puts all four on the big one; the others
+// stay there, where the room outweighs the spread.
+func TestPodsSpreadFromSiblings(t *testing.T) {
+	nodes := nodeDoc("a-big", "default", "c6a.16xlarge") + nodeDoc("b-small", "default", "c6a.xlarge")
+	s := prepare(t, scenario{policy: "WhenEmpty", extra: nodes}, &Trace{Duration: d(time.Hour), Events: []Event{{At: d(0), Scale: &Scale{Deployment: "web", Replicas: 4}}}})
+	onSmall := -1
+	s.at(s.start.Add(time.Minute), func() { onSmall = len(s.nodes["b-small"].pods) })
+	s.play(&Trace{Duration: d(time.Hour), Events: []Event{{At: d(0), Scale: &Scale{Deployment: "web", Replicas: 4}}}}, nil)
+	if onSmall != 1 {
+		t.Errorf("%d of web's 4 pods on the small node; want 1, spread from their siblings", onSmall)
+	}
+}

@@ -3,6 +3,7 @@ package simulate
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -263,7 +264,9 @@ func (s *sim) queueBind() {
 // schedule binds pending pods to initialized nodes with room, as
 // kube-scheduler does within moments: the longest pending first, each to
 // the node its default profile scores highest (kubesched.Pick: least
-// allocated and balanced), which spreads pods where the planner packs them.
+// allocated and balanced, apart from its siblings, preferred affinity,
+// PreferNoSchedule taints), which spreads pods where the planner packs
+// them.
 // Pods whose place depends on other pods (pod affinity, anti-affinity,
 // topology spread), on host ports or on volumes (a claim's zone, attach
 // limits), which that scoring does not model, go where the planner fits
@@ -294,6 +297,14 @@ func (s *sim) schedule() {
 		return
 	}
 	sort.SliceStable(pending, func(i, j int) bool { return pending[i].pendingSince.Before(pending[j].pendingSince) })
+	// Each node's pods by what the default spreading counts them with.
+	siblings := make([]map[string]int, len(ready))
+	for i, n := range ready {
+		siblings[i] = map[string]int{}
+		for _, p := range n.pods {
+			siblings[i][siblingKey(p)]++
+		}
+	}
 	var planned []*simPod
 	for _, p := range pending {
 		if _, volumed := s.usage[p.key]; volumed || kubesched.InterPod(p.pod) || len(pods.HostPorts(p.pod)) > 0 {
@@ -301,8 +312,13 @@ func (s *sim) schedule() {
 			continue
 		}
 		req := resources.PodRequests(p.pod)
-		if i := kubesched.Pick(p.view, req, nodes); i >= 0 {
+		var count func(int) int
+		if key := siblingKey(p); key != "" {
+			count = func(i int) int { return siblings[i][key] }
+		}
+		if i := kubesched.Pick(p.view, req, nodes, count); i >= 0 {
 			kubesched.Take(&nodes[i].Free, req)
+			siblings[i][siblingKey(p)]++
 			s.bind(p, ready[i])
 		}
 	}
@@ -335,4 +351,19 @@ func (s *sim) bindPlanned(pending []*simPod, ready []*simNode) {
 			s.bind(p, n)
 		}
 	}
+}
+
+// siblingKey is what kube-scheduler's default topology spreading counts p
+// with: the pods its ReplicaSet selects (for a Deployment, those of the
+// same template, as each template is a ReplicaSet of its own), or its
+// StatefulSet's. Empty for a Job's pod or a bare Pod, which no ReplicaSet
+// or StatefulSet selects (Services, which would, are not modelled).
+func siblingKey(p *simPod) string {
+	switch p.owner.kind {
+	case kindDeployment:
+		return p.owner.key + "@" + strconv.Itoa(p.version)
+	case kindReplicaSet, kindStatefulSet:
+		return p.owner.key
+	}
+	return ""
 }
