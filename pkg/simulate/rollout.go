@@ -145,9 +145,10 @@ func (s *sim) oldPods(o *owner) []*simPod {
 	return out
 }
 
-// deleteFirst deletes the first n of list in the order the ReplicaSet
-// controller scales down.
+// deleteFirst deletes the first n of list (all of it when it has fewer)
+// in the order the ReplicaSet controller scales down.
 func (s *sim) deleteFirst(o *owner, list []*simPod, n int) {
+	n = min(n, len(list))
 	if n <= 0 {
 		return
 	}

@@ -513,3 +513,25 @@ func TestDeploymentEvictedMidRoll(t *testing.T) {
 		}
 	}
 }
+
+// TestDeploymentScaledMidRoll: scaled down during a roll-out, below the
+// old pods it still has, a Deployment deletes the old first and ends at
+// its replicas, all of the new template.
+func TestDeploymentScaledMidRoll(t *testing.T) {
+	for _, replicas := range []int{0, 1, 3} {
+		t.Run(fmt.Sprint(replicas), func(t *testing.T) {
+			s, trace := rollingAPI(t, "strategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}")
+			trace.Events = append(trace.Events, Event{At: d(31 * time.Minute), Scale: &Scale{Deployment: "api", Replicas: replicas}})
+			s.play(trace, nil)
+			o := s.owners[ownerKey(kindDeployment, "default", "api")]
+			if len(o.pods) != replicas {
+				t.Errorf("%d pods at the end; want %d", len(o.pods), replicas)
+			}
+			for _, p := range o.pods {
+				if p.pod.Spec.Containers[0].Image != "pause:2" {
+					t.Errorf("%s runs %s after the roll-out", p.key, p.pod.Spec.Containers[0].Image)
+				}
+			}
+		})
+	}
+}
