@@ -116,31 +116,23 @@ func ReadTrace(path string) (*Trace, error) {
 	return &t, nil
 }
 
+// copied is a copy of what p points to, or nil: an event's parts hold no
+// pointers of their own, so a shallow copy is a whole one.
+func copied[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	cp := *p
+	return &cp
+}
+
 // clone is a copy of t that Validate may change: --compare validates the
 // one trace for each configuration at once.
 func (t *Trace) clone() *Trace {
 	out := &Trace{Duration: t.Duration, Events: make([]Event, len(t.Events))}
 	for i, e := range t.Events {
-		if e.Scale != nil {
-			cp := *e.Scale
-			e.Scale = &cp
-		}
-		if e.Job != nil {
-			cp := *e.Job
-			e.Job = &cp
-		}
-		if e.Delete != nil {
-			cp := *e.Delete
-			e.Delete = &cp
-		}
-		if e.Interrupt != nil {
-			cp := *e.Interrupt
-			e.Interrupt = &cp
-		}
-		if e.Shortage != nil {
-			cp := *e.Shortage
-			e.Shortage = &cp
-		}
+		e.Scale, e.Job, e.Delete = copied(e.Scale), copied(e.Job), copied(e.Delete)
+		e.Interrupt, e.Shortage = copied(e.Interrupt), copied(e.Shortage)
 		out.Events[i] = e
 	}
 	return out

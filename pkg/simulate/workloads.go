@@ -178,19 +178,11 @@ func (s *sim) reconcileReplicas(o *owner) {
 	if len(o.pods) <= o.want {
 		return
 	}
-	perNode := map[*simNode]int{}
-	list := make([]*simPod, 0, len(o.pods))
+	all := make([]*simPod, 0, len(o.pods))
 	for _, key := range sortedKeys(o.pods) {
-		p := o.pods[key]
-		list = append(list, p)
-		if p.node != nil {
-			perNode[p.node]++
-		}
+		all = append(all, o.pods[key])
 	}
-	sortForScaleDown(list, perNode)
-	for _, p := range list[:len(list)-o.want] {
-		s.removePod(p)
-	}
+	s.deleteFirst(o, all, len(all)-o.want)
 }
 
 // applyWorkloads carries out an apply of workloads: a new one starts; a

@@ -122,7 +122,8 @@ func (r *Recording) workload(at time.Time, kind, ns, name string, want *int32, c
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := kind + "/" + key(ns, name)
-	if _, seen := r.scaled[k]; seen && (r.gone[k] || spec != nil && !equality.Semantic.DeepEqual(r.specs[k], spec)) {
+	_, seen := r.scaled[k]
+	if seen && (r.gone[k] || spec != nil && !equality.Semantic.DeepEqual(r.specs[k], spec)) {
 		n := int32(replicas)
 		*start = &n
 		delete(r.gone, k)
@@ -133,7 +134,7 @@ func (r *Recording) workload(at time.Time, kind, ns, name string, want *int32, c
 		r.apply(at, cp)
 		return
 	}
-	if _, seen := r.scaled[k]; !seen {
+	if !seen {
 		r.specs[k] = spec
 		first := int32(replicas)
 		if created {
