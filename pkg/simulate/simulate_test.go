@@ -58,13 +58,19 @@ spec:
 
 type scenario struct {
 	capacity, policy, expire, annotations, extra string
+	// weight is the default pool's, when set.
+	weight string
 }
 
 func (sc scenario) objects(t *testing.T) *manifests.Objects {
 	t.Helper()
 	r := strings.NewReplacer("CAPACITY", or(sc.capacity, "on-demand"), "POLICY", or(sc.policy, "WhenEmptyOrUnderutilized"),
 		"EXPIRE", or(sc.expire, "expireAfter: 720h"), "ANNOTATIONS", or(sc.annotations, "annotations: {}"))
-	objs, err := manifests.Parse("scenario", strings.NewReader(r.Replace(pool)+sc.extra))
+	doc := r.Replace(pool)
+	if sc.weight != "" {
+		doc = strings.Replace(doc, "    consolidateAfter: 0s\n", "    consolidateAfter: 0s\n  weight: "+sc.weight+"\n", 1)
+	}
+	objs, err := manifests.Parse("scenario", strings.NewReader(doc+sc.extra))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,8 +313,12 @@ func TestRefusedAtStart(t *testing.T) {
 		{"a pod applied onto a node", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute),
 			Apply: "apiVersion: v1\nkind: Pod\nmetadata: {name: lone}\nspec: {nodeName: n1, containers: [{name: c, image: pause}]}\n"}}},
 			"events[0] (at 1m0s).apply: pod default/lone: spec.nodeName: a pod applied during a run is placed by the run", ""},
-		{"a NodePool deleted mid-run", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute), Delete: &Delete{Kind: "NodePool", Name: "default"}}}},
-			`events[0] (at 1m0s).delete.kind: "NodePool" cannot be deleted during a run`, ""},
+		{"an EC2NodeClass deleted mid-run", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute), Delete: &Delete{Kind: "EC2NodeClass", Name: "default"}}}},
+			`events[0] (at 1m0s).delete.kind: "EC2NodeClass" cannot be deleted during a run; use Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet, PodDisruptionBudget or NodePool (an EC2NodeClass is held by its finalizer while nodes use it: delete the NodePools that name it)`, ""},
+		{"a NodePool deleted with a namespace", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute), Delete: &Delete{Kind: "NodePool", Name: "default/default"}}}},
+			`events[0] (at 1m0s).delete.name: "default/default": a NodePool has no namespace; give its name alone`, ""},
+		{"a NodePool deleted that is nowhere", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute), Delete: &Delete{Kind: "NodePool", Name: "spot"}}}},
+			`events[0] (at 1m0s).delete.name: NodePool spot is not in the manifests or an earlier apply; fix the name`, ""},
 		{"a StatefulSet scaled that is nowhere", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute), Scale: &Scale{StatefulSet: "db", Replicas: 2}}}},
 			"events[0] (at 1m0s).scale.statefulSet: StatefulSet default/db is not in the manifests", ""},
 		{"a scale of two workloads", "", &Trace{Duration: d(time.Hour), Events: []Event{{At: d(time.Minute), Scale: &Scale{Deployment: "web", StatefulSet: "db", Replicas: 2}}}},

@@ -35,8 +35,8 @@ type Event struct {
 	// (a NodePool's or EC2NodeClass's change drifts their nodes), or adds
 	// it.
 	Apply string `json:"apply,omitempty"`
-	// Delete deletes a workload (its pods go), a DaemonSet or a
-	// PodDisruptionBudget.
+	// Delete deletes a workload (its pods go), a DaemonSet, a
+	// PodDisruptionBudget or a NodePool (its nodes go).
 	Delete *Delete `json:"delete,omitempty"`
 	// Interrupt sends spot interruption warnings.
 	Interrupt *Interrupt `json:"interrupt,omitempty"`
@@ -75,7 +75,8 @@ func (sc *Scale) owner() string {
 
 // Delete deletes Kind NAMESPACE/NAME: a Deployment, StatefulSet,
 // ReplicaSet or Job with its pods, a Pod, a DaemonSet or a
-// PodDisruptionBudget.
+// PodDisruptionBudget; or Kind NAME, a NodePool, whose NodeClaims go with
+// it.
 type Delete struct {
 	Kind string `json:"kind"`
 	Name string `json:"name"`
@@ -153,6 +154,9 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 	}
 	for _, ds := range objs.DaemonSets {
 		known[ownerKey("DaemonSet", ds.Namespace, ds.Name)] = true
+	}
+	for _, np := range objs.NodePools {
+		known[ownerKey(kindNodePool, "", np.Name)] = true
 	}
 	// exists says whether kind NAMESPACE/NAME is in the manifests or an
 	// apply before event i.
@@ -245,6 +249,13 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 					}
 				}
 			}
+		case e.Delete != nil && e.Delete.Kind == kindNodePool:
+			switch {
+			case strings.Contains(e.Delete.Name, "/"):
+				errs = append(errs, fmt.Sprintf("%s.delete.name: %q: a NodePool has no namespace; give its name alone", where, e.Delete.Name))
+			case !exists(kindNodePool, "/"+e.Delete.Name, i):
+				errs = append(errs, fmt.Sprintf("%s.delete.name: NodePool %s is not in the manifests or an earlier apply; fix the name", where, e.Delete.Name))
+			}
 		case e.Delete != nil:
 			e.Delete.Name = qualified(e.Delete.Name)
 			switch e.Delete.Kind {
@@ -253,7 +264,7 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 					errs = append(errs, fmt.Sprintf("%s.delete.name: %s %s is not in the manifests or an earlier apply; fix the name", where, e.Delete.Kind, e.Delete.Name))
 				}
 			default:
-				errs = append(errs, fmt.Sprintf("%s.delete.kind: %q cannot be deleted during a run; use Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet or PodDisruptionBudget", where, e.Delete.Kind))
+				errs = append(errs, fmt.Sprintf("%s.delete.kind: %q cannot be deleted during a run; use Deployment, StatefulSet, ReplicaSet, Job, Pod, DaemonSet, PodDisruptionBudget or NodePool (an EC2NodeClass is held by its finalizer while nodes use it: delete the NodePools that name it)", where, e.Delete.Kind))
 			}
 		case e.Interrupt != nil:
 			if e.Interrupt.SpotNodes <= 0 {
@@ -317,6 +328,12 @@ func (t *Trace) applies(kind, name string, i int) bool {
 		case "EC2NodeClass":
 			if applied(objs, name) {
 				return true
+			}
+		case kindNodePool:
+			for _, np := range objs.NodePools {
+				if "/"+np.Name == name {
+					return true
+				}
 			}
 		}
 	}

@@ -243,6 +243,10 @@ func (s *sim) delete(d Delete) {
 		s.deleteDaemonSet(d.Name)
 		return
 	}
+	if d.Kind == kindNodePool {
+		s.deletePool(d.Name)
+		return
+	}
 	if d.Kind == "PodDisruptionBudget" {
 		for i, pdb := range s.pdbs {
 			if pdb.Namespace == ns && pdb.Name == name {

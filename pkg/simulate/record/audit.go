@@ -29,7 +29,8 @@ import (
 // skipped, and so are patches of Jobs and NodePools without a response
 // body). A whole write that changes a Deployment's or StatefulSet's spec
 // other than its replicas (a new template) is an apply event, and its
-// deletion a delete event; a deleted Job stops. A NodePool created in the log is applied then. Bare Pods there
+// deletion a delete event; a deleted Job stops. A NodePool created in the
+// log is applied then, and deleted, a delete event. Bare Pods there
 // before the log began are not in it: give them with -f. It returns the recording,
 // ended at the log's last event.
 func ReadAudit(in io.Reader) (*Recording, time.Time, error) {
@@ -68,6 +69,8 @@ func ReadAudit(in io.Reader) (*Recording, time.Time, error) {
 				rec.JobGone(at, ref.Namespace, ref.Name)
 			case ref.APIGroup == "" && ref.Resource == "pods" && ref.Subresource == "":
 				rec.PodGone(at, ref.Namespace, ref.Name)
+			case ref.APIGroup == v1.Group && ref.Resource == "nodepools" && ref.Subresource == "":
+				rec.NodePoolGone(at, ref.Name)
 			}
 			continue
 		}

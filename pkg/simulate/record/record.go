@@ -310,6 +310,19 @@ func (r *Recording) NodePool(at time.Time, np *v1.NodePool, created bool) {
 	}
 }
 
+// NodePoolGone records that NodePool name was deleted at at: a delete
+// event, which in the run takes the pool's nodes with it. Made again
+// later, it is an apply event then.
+func (r *Recording) NodePoolGone(at time.Time, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, seen := r.nodePools[name]; !seen {
+		return
+	}
+	delete(r.nodePools, name)
+	r.events = append(r.events, simulate.Event{At: r.since(at), Delete: &simulate.Delete{Kind: "NodePool", Name: name}})
+}
+
 // Tracked records an object of kind whose changes a run can apply (a
 // PodDisruptionBudget, a DaemonSet, an EC2NodeClass): as it was at the start, or, when
 // it was created after the recording began, an apply event then; and

@@ -117,7 +117,7 @@ func TestReadAudit(t *testing.T) {
 		},
 		wantEvents: []string{"0s scale default/web 1", "5m0s job default/nightly 4 for 45m0s", "1h0m0s scale default/web 2"},
 	}, {
-		name: "a NodePool changed mid-way is an apply event",
+		name: "a NodePool changed mid-way is an apply event, deleted a delete event",
 		lines: func(t *testing.T) []string {
 			np := `{"apiVersion":"karpenter.sh/v1","kind":"NodePool","metadata":{"name":"default"},"spec":{"template":{"spec":{"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"},"requirements":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["%s"]}]}}}}`
 			var first, second map[string]any
@@ -132,9 +132,12 @@ func TestReadAudit(t *testing.T) {
 				line(t, 30*time.Minute, "update", "karpenter.sh", "nodepools", "", "default", second, true),
 				// A merge patch at level Request is only a part of it.
 				line(t, 40*time.Minute, "patch", "karpenter.sh", "nodepools", "", "default", map[string]any{"spec": map[string]any{"limits": map[string]any{"cpu": "10"}}}, false),
+				// Deleted, its nodes go with it; made again, it is new.
+				line(t, 50*time.Minute, "delete", "karpenter.sh", "nodepools", "", "gpu", map[string]any{}, false),
+				line(t, 55*time.Minute, "create", "karpenter.sh", "nodepools", "", "gpu", gpu, true),
 			}
 		},
-		wantEvents: []string{"0s scale default/web 1", "10m0s apply NodePool gpu", "30m0s apply NodePool default"},
+		wantEvents: []string{"0s scale default/web 1", "10m0s apply NodePool gpu", "30m0s apply NodePool default", "50m0s delete NodePool gpu", "55m0s apply NodePool gpu"},
 	}, {
 		name: "deletions, and patches that are not the object",
 		lines: func(t *testing.T) []string {

@@ -42,8 +42,8 @@ type watched struct {
 // first nodes (startNode), and what changes after is the trace
 // (Deployments' and StatefulSets' replicas, their roll-outs and deletions; Jobs;
 // bare Pods created and deleted; NodePools, EC2NodeClasses, DaemonSets and
-// PodDisruptionBudgets created or changed, and the last two deleted). ready is called once the
-// start is recorded. Timestamps are clk's.
+// PodDisruptionBudgets created or changed, and all but EC2NodeClasses
+// deleted). ready is called once the start is recorded. Timestamps are clk's.
 func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk clock.PassiveClock, ready func()) (*Recording, error) {
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
 	if err != nil {
@@ -105,7 +105,7 @@ func Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, clk cl
 			if np, ok := obj.(*v1.NodePool); ok {
 				rec.NodePool(clk.Now(), np, !initial)
 			}
-		}, nil},
+		}, func(obj client.Object) { rec.NodePoolGone(clk.Now(), obj.GetName()) }},
 		{&appsv1.DaemonSet{}, func(obj any, initial bool) {
 			if ds, ok := obj.(*appsv1.DaemonSet); ok {
 				cp := &appsv1.DaemonSet{ObjectMeta: clean(ds.ObjectMeta), Spec: *ds.Spec.DeepCopy()}
