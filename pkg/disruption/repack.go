@@ -53,10 +53,10 @@ type scored struct {
 // onto new nodes and the room other nodes have; and, where that plan
 // cannot serve (see repackSet), onto one new node, which has room for
 // every pod whatever kube-scheduler does, and onto new nodes alone. Plans
-// but the one node must beat kube-scheduler's spreading (see kubeModel). A set becomes more nodes than it had only when that
-// saves at least 10% of its price: Karpenter never replaces one node with
-// several, but a 48xlarge left holding pods that smaller nodes fit for
-// less is waste.
+// but the one node must beat kube-scheduler's spreading (see kubeModel).
+// A set becomes more nodes than it had only when that saves at least 10%
+// of its price: Karpenter never replaces one node with several, but a
+// 48xlarge left holding pods that smaller nodes fit for less is waste.
 //
 // A set is not planned when a bound shows it cannot beat the best set
 // planned so far (bestSet): the choice is the same, for a fraction of the
@@ -301,8 +301,9 @@ func repackSet(snap scheduling.Snapshot, kube *kubeModel, closed map[string]*sch
 	// may not share (kube-scheduler's spreading, spot, balance). The room
 	// elsewhere widens the plan's choice, so where its command was taken,
 	// or refused for saving too little, the new nodes alone would save no
-	// more, but for the planner's rounding. In the simulator's benchmark stretches of the README's day,
-	// they were half of the planning and changed no decision.
+	// more, but for the planner's rounding. In the simulator's benchmark
+	// stretches of the README's day they were half of the planning, and
+	// leaving them out changed no decision.
 	roomDecided := slack != nil && (slackOK || slackSmall)
 	// Nor can they matter when they cannot reach the floor.
 	hopeless := lim.upper < lim.floor

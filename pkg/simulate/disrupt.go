@@ -73,11 +73,6 @@ func (s *sim) pass() {
 			continue
 		}
 		pool := s.pools[n.pool]
-		if pool == nil {
-			// A node whose NodePool is gone is no candidate, as in
-			// Karpenter; deletePool drains them all, so none is here.
-			continue
-		}
 		c := disruption.Candidate{Node: n.name, NodeClaim: n.name, NodePool: n.pool, InstanceType: n.it.Name,
 			CapacityType: n.offering.CapacityType, Zone: n.offering.Zone, Price: n.offering.Price, DriftedSince: n.drifted}
 		// Under commitments a candidate's price is what the bill saves

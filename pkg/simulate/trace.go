@@ -142,9 +142,12 @@ func (t *Trace) clone() *Trace {
 // Validate checks the trace against the manifests, naming the event and
 // field at fault, and sorts the events by time.
 func (t *Trace) Validate(objs *manifests.Objects) error {
-	classes, known := map[string]bool{}, map[string]bool{}
+	classes, pools, known := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, c := range objs.EC2NodeClasses {
 		classes[c.Name] = true
+	}
+	for _, np := range objs.NodePools {
+		pools[np.Name] = true
 	}
 	for _, o := range workloadsOf(objs) {
 		known[o.key] = true
@@ -154,9 +157,6 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 	}
 	for _, ds := range objs.DaemonSets {
 		known[ownerKey("DaemonSet", ds.Namespace, ds.Name)] = true
-	}
-	for _, np := range objs.NodePools {
-		known[ownerKey(kindNodePool, "", np.Name)] = true
 	}
 	// exists says whether kind NAMESPACE/NAME is in the manifests or an
 	// apply before event i.
@@ -253,7 +253,7 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 			switch {
 			case strings.Contains(e.Delete.Name, "/"):
 				errs = append(errs, fmt.Sprintf("%s.delete.name: %q: a NodePool has no namespace; give its name alone", where, e.Delete.Name))
-			case !exists(kindNodePool, "/"+e.Delete.Name, i):
+			case !pools[e.Delete.Name] && !t.applies(kindNodePool, e.Delete.Name, i):
 				errs = append(errs, fmt.Sprintf("%s.delete.name: NodePool %s is not in the manifests or an earlier apply; fix the name", where, e.Delete.Name))
 			}
 		case e.Delete != nil:
@@ -296,7 +296,8 @@ func (t *Trace) Validate(objs *manifests.Objects) error {
 }
 
 // applies reports whether an event that runs before event i (earlier, or
-// at the same time and listed before it) applies kind NAMESPACE/NAME.
+// at the same time and listed before it) applies kind NAMESPACE/NAME, or
+// kind NAME when it is an EC2NodeClass or a NodePool.
 func (t *Trace) applies(kind, name string, i int) bool {
 	at := t.Events[i].At.Duration
 	for j, e := range t.Events {
@@ -331,7 +332,7 @@ func (t *Trace) applies(kind, name string, i int) bool {
 			}
 		case kindNodePool:
 			for _, np := range objs.NodePools {
-				if "/"+np.Name == name {
+				if np.Name == name {
 					return true
 				}
 			}
